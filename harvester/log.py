@@ -1,0 +1,35 @@
+"""Logging: readable lines on a terminal, JSON lines elsewhere (journald, launchd log files)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import structlog
+
+from harvester.config import LOG_LEVEL_ENV
+
+
+def configure(default_level: str = "warning", stream=None) -> None:
+    stream = stream or sys.stderr
+    level_name = (os.environ.get(LOG_LEVEL_ENV) or default_level).upper()
+    level = logging.getLevelName(level_name)
+    if not isinstance(level, int):
+        level = logging.WARNING
+    renderer: structlog.types.Processor
+    if stream.isatty():
+        renderer = structlog.dev.ConsoleRenderer(colors=False)
+    else:
+        renderer = structlog.processors.JSONRenderer()
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        cache_logger_on_first_use=False,
+    )
