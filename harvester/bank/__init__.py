@@ -1,0 +1,112 @@
+"""The bank: where normalized sessions live, and where each source's cursor is kept.
+
+The interface is deliberately small so that a PostgreSQL bank (for teams) can sit beside the
+embedded SQLite one. The one rule every implementation keeps: :meth:`Bank.apply` writes a source's
+new events, session facts, problems and advanced cursor in ONE transaction, and refuses (with
+:class:`CursorMoved`) if someone else advanced that cursor meanwhile. Re-applying events the bank
+already holds is a no-op (events are unique per session and uid).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from harvester.gitident import RepoIdentity
+from harvester.model import Event, Problem, SessionPatch
+
+
+class CursorMoved(Exception):
+    """The source's cursor changed since it was read: another writer got there first."""
+
+
+class BankError(Exception):
+    """The bank cannot be opened or written (the one failure ``scan`` exits non-zero for)."""
+
+
+@dataclass(slots=True)
+class Cursor:
+    """How far a source has been consumed, and how to tell that the file changed under us."""
+
+    harness: str
+    path: str
+    format: str
+    device: int = 0
+    inode: int = 0
+    size: int = 0
+    mtime_ns: int = 0
+    offset: int = 0  # bytes consumed (of the decompressed stream for .zst)
+    line: int = 0  # lines consumed
+    head_len: int = 0  # how many leading bytes head_hash covers
+    head_hash: str | None = None
+    tail_hash: str | None = None  # hash of the last bytes before `offset`: catches rewrites in place
+    state: dict[str, Any] = field(default_factory=dict)  # the parser's state after `offset`
+    generation: int = 0  # bumped by every apply; optimistic concurrency between writers
+    status: str = "ok"  # ok | missing | unreadable
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class SessionWrite:
+    harness: str
+    patch: SessionPatch
+    bank_id: str | None = None  # set when this write establishes the session's repository
+    identity: RepoIdentity | None = None
+    redactions: int = 0
+
+
+@dataclass(slots=True)
+class Write:
+    """Everything one transaction commits for one source."""
+
+    cursor: Cursor  # the cursor after this write; cursor.generation is the one it was read at
+    sessions: list[SessionWrite]
+    events: list[Event]
+    problems: list[Problem]
+    is_new_source: bool = False
+    prepared: Any = None  # Bank.prepare_rows(events), when the reader computed it already
+
+
+@dataclass(slots=True)
+class SessionHead:
+    """What ingest needs to know about an existing session before writing to it."""
+
+    pk: int
+    cwd: str | None
+    bank_id: str
+
+
+class Bank(Protocol):
+    path: str
+
+    def cursor(self, path: str) -> Cursor | None: ...
+    def cursors(self, harness: str | None = None) -> list[Cursor]: ...
+    def session_heads(self, harness: str, native_ids: list[str]) -> dict[str, SessionHead]: ...
+    # Row values for apply, computed without the database (picklable: a reader process runs it).
+    prepare_rows: Callable[[list[Event]], Any]
+
+    def apply(self, write: Write) -> dict[str, int]: ...
+    def set_source_status(self, path: str, status: str, error: str | None = None) -> None: ...
+    def record_problems(self, harness: str, path: str, problems: list[Problem]) -> None: ...
+    def learned_identity(self, directory: str) -> RepoIdentity | None: ...
+    def remember_identity(self, directory: str, identity: RepoIdentity) -> None: ...
+    def close(self) -> None: ...
+
+    # read side (status, sessions, show, search)
+    def size_bytes(self) -> int: ...
+    def harness_stats(self) -> dict[str, dict[str, Any]]: ...
+    def recent_problems(self, limit: int = 10) -> list[dict[str, Any]]: ...
+    def recent_imports(self, limit: int = 20) -> list[dict[str, Any]]: ...
+    def list_sessions(self, bank_id: str | None = None, repo_root: str | None = None,
+                      harness: str | None = None, limit: int | None = None) -> list[dict[str, Any]]: ...
+    def find_sessions(self, ref: str) -> list[dict[str, Any]]: ...
+    def events(self, session_pk: int) -> list[dict[str, Any]]: ...
+    def search(self, query: str, bank_id: str | None = None, limit: int = 20) -> list[dict[str, Any]]: ...
+
+
+def open_bank(path: str | Path) -> Bank:
+    from harvester.bank.sqlite import SqliteBank
+
+    return SqliteBank(str(path))

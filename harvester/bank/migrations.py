@@ -1,0 +1,159 @@
+"""Numbered schema migrations of the SQLite bank. ``PRAGMA user_version`` is the number applied.
+
+Append new migrations; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+
+def search_text(row: str = "") -> str:
+    """SQL for the text the full-text index holds of an event (``row``: "", "new." or "old.").
+
+    Long tool output (file contents, build logs) is indexed by its first 2 KiB and last 1 KiB, where
+    the command, the error and the summary are; conversation text is indexed whole; every text is
+    stored whole and shown whole. Indexing all tool output would cost about three times the rest of
+    an import (bench/bench_scan.py) for matches inside file dumps that the tool call already names.
+    Migration 1 is built with it: changing it means a new migration that recreates the view and
+    the triggers and rebuilds the index (``INSERT INTO events_fts(events_fts) VALUES('rebuild')``).
+    """
+    return (f"CASE WHEN {row}kind = 'tool_result' AND length({row}text) > 3072 "
+            f"THEN substr({row}text, 1, 2048) || char(10) || substr({row}text, -1024) ELSE {row}text END")
+
+
+MIGRATIONS: list[str] = [
+    # 1: sessions, events (+ full-text index), sources with their cursors, problems, imports, and
+    #    the directory -> repository facts learned by git probes.
+    """
+    CREATE TABLE sessions (
+        id INTEGER PRIMARY KEY,
+        harness TEXT NOT NULL,
+        native_id TEXT NOT NULL,
+        bank_id TEXT NOT NULL,
+        cwd TEXT,
+        project TEXT,
+        repo_root TEXT,
+        origin_url TEXT,
+        origin_id TEXT,
+        branch TEXT,
+        commit_sha TEXT,
+        git_how TEXT,
+        git_error TEXT,
+        title TEXT,
+        title_source TEXT,
+        model TEXT,
+        agent_version TEXT,
+        started_at TEXT,
+        updated_at TEXT,
+        parent_native_id TEXT,
+        parent_kind TEXT,
+        state TEXT NOT NULL DEFAULT 'unknown',
+        event_count INTEGER NOT NULL DEFAULT 0,
+        last_seq INTEGER NOT NULL DEFAULT 0,
+        redactions INTEGER NOT NULL DEFAULT 0,
+        meta TEXT,
+        first_imported_at TEXT NOT NULL,
+        last_imported_at TEXT NOT NULL,
+        UNIQUE (harness, native_id)
+    );
+    CREATE INDEX sessions_bank ON sessions (bank_id, updated_at);
+    CREATE INDEX sessions_root ON sessions (repo_root);
+
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        uid TEXT NOT NULL,
+        role TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        text TEXT NOT NULL,
+        ts TEXT,
+        tool_name TEXT,
+        tool_input TEXT,
+        tool_call_id TEXT,
+        is_error INTEGER NOT NULL DEFAULT 0,
+        model TEXT,
+        tokens_in INTEGER,
+        tokens_out INTEGER,
+        tokens_cache_read INTEGER,
+        tokens_cache_write INTEGER,
+        tokens_reasoning INTEGER,
+        meta TEXT,
+        content_hash TEXT NOT NULL,
+        UNIQUE (session_id, uid)
+    );
+    -- No (session_id, seq) index: a session's events are appended in seq order, so the
+    -- UNIQUE (session_id, uid) index plus rowid order serve "events of a session, in order".
+
+    -- What search sees of an event: see search_text() above.
+    CREATE VIEW events_search AS SELECT id, {search_text} AS text FROM events;
+    CREATE VIRTUAL TABLE events_fts USING fts5 (
+        text, content = 'events_search', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2'
+    );
+    -- New events are indexed by SqliteBank.apply with one INSERT ... SELECT per write: a trigger
+    -- per row costs 1.7x as much (bench/bench_scan.py). Deletes and edits are rare: triggers.
+    CREATE TRIGGER events_fts_delete AFTER DELETE ON events BEGIN
+        INSERT INTO events_fts (events_fts, rowid, text) VALUES ('delete', old.id, {search_text_old});
+    END;
+    CREATE TRIGGER events_fts_update AFTER UPDATE OF text ON events BEGIN
+        INSERT INTO events_fts (events_fts, rowid, text) VALUES ('delete', old.id, {search_text_old});
+        INSERT INTO events_fts (rowid, text) VALUES (new.id, {search_text_new});
+    END;
+
+    CREATE TABLE sources (
+        id INTEGER PRIMARY KEY,
+        harness TEXT NOT NULL,
+        path TEXT NOT NULL UNIQUE,
+        format TEXT NOT NULL,
+        device INTEGER,
+        inode INTEGER,
+        size INTEGER,
+        mtime_ns INTEGER,
+        offset INTEGER NOT NULL DEFAULT 0,
+        line INTEGER NOT NULL DEFAULT 0,
+        head_len INTEGER NOT NULL DEFAULT 0,
+        head_hash TEXT,
+        tail_hash TEXT,
+        parser_state TEXT,
+        generation INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL DEFAULT 'ok',
+        error TEXT,
+        first_seen_at TEXT NOT NULL,
+        last_read_at TEXT,
+        last_checked_at TEXT
+    );
+    CREATE INDEX sources_harness ON sources (harness);
+
+    CREATE TABLE problems (
+        id INTEGER PRIMARY KEY,
+        harness TEXT NOT NULL,
+        source_path TEXT NOT NULL,
+        line INTEGER NOT NULL DEFAULT 0,
+        kind TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        first_seen_at TEXT NOT NULL,
+        last_seen_at TEXT NOT NULL,
+        UNIQUE (source_path, line, kind)
+    );
+    CREATE INDEX problems_harness ON problems (harness, kind);
+
+    CREATE TABLE imports (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        harness TEXT NOT NULL,
+        session_id INTEGER NOT NULL,
+        source_path TEXT NOT NULL,
+        events_added INTEGER NOT NULL
+    );
+    CREATE INDEX imports_session ON imports (session_id, at);
+
+    CREATE TABLE directories (
+        path TEXT PRIMARY KEY,
+        project TEXT NOT NULL,
+        root TEXT,
+        origin_url TEXT,
+        origin_id TEXT,
+        probed_at TEXT NOT NULL
+    );
+    """.format(search_text=search_text(), search_text_new=search_text("new."),
+               search_text_old=search_text("old.")),
+]

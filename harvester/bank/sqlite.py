@@ -1,0 +1,396 @@
+"""The embedded default bank: one SQLite file (WAL), mode 0600, FTS5 over event text."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from harvester.bank import BankError, Cursor, CursorMoved, SessionHead, Write
+from harvester.bank.migrations import MIGRATIONS, search_text
+from harvester.bank.sqlite_read import SqliteReads
+from harvester.gitident import RepoIdentity
+from harvester.model import Event, Problem, title_rank
+
+# The imports table feeds "recently imported" in status; older rows carry no information.
+IMPORTS_KEPT = 5000
+# Appends to one session within this many seconds fold into one import row (a live session
+# otherwise writes one row per line the agent appends).
+IMPORT_FOLD_SECONDS = 60
+
+
+SEARCH_TEXT = search_text()
+
+
+def utcnow() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _dumps(value: Any) -> str | None:
+    if value is None:
+        return None
+    return orjson.dumps(value).decode()
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else orjson.loads(text)
+
+
+class SqliteBank(SqliteReads):
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            self.conn = _connect(path)
+            self._migrate()
+        except (sqlite3.Error, OSError) as exc:
+            raise BankError(f"cannot open the bank at {path}: {exc}") from exc
+
+    # -- setup -----------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        for number, script in enumerate(MIGRATIONS, start=1):
+            if number <= version:
+                continue
+            with self.transaction():
+                for statement in _statements(script):
+                    self.conn.execute(statement)
+                self.conn.execute(f"PRAGMA user_version = {number}")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        # IMMEDIATE takes the write lock up front: two writers (scan beside the service) queue on
+        # busy_timeout instead of failing half-way with SQLITE_BUSY on lock upgrade.
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- cursors ---------------------------------------------------------------------------
+    _CURSOR_COLUMNS = (
+        "harness, path, format, device, inode, size, mtime_ns, offset, line, head_len, head_hash, "
+        "tail_hash, parser_state, generation, status, error"
+    )
+
+    def _cursor_from_row(self, row: tuple) -> Cursor:
+        (harness, path, fmt, device, inode, size, mtime_ns, offset, line, head_len, head_hash, tail_hash,
+         state, generation, status, error) = row
+        return Cursor(harness, path, fmt, device or 0, inode or 0, size or 0, mtime_ns or 0, offset,
+                      line, head_len, head_hash, tail_hash, _loads(state) or {}, generation, status, error)
+
+    def cursor(self, path: str) -> Cursor | None:
+        row = self.conn.execute(
+            f"SELECT {self._CURSOR_COLUMNS} FROM sources WHERE path = ?", (path,)).fetchone()
+        return None if row is None else self._cursor_from_row(row)
+
+    def cursors(self, harness: str | None = None) -> list[Cursor]:
+        sql = f"SELECT {self._CURSOR_COLUMNS} FROM sources"
+        rows = (self.conn.execute(sql + " WHERE harness = ?", (harness,)) if harness
+                else self.conn.execute(sql))
+        return [self._cursor_from_row(row) for row in rows]
+
+    def set_source_status(self, path: str, status: str, error: str | None = None) -> None:
+        with self.transaction() as conn:
+            conn.execute("UPDATE sources SET status = ?, error = ?, last_checked_at = ? WHERE path = ?",
+                         (status, error, utcnow(), path))
+
+    def record_problems(self, harness: str, path: str, problems: list[Problem]) -> None:
+        with self.transaction() as conn:
+            self._insert_problems(conn, harness, path, problems, utcnow())
+
+    # -- sessions --------------------------------------------------------------------------
+    def session_heads(self, harness: str, native_ids: list[str]) -> dict[str, SessionHead]:
+        out: dict[str, SessionHead] = {}
+        for native_id in native_ids:
+            row = self.conn.execute(
+                "SELECT id, cwd, bank_id FROM sessions WHERE harness = ? AND native_id = ?",
+                (harness, native_id)).fetchone()
+            if row is not None:
+                out[native_id] = SessionHead(row[0], row[1], row[2])
+        return out
+
+    # -- the one write path ----------------------------------------------------------------
+    @staticmethod
+    def prepare_rows(events: list[Event]) -> list[tuple]:
+        """The CPU-only part of :meth:`apply` (row values, content hashes). A plain module-level
+        function underneath, so a reader in another process can run it (``Write.prepared``)."""
+        return _prepare_rows(events)
+
+    def apply(self, write: Write) -> dict[str, int]:
+        """Commit one source's batch and its advanced cursor atomically. Returns events added
+        per session native id."""
+        now = utcnow()
+        cur = write.cursor
+        added: dict[str, int] = {}
+        with self.transaction() as conn:
+            row = conn.execute("SELECT generation FROM sources WHERE path = ?", (cur.path,)).fetchone()
+            current = None if row is None else row[0]
+            expected = None if write.is_new_source else cur.generation
+            if current != expected:
+                raise CursorMoved(cur.path)
+
+            pks: dict[str, int] = {}
+            last_seq: dict[str, int] = {}
+            for sw in write.sessions:
+                pk, seq = self._upsert_session(conn, sw, now)
+                pks[sw.patch.native_id] = pk
+                last_seq[sw.patch.native_id] = seq
+
+            values = write.prepared if write.prepared is not None else _prepare_rows(write.events)
+            last_id = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
+            by_session: dict[str, list[tuple]] = {}
+            for event, row in zip(write.events, values, strict=True):
+                by_session.setdefault(event.session, []).append(row)
+            for native_id, session_rows in by_session.items():
+                pk = pks[native_id]
+                seq = last_seq[native_id]
+                rows = []
+                for row in session_rows:
+                    seq += 1
+                    rows.append((pk, seq, *row))
+                inserted = conn.executemany(
+                    "INSERT OR IGNORE INTO events (session_id, seq, uid, role, kind, text, ts, tool_name, "
+                    "tool_input, tool_call_id, is_error, model, tokens_in, tokens_out, tokens_cache_read, "
+                    "tokens_cache_write, tokens_reasoning, meta, content_hash) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                ).rowcount
+                added[native_id] = inserted
+                if inserted:
+                    conn.execute(
+                        "UPDATE sessions SET event_count = event_count + ?, last_seq = ?, "
+                        "last_imported_at = ? WHERE id = ?", (inserted, seq, now, pk))
+                    self._record_import(conn, cur.harness, pk, cur.path, inserted, now)
+
+            if any(added.values()):  # index what this write added (ignored duplicates got no id)
+                conn.execute(f"INSERT INTO events_fts (rowid, text) SELECT id, {SEARCH_TEXT} FROM events "
+                             "WHERE id > ?", (last_id,))
+            self._insert_problems(conn, cur.harness, cur.path, write.problems, now)
+            self._store_cursor(conn, cur, now, is_new=write.is_new_source)
+        cur.generation += 1
+        return added
+
+    def _upsert_session(self, conn: sqlite3.Connection, sw: Any, now: str) -> tuple[int, int]:
+        p = sw.patch
+        row = conn.execute(
+            "SELECT id, last_seq, cwd, title_source, started_at, parent_native_id, agent_version, bank_id "
+            "FROM sessions WHERE harness = ? AND native_id = ?", (sw.harness, p.native_id)).fetchone()
+        git = p.git
+        ident: RepoIdentity | None = sw.identity
+        if row is None:
+            cursor = conn.execute(
+                "INSERT INTO sessions (harness, native_id, bank_id, cwd, project, repo_root, origin_url, "
+                "origin_id, branch, commit_sha, git_how, git_error, title, title_source, model, "
+                "agent_version, started_at, updated_at, parent_native_id, parent_kind, state, redactions, "
+                "meta, first_imported_at, last_imported_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sw.harness, p.native_id, sw.bank_id or "unknown", p.cwd,
+                    ident.project if ident else None, ident.root if ident else None,
+                    (git.origin_url if git and git.origin_url else None) or (ident.origin_url if ident else None),
+                    ident.origin_id if ident else None,
+                    (git.branch if git else None) or (ident.branch if ident else None),
+                    (git.commit if git else None) or (ident.commit if ident else None),
+                    ident.how if ident else None, ident.error if ident else None,
+                    p.title, p.title_source if p.title else None, p.model, p.agent_version,
+                    p.started_at, p.updated_at, p.parent_native_id, p.parent_kind,
+                    p.state or "unknown", sw.redactions, _dumps(p.meta), now, now,
+                ),
+            )
+            return int(cursor.lastrowid or 0), 0
+        pk, seq, cwd, title_source, started_at, parent, agent_version, _bank_id = row
+        sets: list[str] = []
+        args: list[Any] = []
+
+        def put(column: str, value: Any) -> None:
+            sets.append(f"{column} = ?")
+            args.append(value)
+
+        if cwd is None and p.cwd:
+            put("cwd", p.cwd)
+        if ident is not None:
+            put("bank_id", sw.bank_id)
+            for column, value in (("project", ident.project), ("repo_root", ident.root),
+                                  ("origin_id", ident.origin_id), ("git_how", ident.how),
+                                  ("git_error", ident.error)):
+                put(column, value)
+            if ident.origin_url and not (git and git.origin_url):
+                put("origin_url", ident.origin_url)
+        if git is not None:
+            for column, value in (("branch", git.branch), ("commit_sha", git.commit),
+                                  ("origin_url", git.origin_url)):
+                if value:
+                    put(column, value)
+        if p.title is not None and title_rank(p.title_source) >= title_rank(title_source):
+            put("title", p.title)
+            put("title_source", p.title_source)
+        if p.model:
+            put("model", p.model)
+        if p.agent_version and p.agent_version != agent_version:
+            put("agent_version", p.agent_version)
+        if p.started_at and (started_at is None or p.started_at < started_at):
+            put("started_at", p.started_at)
+        if p.updated_at:
+            sets.append("updated_at = max(coalesce(updated_at, ''), ?)")
+            args.append(p.updated_at)
+        if p.parent_native_id and parent is None:
+            put("parent_native_id", p.parent_native_id)
+            put("parent_kind", p.parent_kind)
+        if p.state:
+            put("state", p.state)
+        if sw.redactions:
+            sets.append("redactions = redactions + ?")
+            args.append(sw.redactions)
+        if p.meta:
+            sets.append("meta = json_patch(coalesce(meta, '{}'), ?)")
+            args.append(_dumps(p.meta))
+        if sets:
+            conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*args, pk))
+        return pk, seq
+
+    def _record_import(self, conn: sqlite3.Connection, harness: str, pk: int, path: str, n: int,
+                       now: str) -> None:
+        row = conn.execute("SELECT id, at FROM imports ORDER BY id DESC LIMIT 1").fetchone()
+        if row is not None:
+            last_id, last_at = row
+            same = conn.execute("SELECT session_id FROM imports WHERE id = ?", (last_id,)).fetchone()[0]
+            if same == pk and _seconds_between(last_at, now) < IMPORT_FOLD_SECONDS:
+                conn.execute("UPDATE imports SET events_added = events_added + ?, at = ? WHERE id = ?",
+                             (n, now, last_id))
+                return
+        cursor = conn.execute(
+            "INSERT INTO imports (at, harness, session_id, source_path, events_added) VALUES (?, ?, ?, ?, ?)",
+            (now, harness, pk, path, n))
+        if cursor.lastrowid and cursor.lastrowid % 500 == 0:
+            conn.execute("DELETE FROM imports WHERE id <= ?", (cursor.lastrowid - IMPORTS_KEPT,))
+
+    def _insert_problems(self, conn: sqlite3.Connection, harness: str, path: str,
+                         problems: list[Problem], now: str) -> None:
+        if not problems:
+            return
+        conn.executemany(
+            "INSERT INTO problems (harness, source_path, line, kind, detail, first_seen_at, last_seen_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_path, line, kind) "
+            "DO UPDATE SET detail = excluded.detail, last_seen_at = excluded.last_seen_at",
+            [(harness, path, p.line or 0, p.kind, p.detail[:500], now, now) for p in problems],
+        )
+
+    def _store_cursor(self, conn: sqlite3.Connection, cur: Cursor, now: str, is_new: bool) -> None:
+        values = (cur.format, cur.device, cur.inode, cur.size, cur.mtime_ns, cur.offset, cur.line,
+                  cur.head_len, cur.head_hash, cur.tail_hash, _dumps(cur.state), cur.status, cur.error,
+                  now, now)
+        if is_new:
+            conn.execute(
+                "INSERT INTO sources (format, device, inode, size, mtime_ns, offset, line, head_len, "
+                "head_hash, tail_hash, parser_state, status, error, last_read_at, last_checked_at, "
+                "generation, harness, path, first_seen_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+                (*values, cur.harness, cur.path, now))
+        else:
+            conn.execute(
+                "UPDATE sources SET format = ?, device = ?, inode = ?, size = ?, mtime_ns = ?, offset = ?, "
+                "line = ?, head_len = ?, head_hash = ?, tail_hash = ?, parser_state = ?, status = ?, "
+                "error = ?, last_read_at = ?, last_checked_at = ?, generation = generation + 1 "
+                "WHERE path = ?",
+                (*values, cur.path))
+
+    # -- git facts learned by probes -------------------------------------------------------
+    def learned_identity(self, directory: str) -> RepoIdentity | None:
+        row = self.conn.execute(
+            "SELECT project, root, origin_url, origin_id FROM directories WHERE path = ?",
+            (directory,)).fetchone()
+        if row is None:
+            return None
+        return RepoIdentity(project=row[0], root=row[1], origin_url=row[2], origin_id=row[3], how="learned")
+
+    def remember_identity(self, directory: str, identity: RepoIdentity) -> None:
+        if not identity.in_git:
+            return
+        # Outside a transaction of our own this is autocommit; inside apply() it joins it.
+        self.conn.execute(
+            "INSERT INTO directories (path, project, root, origin_url, origin_id, probed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET project = excluded.project, "
+            "root = excluded.root, origin_url = excluded.origin_url, origin_id = excluded.origin_id, "
+            "probed_at = excluded.probed_at",
+            (directory, identity.project, identity.root, identity.origin_url, identity.origin_id, utcnow()))
+
+
+def _prepare_rows(events: list[Event]) -> list[tuple]:
+    return [_event_values(e) for e in events]
+
+
+def _event_values(e: Event) -> tuple:
+    """An event's column values after (session_id, seq)."""
+    u = e.usage
+    return (
+        e.uid, e.role, e.kind, e.text, e.ts, e.tool_name,
+        None if e.tool_input is None else orjson.dumps(e.tool_input).decode(),
+        e.tool_call_id, 1 if e.is_error else 0, e.model,
+        u.input if u else None, u.output if u else None, u.cache_read if u else None,
+        u.cache_write if u else None, u.reasoning if u else None,
+        None if not e.meta else orjson.dumps(e.meta).decode(),
+        e.content_hash(),
+    )
+
+
+def _seconds_between(earlier: str, later: str) -> float:
+    try:
+        a = datetime.fromisoformat(earlier.replace("Z", "+00:00"))
+        b = datetime.fromisoformat(later.replace("Z", "+00:00"))
+    except ValueError:
+        return float("inf")
+    return (b - a).total_seconds()
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script into statements, keeping trigger bodies whole."""
+    out: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                out.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        out.append(buffer.strip())
+    return out
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    # Bank files hold people's conversations: 0600 from the first byte, -wal and -shm included
+    # (SQLite gives them the database file's mode; the umask covers the window before that).
+    if not os.path.exists(path):
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    old_umask = os.umask(0o077)
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        # Transcripts are mostly long texts: 16 KiB pages spill to overflow pages far less often than
+        # the 4 KiB default and write the bank about 1.6x faster (bench/bench_scan.py). Only takes
+        # effect on a new, empty file.
+        conn.execute("PRAGMA page_size = 16384")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA cache_size = -65536")  # 64 MiB page cache: FTS merges like it
+    finally:
+        os.umask(old_umask)
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(path + suffix).st_mode & 0o077:
+                os.chmod(path + suffix, 0o600)
+    return conn

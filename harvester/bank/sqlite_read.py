@@ -1,0 +1,142 @@
+"""Read-side queries of the SQLite bank: what ``status``, ``sessions``, ``show`` and ``search`` print."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from typing import Any
+
+import orjson
+
+SESSION_COLUMNS = (
+    "id, harness, native_id, bank_id, cwd, project, repo_root, origin_url, origin_id, branch, commit_sha, "
+    "git_how, git_error, title, title_source, model, agent_version, started_at, updated_at, "
+    "parent_native_id, parent_kind, state, event_count, redactions, meta, first_imported_at, last_imported_at"
+)
+EVENT_COLUMNS = (
+    "seq, uid, role, kind, text, ts, tool_name, tool_input, tool_call_id, is_error, model, tokens_in, "
+    "tokens_out, tokens_cache_read, tokens_cache_write, tokens_reasoning, meta, content_hash"
+)
+
+
+def _rows(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def _session_dict(row: dict[str, Any]) -> dict[str, Any]:
+    row["meta"] = orjson.loads(row["meta"]) if row.get("meta") else None
+    return row
+
+
+def _event_dict(row: dict[str, Any]) -> dict[str, Any]:
+    for key in ("tool_input", "meta"):
+        row[key] = orjson.loads(row[key]) if row.get(key) else None
+    row["is_error"] = bool(row["is_error"])
+    usage = {k: row.pop(f"tokens_{k}") for k in ("in", "out", "cache_read", "cache_write", "reasoning")}
+    row["usage"] = {k: v for k, v in usage.items() if v} or None
+    return row
+
+
+class SqliteReads:
+    conn: sqlite3.Connection
+    path: str
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(self.path + suffix)
+        return total
+
+    def harness_stats(self) -> dict[str, dict[str, Any]]:
+        """Per harness: sources by status, sessions, events, last import, problems by kind, drift."""
+        stats: dict[str, dict[str, Any]] = {}
+
+        def entry(name: str) -> dict[str, Any]:
+            return stats.setdefault(name, {
+                "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0,
+                "sessions": 0, "events": 0, "last_import": None, "git_errors": 0,
+                "malformed": 0, "oversize": 0, "unreadable": 0, "unknown_types": 0, "drift": {},
+            })
+
+        for harness, status, n in self.conn.execute(
+                "SELECT harness, status, count(*) FROM sources GROUP BY harness, status"):
+            e = entry(harness)
+            e["sources"] += n
+            if status in ("missing", "unreadable", "failed"):
+                e[f"sources_{status}"] += n
+        for harness, sessions, events, git_errors in self.conn.execute(
+                "SELECT harness, count(*), sum(event_count), sum(git_error IS NOT NULL) "
+                "FROM sessions GROUP BY harness"):
+            e = entry(harness)
+            e["sessions"], e["events"], e["git_errors"] = sessions, events or 0, git_errors or 0
+        for harness, at in self.conn.execute("SELECT harness, max(at) FROM imports GROUP BY harness"):
+            entry(harness)["last_import"] = at
+        for harness, kind, n in self.conn.execute(
+                "SELECT harness, kind, count(*) FROM problems GROUP BY harness, kind"):
+            key = {"unknown_type": "unknown_types"}.get(kind, kind)
+            entry(harness)[key] = entry(harness).get(key, 0) + n
+        for harness, detail, n in self.conn.execute(
+                "SELECT harness, detail, count(*) FROM problems WHERE kind = 'unknown_type' "
+                "GROUP BY harness, detail ORDER BY count(*) DESC"):
+            entry(harness)["drift"][detail] = n
+        return stats
+
+    def recent_problems(self, limit: int = 10) -> list[dict[str, Any]]:
+        return _rows(self.conn.execute(
+            "SELECT harness, source_path, line, kind, detail, last_seen_at FROM problems "
+            "ORDER BY last_seen_at DESC, id DESC LIMIT ?", (limit,)))
+
+    def recent_imports(self, limit: int = 20) -> list[dict[str, Any]]:
+        return _rows(self.conn.execute(
+            "SELECT i.at, i.harness, s.bank_id, s.native_id AS session, s.title, i.events_added "
+            "FROM imports i JOIN sessions s ON s.id = i.session_id ORDER BY i.at DESC, i.id DESC LIMIT ?",
+            (limit,)))
+
+    def list_sessions(self, bank_id: str | None = None, repo_root: str | None = None,
+                      harness: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        where, args = [], []
+        for column, value in (("bank_id", bank_id), ("repo_root", repo_root), ("harness", harness)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = f"SELECT {SESSION_COLUMNS} FROM sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY coalesce(updated_at, last_imported_at) DESC, id DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return [_session_dict(r) for r in _rows(self.conn.execute(sql, args))]
+
+    def find_sessions(self, ref: str) -> list[dict[str, Any]]:
+        """A session by bank row id, native id, or unambiguous native id prefix."""
+        rows = _rows(self.conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE native_id = ?", (ref,)))
+        if not rows and ref.isdigit():
+            rows = _rows(self.conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (int(ref),)))
+        if not rows and len(ref) >= 4:
+            escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            rows = _rows(self.conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE native_id LIKE ? ESCAPE '\\' LIMIT 10",
+                (escaped + "%",)))
+        return [_session_dict(r) for r in rows]
+
+    def events(self, session_pk: int) -> list[dict[str, Any]]:
+        return [_event_dict(r) for r in _rows(self.conn.execute(
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ? ORDER BY seq", (session_pk,)))]
+
+    def search(self, query: str, bank_id: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        sql = (
+            "SELECT s.harness, s.native_id AS session, s.bank_id, s.title, e.seq, e.role, e.kind, e.ts, "
+            "snippet(events_fts, 0, '[', ']', '…', 12) AS snippet "
+            "FROM events_fts JOIN events e ON e.id = events_fts.rowid JOIN sessions s ON s.id = e.session_id "
+            "WHERE events_fts MATCH ?"
+        )
+        args: list[Any] = [query]
+        if bank_id:
+            sql += " AND s.bank_id = ?"
+            args.append(bank_id)
+        sql += " ORDER BY rank LIMIT ?"
+        args.append(limit)
+        return _rows(self.conn.execute(sql, args))

@@ -1,0 +1,201 @@
+"""The normalized model: what every parser produces and what the bank stores.
+
+Every harness writes its own format; parsers turn those bytes into the few types below and nothing
+else. They are plain dataclasses so a parser can be tested without a bank, a cursor or a thread.
+
+Session
+    One conversation with one agent, identified by (harness, native_id). Subagents and forks are
+    sessions of their own that point at their parent with ``parent_native_id``/``parent_kind``.
+Event
+    One ordered item of a session: a user prompt, an assistant text, a thinking block, a tool call,
+    a tool result, a compaction boundary, or a meta record the agent wrote (mode change, queue
+    operation, ...). ``uid`` is the agent's own id where it has one, else a hash of the record, so
+    reading the same bytes twice yields the same uids (the bank ignores uids it already has).
+Problem
+    A record that could not be used: malformed (bad JSON, invalid UTF-8, oversize line, unreadable
+    file) or of a type the parser does not know (format drift). Counted and shown by ``status``.
+Batch
+    What one parser call returns for a run of records: session patches, events, problems, and the
+    parser's state to resume from (JSON-serializable; the cursor stores it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "system", "tool"]
+Kind = Literal["text", "thinking", "tool_call", "tool_result", "compaction", "meta"]
+SessionState = Literal["live", "ended", "abandoned", "unknown"]
+ParentKind = Literal["subagent", "fork"]
+ProblemKind = Literal["malformed", "unknown_type", "oversize", "unreadable"]
+
+ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
+KINDS: tuple[str, ...] = ("text", "thinking", "tool_call", "tool_result", "compaction", "meta")
+
+# Tool output can be megabytes (a whole file read, a build log). Past this size the text is cut and
+# the cut is said in the text itself; the rest is of little use in a transcript and bloats the index.
+MAX_EVENT_TEXT = 256 * 1024
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token usage of one model response, as the agent recorded it."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {k: v for k, v in (
+            ("input", self.input), ("output", self.output), ("cache_read", self.cache_read),
+            ("cache_write", self.cache_write), ("reasoning", self.reasoning)) if v}
+
+
+@dataclass(slots=True)
+class Event:
+    """One ordered item of a session. See the module docstring."""
+
+    session: str  # native id of the session this event belongs to
+    uid: str  # stable identity within the session
+    role: Role
+    kind: Kind
+    text: str = ""
+    ts: str | None = None  # ISO 8601 UTC as the agent wrote it (normalized to ...Z when possible)
+    tool_name: str | None = None
+    tool_input: Any = None  # JSON-able; tool_call only
+    tool_call_id: str | None = None  # links a tool_result to its tool_call
+    is_error: bool = False  # tool_result that the tool reported as failed
+    model: str | None = None
+    usage: Usage | None = None
+    meta: dict[str, Any] | None = None  # small, record-specific extras (subtype, record type, ...)
+
+    def content_hash(self) -> str:
+        """Hash of what the event says, to compare two imports of the same history."""
+        key = f"{self.role}\x00{self.kind}\x00{self.tool_name or ''}\x00{self.tool_call_id or ''}\x00{self.text}"
+        return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+@dataclass(slots=True)
+class GitFacts:
+    """Git facts the agent itself recorded (they describe the session's time, not ours)."""
+
+    branch: str | None = None
+    commit: str | None = None
+    origin_url: str | None = None
+
+
+@dataclass(slots=True)
+class SessionPatch:
+    """What a batch learned about a session. ``None`` means "not known from this batch".
+
+    The bank merges patches: ``cwd``, ``started_at`` and the parent keep their first value (the
+    directory a session started in is its identity, not wherever the agent later cd-ed); ``model``,
+    ``agent_version``, ``updated_at``, ``state`` and git facts take the latest; ``title`` goes to the
+    strongest source (see :meth:`offer_title`).
+    """
+
+    native_id: str
+    cwd: str | None = None
+    title: str | None = None
+    title_source: str | None = None  # which record gave the title (custom beats ai beats summary)
+    model: str | None = None
+    agent_version: str | None = None
+    started_at: str | None = None
+    updated_at: str | None = None
+    parent_native_id: str | None = None
+    parent_kind: ParentKind | None = None
+    state: SessionState | None = None
+    git: GitFacts | None = None
+    meta: dict[str, Any] | None = None
+
+    def note(self, **facts: Any) -> None:
+        """Add small facts to the session's meta (later values of a key win)."""
+        self.meta = {**(self.meta or {}), **facts}
+
+    def offer_title(self, title: str, source: str) -> None:
+        """Take ``title`` unless the patch already has one from a stronger source (a user's own
+        title beats the agent's generated one, which beats a summary or the first prompt)."""
+        if self.title is None or title_rank(source) >= title_rank(self.title_source):
+            self.title, self.title_source = title, source
+
+    def merge(self, other: SessionPatch) -> None:
+        """Fold a later patch of the same session into this one (same rules as the bank)."""
+        for name in ("cwd", "started_at", "parent_native_id", "parent_kind"):
+            if getattr(self, name) is None:
+                setattr(self, name, getattr(other, name))
+        if other.title is not None:
+            self.offer_title(other.title, other.title_source or "summary")
+        for name in ("model", "agent_version", "updated_at", "state"):
+            value = getattr(other, name)
+            if value is not None:
+                setattr(self, name, value)
+        if other.git is not None:
+            if self.git is None:
+                self.git = GitFacts()
+            for name in ("branch", "commit", "origin_url"):
+                value = getattr(other.git, name)
+                if value:
+                    setattr(self.git, name, value)
+        if other.meta:
+            self.meta = {**(self.meta or {}), **other.meta}
+
+
+# A user's own title beats the agent's generated one, which beats a first-prompt fallback.
+TITLE_RANKS = {None: 0, "first-prompt": 1, "summary": 2, "ai": 3, "custom": 4}
+
+
+def title_rank(source: str | None) -> int:
+    return TITLE_RANKS.get(source, 2)
+
+
+@dataclass(slots=True)
+class Problem:
+    kind: ProblemKind
+    line: int | None  # 1-based line (or record index) in the source; None for the whole source
+    detail: str
+
+
+@dataclass(slots=True)
+class Batch:
+    sessions: dict[str, SessionPatch] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def session(self, native_id: str) -> SessionPatch:
+        patch = self.sessions.get(native_id)
+        if patch is None:
+            patch = self.sessions[native_id] = SessionPatch(native_id)
+        return patch
+
+    def patch(self, patch: SessionPatch) -> None:
+        current = self.sessions.get(patch.native_id)
+        if current is None:
+            self.sessions[patch.native_id] = patch
+        else:
+            current.merge(patch)
+
+
+def record_uid(raw: bytes, suffix: int | str | None = None, context: str | None = None) -> str:
+    """Identity for a record that carries no id of its own: a hash of its exact bytes.
+
+    Agents append records and never edit them in place, so the bytes of a record are stable across
+    re-reads, copies and recompression (.jsonl -> .jsonl.zst). ``suffix`` tells apart several
+    events made from one record (the blocks of one message). ``context`` tells apart byte-identical
+    records at different places (the id of the record before it, where the format has ids).
+    """
+    h = hashlib.blake2b(raw, digest_size=12)
+    if context:
+        h.update(b"\x00" + context.encode())
+    digest = h.hexdigest()
+    return f"h:{digest}" if suffix is None else f"h:{digest}:{suffix}"
+
+
+def clip(text: str, limit: int = MAX_EVENT_TEXT) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[... {len(text) - limit} more characters not kept]"
