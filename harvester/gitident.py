@@ -1,0 +1,243 @@
+"""Which repository a session belongs to, from the cwd the agent recorded.
+
+The bank id is built from the *main* worktree of the repository (what ``git rev-parse
+--git-common-dir`` points at), so every linked worktree of a repo files into the same bank. The
+rules, in order:
+
+1. The recorded cwd exists: probe it (searching parent directories, as git does).
+2. The cwd is gone (a removed linked worktree, an agent's scratch dir): use what an earlier probe
+   learned about that directory or one of its ancestors (the bank remembers every worktree path of
+   every repo it probed), else probe the nearest existing ancestor.
+3. No repository found: the project is the basename of the recorded cwd.
+
+A probe that fails for a reason other than "not a repository" (unreadable ``.git``, corrupt HEAD,
+...) is returned with its reason in ``error``; the fallback is still the cwd's basename, but the
+failure is visible in the bank and in ``status`` rather than silently papered over.
+
+Probes run in-process with GitPython (no ``git`` subprocess) and are cached per directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import git
+
+# Hosts whose repository paths are case-insensitive: "Owner/Repo" and "owner/repo" are one repo.
+CASE_INSENSITIVE_HOSTS = {"github.com", "gitlab.com", "bitbucket.org", "codeberg.org"}
+
+_SCP_LIKE = re.compile(r"^(?:(?P<user>[^@/:]+)@)?(?P<host>[^:/]+):(?P<path>(?!//).+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class RepoIdentity:
+    project: str  # {gitProject}: basename of the main worktree root, else of the recorded cwd
+    root: str | None = None  # main worktree root; None outside git
+    origin_url: str | None = None  # the remote URL with any credentials removed
+    origin_id: str | None = None  # normalized origin: host/path, same for every spelling
+    branch: str | None = None
+    commit: str | None = None
+    how: str = "cwd"  # cwd | ancestor | learned | no-git | no-cwd | error
+    error: str | None = None
+
+    @property
+    def in_git(self) -> bool:
+        return self.root is not None
+
+
+def normalize_origin(url: str | None) -> str | None:
+    """``git@github.com:a/b.git``, ``https://github.com/a/b`` and ``ssh://git@github.com:22/a/b/``
+    all become ``github.com/a/b``. Local paths stay paths. Credentials never survive."""
+    if not url:
+        return None
+    url = url.strip()
+    if "://" in url:
+        parts = urlsplit(url)
+        if parts.scheme == "file":
+            return os.path.normpath(parts.path)
+        host = (parts.hostname or "").lower()
+        path = parts.path
+    else:
+        match = _SCP_LIKE.match(url)
+        if match is None or "/" in match["host"]:
+            return os.path.normpath(url)  # a plain local path
+        host, path = match["host"].lower(), match["path"]
+    path = path.strip("/")
+    if path.endswith(".git"):
+        path = path[:-4]
+    path = path.rstrip("/")
+    if host in CASE_INSENSITIVE_HOSTS:
+        path = path.lower()
+    return f"{host}/{path}" if host else path
+
+
+def strip_credentials(url: str | None) -> str | None:
+    """Drop ``user:password@`` from an http(s) remote: tokens end up in remotes surprisingly often."""
+    if not url or "://" not in url:
+        return url
+    parts = urlsplit(url)
+    if parts.password is None and not (parts.username and parts.scheme.startswith("http")):
+        return url
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    return parts._replace(netloc=netloc).geturl()
+
+
+Memory = Callable[[str], "RepoIdentity | None"]
+
+
+class GitResolver:
+    """Resolves recorded cwds to repository identities, one probe per directory.
+
+    ``learned`` looks up what an earlier probe (maybe in an earlier process) learned about a
+    directory that may no longer exist; ``remember`` is told every directory -> identity a probe
+    establishes (the probed dir and every worktree of the repo), so it can be persisted.
+    """
+
+    def __init__(
+        self,
+        learned: Memory | None = None,
+        remember: Callable[[str, RepoIdentity], None] | None = None,
+        ttl: float = 600.0,
+    ) -> None:
+        self._learned = learned
+        self._remember = remember
+        self._ttl = ttl
+        self._cache: dict[str, tuple[float, RepoIdentity]] = {}
+        self.probes = 0  # number of real probes, for tests and stats
+
+    def resolve(self, cwd: str | None) -> RepoIdentity:
+        if not cwd:
+            return RepoIdentity(project="unknown", how="no-cwd")
+        cwd = os.path.normpath(cwd)
+        now = time.monotonic()
+        hit = self._cache.get(cwd)
+        if hit is not None and now - hit[0] < self._ttl:
+            return hit[1]
+        identity = self._resolve(cwd)
+        self._cache[cwd] = (now, identity)
+        return identity
+
+    def _resolve(self, cwd: str) -> RepoIdentity:
+        fallback = os.path.basename(cwd) or cwd
+        if os.path.isdir(cwd):
+            return self._probe(cwd, fallback, how="cwd")
+        # The directory is gone. First: did we see it (or an ancestor) while it existed?
+        if self._learned is not None:
+            for directory in _self_and_ancestors(cwd):
+                known = self._learned(directory)
+                if known is not None:
+                    return replace(known, how="learned")
+        for directory in _self_and_ancestors(cwd):
+            if os.path.isdir(directory):
+                identity = self._probe(directory, fallback, how="ancestor")
+                if identity.in_git or identity.error:
+                    return identity
+                break
+        return RepoIdentity(project=fallback, how="no-git")
+
+    def _probe(self, directory: str, fallback: str, how: str) -> RepoIdentity:
+        self.probes += 1
+        try:
+            repo = git.Repo(directory, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+            # No repository, or a ".git" that git cannot use (a worktree whose main repo is gone, a
+            # half-deleted clone): the latter is an error worth seeing, not "outside git".
+            dot_git = _nearest_dot_git(directory)
+            if dot_git is None:
+                return RepoIdentity(project=fallback, how="no-git")
+            return RepoIdentity(project=fallback, how="error",
+                                error=f"unusable {dot_git}: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # unreadable .git, bad permissions, ...: say so, don't hide it
+            return RepoIdentity(project=fallback, how="error", error=f"{type(exc).__name__}: {exc}")
+        try:
+            identity, worktrees = _describe(repo, how)
+        except Exception as exc:
+            return RepoIdentity(project=fallback, how="error", error=f"{type(exc).__name__}: {exc}")
+        finally:
+            repo.close()
+        if self._remember is not None:
+            self._remember(directory, identity)
+            for worktree in worktrees:
+                self._remember(worktree, identity)
+        return identity
+
+
+def _describe(repo: git.Repo, how: str) -> tuple[RepoIdentity, list[str]]:
+    common = Path(repo.common_dir).resolve()
+    if repo.bare:
+        root = common
+    elif common.name == ".git":
+        root = common.parent
+    else:  # a submodule (.git/modules/x) or a GIT_DIR elsewhere: its own work tree is the root
+        root = Path(repo.working_tree_dir or common)
+    origin = None
+    try:
+        if "origin" in [r.name for r in repo.remotes]:
+            origin = repo.remotes.origin.url
+        elif repo.remotes:
+            origin = repo.remotes[0].url
+    except Exception:  # an unparsable config must not lose the session, the root is known
+        origin = None
+    branch = commit = None
+    try:
+        if not repo.head.is_detached:
+            branch = repo.head.reference.name
+        commit = repo.head.commit.hexsha
+    except Exception:  # an empty repository has no commit yet; that is not an error
+        pass
+    worktrees = []
+    listing = common / "worktrees"
+    if listing.is_dir():
+        for entry in listing.iterdir():
+            try:
+                gitdir = (entry / "gitdir").read_text().strip()
+            except OSError:
+                continue
+            worktrees.append(os.path.dirname(os.path.normpath(gitdir)))
+    identity = RepoIdentity(
+        project=root.name or str(root),
+        root=str(root),
+        origin_url=strip_credentials(origin),
+        origin_id=normalize_origin(origin),
+        branch=branch,
+        commit=commit,
+        how=how,
+    )
+    return identity, [str(root), *worktrees]
+
+
+def _nearest_dot_git(directory: str) -> str | None:
+    for candidate in _self_and_ancestors(directory):
+        dot_git = os.path.join(candidate, ".git")
+        if os.path.lexists(dot_git):
+            return dot_git
+    return None
+
+
+def _self_and_ancestors(path: str) -> list[str]:
+    out = [path]
+    while True:
+        parent = os.path.dirname(path)
+        if parent == path:
+            return out
+        out.append(parent)
+        path = parent
+
+
+def bank_id(template: str, identity: RepoIdentity, cwd: str | None, harness: str) -> str:
+    """Fill the bank id template: ``{gitProject}``, ``{project}`` (basename of the recorded cwd),
+    ``{harness}``."""
+    project = os.path.basename(os.path.normpath(cwd)) if cwd else "unknown"
+    return (
+        template.replace("{gitProject}", identity.project)
+        .replace("{project}", project or "unknown")
+        .replace("{harness}", harness)
+    )

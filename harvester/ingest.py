@@ -1,0 +1,262 @@
+"""Ingest: commit what :mod:`harvester.reading` read, filed under its repository, chunk by chunk.
+
+The order of operations is what makes a crash harmless. Nothing moves a cursor except the same
+transaction that writes the events read up to it; so after a kill -9 the next run re-reads from the
+last committed cursor, and anything it sees again is ignored by uid.
+
+``scan`` reads in one worker process while this process commits, once there is enough to read
+(:data:`PARALLEL_BYTES`): parsing and redacting are Python work that would otherwise compete with
+SQLite for this process's time. Reading has no side effects, so the split changes nothing else.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+from harvester.bank import Bank, Cursor, CursorMoved, SessionWrite, Write
+from harvester.gitident import GitResolver, RepoIdentity, bank_id
+from harvester.model import Batch
+from harvester.reading import Chunk, Outcome, read_all, read_source
+from harvester.sources import Found, discover, existing_roots, unchanged
+from parsers.base import Harness
+
+log = structlog.get_logger("harvester.ingest")
+
+PROBLEMS_LOGGED_PER_SOURCE = 10  # the rest are counted in the bank, not repeated in the log
+PARALLEL_BYTES = 32 * 1024 * 1024  # below this much to read, a worker process costs more than it saves
+INLINE_SOURCE_BYTES = 64 * 1024 * 1024  # a source this big is streamed here, not held whole in a reply
+IN_FLIGHT = 4  # sources a worker may read ahead of the commits
+
+
+@dataclass(slots=True)
+class SourceResult:
+    path: str
+    outcome: str  # new | read | restarted | unchanged | missing | unreadable | failed | raced
+    events_added: int = 0
+    sessions: dict[str, int] = field(default_factory=dict)  # native id -> events added
+    problems: int = 0
+
+
+@dataclass(slots=True)
+class HarnessReport:
+    harness: str
+    roots: list[str] = field(default_factory=list)
+    sources: int = 0
+    sources_read: int = 0
+    sessions: set[str] = field(default_factory=set)
+    events_added: int = 0
+    problems: int = 0
+    unreadable: int = 0
+    failed: int = 0
+
+
+@dataclass(slots=True)
+class ScanReport:
+    harnesses: dict[str, HarnessReport] = field(default_factory=dict)
+    seconds: float = 0.0
+    bytes_read: int = 0
+
+    @property
+    def events_added(self) -> int:
+        return sum(h.events_added for h in self.harnesses.values())
+
+
+OnSource = Callable[[Harness, Found, SourceResult], None]
+
+
+class Ingestor:
+    def __init__(self, bank: Bank, template: str, resolver: GitResolver | None = None,
+                 parallel_bytes: int = PARALLEL_BYTES) -> None:
+        self.bank = bank
+        self.template = template
+        self.git = resolver or GitResolver(learned=bank.learned_identity, remember=bank.remember_identity)
+        self.parallel_bytes = parallel_bytes
+        self.bytes_read = 0
+        self._pool: ProcessPoolExecutor | None = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> Ingestor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- whole scans -----------------------------------------------------------------------
+    def scan(self, harnesses: Iterable[Harness], env: Mapping[str, str], home: Path,
+             on_source: OnSource | None = None,
+             on_discovered: Callable[[Harness, list[Found]], None] | None = None) -> ScanReport:
+        started = time.monotonic()
+        start_bytes = self.bytes_read
+        report = ScanReport()
+        for harness in harnesses:
+            hr = report.harnesses[harness.name] = HarnessReport(harness.name)
+            roots = existing_roots(harness, env, home)
+            hr.roots = [str(r) for r in roots]
+            found = list(discover(harness, roots))
+            if on_discovered is not None:
+                on_discovered(harness, found)
+            known = {c.path: c for c in self.bank.cursors(harness.name)}
+            for item, result in self._ingest_all(harness, found, known):
+                _tally(hr, result)
+                if on_source is not None:
+                    on_source(harness, item, result)
+            # Sources we knew that are gone: the agent deleted them (Claude's cleanup) or they were
+            # replaced (.jsonl -> .jsonl.zst). Their sessions stay in the bank; say the file is gone.
+            seen = {str(item.path) for item in found}
+            for cursor in known.values():
+                if cursor.path not in seen and cursor.status != "missing":
+                    under_root = any(cursor.path.startswith(str(r) + os.sep) for r in roots)
+                    if under_root and not os.path.exists(cursor.path):
+                        self.bank.set_source_status(cursor.path, "missing")
+        report.seconds = time.monotonic() - started
+        report.bytes_read = self.bytes_read - start_bytes
+        return report
+
+    def _ingest_all(self, harness: Harness, found: list[Found],
+                    known: dict[str, Cursor]) -> Iterator[tuple[Found, SourceResult]]:
+        """Every source of a harness: unchanged ones cost a stat; the rest are read (here, or in a
+        worker when there is enough to read) and committed here, in order."""
+        pending: list[tuple[Found, Cursor | None, int]] = []
+        for item in found:
+            cursor = known.get(str(item.path))
+            try:
+                st = os.stat(item.path)
+            except OSError:
+                pending.append((item, cursor, 0))  # reading will say what is wrong
+                continue
+            if cursor is not None and unchanged(cursor, st):
+                yield item, SourceResult(str(item.path), "unchanged")
+                continue
+            offset = cursor.offset if cursor is not None and item.spec.format == "jsonl" else 0
+            pending.append((item, cursor, max(st.st_size - offset, 0)))
+        to_read = sum(size for _, _, size in pending)
+        if to_read < self.parallel_bytes or (os.cpu_count() or 1) < 2:
+            for item, cursor, _ in pending:
+                yield item, self._ingest(harness, item, cursor)
+            return
+        pool = self._worker()
+        window: deque[tuple[Found, Cursor | None, Future | None]] = deque()
+        queue = iter(pending)
+        for item, cursor, size in queue:
+            if size > INLINE_SOURCE_BYTES:
+                window.append((item, cursor, None))  # streamed here when its turn comes
+            else:
+                window.append((item, cursor, pool.submit(read_all, item, harness.name, cursor,
+                                                         self.bank.prepare_rows)))
+            while len(window) > IN_FLIGHT or (window and window[0][2] is not None and window[0][2].done()):
+                yield self._finish_from(harness, window.popleft())
+        while window:
+            yield self._finish_from(harness, window.popleft())
+
+    def _finish_from(self, harness: Harness,
+                     entry: tuple[Found, Cursor | None, Future | None]) -> tuple[Found, SourceResult]:
+        item, cursor, future = entry
+        if future is None:
+            return item, self._ingest(harness, item, cursor)
+        chunks, outcome = future.result()
+        return item, self._commit_source(harness, iter(chunks), outcome)
+
+    def _worker(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            # spawn, not fork: the parent holds an open SQLite connection, which must never be
+            # used (or even inherited) across fork.
+            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        return self._pool
+
+    # -- one source ------------------------------------------------------------------------
+    def ingest(self, harness: Harness, found: Found) -> SourceResult:
+        """Import what is new in one source; returns once it is committed."""
+        return self._ingest(harness, found, self.bank.cursor(str(found.path)))
+
+    def _ingest(self, harness: Harness, found: Found, cursor: Cursor | None) -> SourceResult:
+        outcome = Outcome(str(found.path))
+        chunks = read_source(found, harness.name, cursor, outcome, self.bank.prepare_rows)
+        return self._commit_source(harness, chunks, outcome)
+
+    def _commit_source(self, harness: Harness, chunks: Iterator[Chunk], outcome: Outcome) -> SourceResult:
+        result = SourceResult(outcome.path, outcome.outcome)
+        for chunk in chunks:  # for an inline read, each chunk is read just before it is committed
+            self._log_problems(harness, outcome.path, chunk.batch)
+            try:
+                added = self.bank.apply(Write(chunk.cursor, self._identify(harness, chunk), chunk.batch.events,
+                                              chunk.batch.problems, chunk.is_new_source, chunk.prepared))
+            except CursorMoved:  # another writer (the service beside a scan) got there first
+                log.info("another writer advanced this source first", path=outcome.path)
+                result.outcome = "raced"
+                return result
+            for native_id, n in added.items():
+                result.sessions[native_id] = result.sessions.get(native_id, 0) + n
+                result.events_added += n
+            for native_id in chunk.batch.sessions:
+                result.sessions.setdefault(native_id, 0)
+            result.problems += len(chunk.batch.problems)
+        if outcome.restart_reason:
+            log.info("re-read source from the start", path=outcome.path, reason=outcome.restart_reason)
+        result.outcome = outcome.outcome
+        self.bytes_read += outcome.bytes_read
+        if outcome.problems:
+            for problem in outcome.problems:
+                log.warning("source problem", harness=harness.name, path=outcome.path, line=problem.line,
+                            kind=problem.kind, detail=problem.detail)
+            self.bank.record_problems(harness.name, outcome.path, outcome.problems)
+            result.problems += len(outcome.problems)
+        if outcome.status is not None:
+            if outcome.status[0] == "unreadable" and self.bank.cursor(outcome.path) is None:
+                # Never read yet: a source row still tells status which file cannot be read.
+                self.bank.apply(Write(Cursor(harness.name, outcome.path, "unknown", status="unreadable",
+                                             error=outcome.status[1]), [], [], [], is_new_source=True))
+            else:
+                self.bank.set_source_status(outcome.path, *outcome.status)
+        return result
+
+    def _identify(self, harness: Harness, chunk: Chunk) -> list[SessionWrite]:
+        """File each session under its repository the first time its cwd is known."""
+        batch = chunk.batch
+        for event in batch.events:  # every session an event names gets a row
+            if event.session not in batch.sessions:
+                batch.session(event.session)
+        heads = self.bank.session_heads(harness.name, list(batch.sessions))
+        writes = []
+        for native_id, patch in batch.sessions.items():
+            write = SessionWrite(harness.name, patch, redactions=chunk.redactions.get(native_id, 0))
+            head = heads.get(native_id)
+            if head is None or (head.cwd is None and patch.cwd):
+                identity = (self.git.resolve(patch.cwd) if patch.cwd
+                            else RepoIdentity(project="unknown", how="no-cwd"))
+                write.identity = identity
+                write.bank_id = bank_id(self.template, identity, patch.cwd, harness.name)
+                if identity.error:
+                    log.warning("git probe failed", cwd=patch.cwd, error=identity.error)
+            writes.append(write)
+        return writes
+
+    def _log_problems(self, harness: Harness, path: str, batch: Batch) -> None:
+        for problem in batch.problems[:PROBLEMS_LOGGED_PER_SOURCE]:
+            log.warning("record skipped", harness=harness.name, path=path, line=problem.line,
+                        kind=problem.kind, detail=problem.detail)
+
+
+def _tally(hr: HarnessReport, result: SourceResult) -> None:
+    hr.sources += 1
+    if result.outcome in ("new", "read", "restarted"):
+        hr.sources_read += 1
+    hr.sessions.update(result.sessions)
+    hr.events_added += result.events_added
+    hr.problems += result.problems
+    if result.outcome in ("unreadable", "missing"):
+        hr.unreadable += 1
+    if result.outcome == "failed":
+        hr.failed += 1

@@ -1,0 +1,185 @@
+"""Sources: finding session files under each harness's roots, and reading their new records.
+
+Readers hand parsers *complete* records only. For JSONL that means whole lines: a last line without
+its newline is still being written (or was torn by a crash) and waits for the next read. The
+reader also decides, from the cursor, whether a file can be continued from its offset or must be
+re-read from the start (replaced, shrunk, or rewritten in place); a re-read is harmless because the
+bank ignores events it already holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import BinaryIO
+
+import zstandard
+
+from harvester.bank import Cursor
+from harvester.model import Problem
+from parsers.base import Harness, Record, SourceSpec
+
+CHUNK_BYTES = 8 * 1024 * 1024  # records handed to a parser (and committed) per transaction, roughly
+MAX_LINE_BYTES = 32 * 1024 * 1024  # a longer line is skipped as oversize (counted, not parsed)
+FINGERPRINT_BYTES = 4096  # head and tail fingerprints of the consumed part of a file
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A session file discovered under a harness root."""
+
+    path: Path
+    root: Path
+    spec: SourceSpec
+
+
+def existing_roots(harness: Harness, env: Mapping[str, str], home: Path,
+                   extra: tuple[Path, ...] = ()) -> list[Path]:
+    seen: set[str] = set()
+    out = []
+    for root in [*harness.roots(env, home), *extra]:
+        key = os.path.realpath(root)
+        if key not in seen and os.path.isdir(root):
+            seen.add(key)
+            out.append(Path(root))
+    return out
+
+
+def discover(harness: Harness, roots: list[Path]) -> Iterator[Found]:
+    """Every source file of a harness under the given roots, each path once."""
+    seen: set[str] = set()
+    for root in roots:
+        for spec in harness.sources:
+            for path in sorted(root.glob(spec.pattern)):
+                key = str(path)
+                if key in seen or not path.is_file():
+                    continue
+                if spec.shadowed_by is not None and os.path.exists(spec.shadowed_by(path)):
+                    continue
+                seen.add(key)
+                yield Found(path, root, spec)
+
+
+def fingerprint(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@dataclass(slots=True)
+class Chunk:
+    """Complete records read past the cursor, and where the cursor goes once they are committed."""
+
+    records: list[Record]
+    end_offset: int
+    end_line: int
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Plan:
+    """Where to start reading a source: from the cursor, or from the start."""
+
+    offset: int
+    line: int
+    restart: bool
+    reason: str = ""
+
+
+def unchanged(cursor: Cursor, st: os.stat_result) -> bool:
+    return (cursor.status == "ok" and cursor.device == st.st_dev and cursor.inode == st.st_ino
+            and cursor.size == st.st_size and cursor.mtime_ns == st.st_mtime_ns)
+
+
+def plan_jsonl(cursor: Cursor | None, st: os.stat_result, stream: BinaryIO) -> Plan:
+    """Continue from the cursor unless the file is not the one the cursor describes any more."""
+    if cursor is None or cursor.offset == 0:
+        return Plan(0, 0, restart=cursor is not None and cursor.offset == 0)
+    if (cursor.device, cursor.inode) != (st.st_dev, st.st_ino):
+        return Plan(0, 0, True, "replaced")
+    if st.st_size < cursor.offset:
+        return Plan(0, 0, True, "shrunk")
+    stream.seek(0)
+    if fingerprint(stream.read(cursor.head_len)) != cursor.head_hash:
+        return Plan(0, 0, True, "head changed")
+    tail_len = min(cursor.offset, FINGERPRINT_BYTES)
+    stream.seek(cursor.offset - tail_len)
+    if fingerprint(stream.read(tail_len)) != cursor.tail_hash:
+        return Plan(0, 0, True, "rewritten")
+    return Plan(cursor.offset, cursor.line, False)
+
+
+def fingerprints(stream: BinaryIO, offset: int) -> tuple[int, str, str]:
+    """Head length, head hash and tail hash of the first ``offset`` bytes of a seekable stream."""
+    head_len = min(offset, FINGERPRINT_BYTES)
+    stream.seek(0)
+    head = fingerprint(stream.read(head_len))
+    tail_len = min(offset, FINGERPRINT_BYTES)
+    stream.seek(offset - tail_len)
+    tail = fingerprint(stream.read(tail_len))
+    return head_len, head, tail
+
+
+def read_lines(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHUNK_BYTES,
+               max_line: int = MAX_LINE_BYTES) -> Iterator[Chunk]:
+    """Yield chunks of complete lines from ``offset`` (already positioned) to the last newline.
+
+    A line longer than ``max_line`` is not kept in memory: it is skipped up to its newline and
+    reported as oversize. A last line without a newline is left for a later read.
+    """
+    pending = b""  # bytes after the last newline seen, not yet consumed
+    consumed = offset  # offset just past the last newline handed out
+    skipping_from: int | None = None  # line number of an oversize line being skipped
+    skipped = 0
+    while True:
+        data = stream.read(chunk_bytes)
+        if not data:
+            return
+        if skipping_from is not None:
+            newline = data.find(b"\n")
+            if newline == -1:
+                skipped += len(data)
+                continue
+            skipped += newline + 1
+            consumed += skipped
+            line += 1
+            problem = Problem("oversize", skipping_from, f"line of {skipped} bytes skipped")
+            skipping_from, skipped = None, 0
+            data = data[newline + 1:]
+            if not data:
+                yield Chunk([], consumed, line, [problem])
+                continue
+            pending = b""
+            problems = [problem]
+        else:
+            problems = []
+        buffer = pending + data if pending else data
+        last = buffer.rfind(b"\n")
+        if last == -1:
+            if len(buffer) > max_line:
+                skipping_from, skipped, pending = line + 1, len(buffer), b""
+            else:
+                pending = buffer
+            if problems:
+                yield Chunk([], consumed, line, problems)
+            continue
+        records = []
+        for raw in buffer[:last].split(b"\n"):
+            line += 1
+            if len(raw) > max_line:
+                problems.append(Problem("oversize", line, f"line of {len(raw)} bytes skipped"))
+            elif raw.strip():
+                records.append(Record(line, raw[:-1] if raw.endswith(b"\r") else raw))
+        consumed += last + 1
+        pending = buffer[last + 1:]
+        if len(pending) > max_line:
+            skipping_from, skipped, pending = line + 1, len(pending), b""
+        yield Chunk(records, consumed, line, problems)
+
+
+def open_zst(path: str | PurePath) -> BinaryIO:
+    """A decompressed read stream over a .zst file (all frames, as Codex may append frames)."""
+    raw = open(path, "rb")  # noqa: SIM115 - closed with the returned reader
+    reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
+    return reader  # type: ignore[return-value]
