@@ -1,0 +1,74 @@
+"""The one small interface every harness parser implements.
+
+A harness module provides, as plain data and pure functions:
+
+``NAME``
+    The harness name used everywhere (``claude-code``, ``codex``).
+``roots(env, home)``
+    Candidate directories where the agent keeps its history, honouring the agent's own environment
+    overrides. They need not exist.
+``SOURCES``
+    Which files under a root are session sources, and in what container format.
+``parse(source, records, state)``
+    Turn records (complete lines, or a whole document) into a :class:`harvester.model.Batch`.
+    ``state`` is what the previous call returned in ``Batch.state`` for the same source (``{}`` on a
+    first read or a re-read from the start); it must stay JSON-serializable and small.
+
+Parsers never open files, never talk to the bank and never know about cursors: the ingest layer
+reads bytes and hands them over, which keeps every parser testable on bytes alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any, Literal
+
+from harvester.model import Batch
+
+Format = Literal["jsonl", "jsonl.zst", "json"]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    """A kind of session file under a harness root."""
+
+    pattern: str  # glob relative to the root; "**" allowed
+    format: Format
+    variant: str = "main"  # handed back to the parser in SourceRef.variant
+    # A sibling whose presence makes this file redundant (Codex keeps .jsonl over .jsonl.zst).
+    shadowed_by: Callable[[PurePath], PurePath] | None = None
+    # A small sibling document the parser wants beside the records (Claude's agent-*.meta.json).
+    sidecar: Callable[[PurePath], PurePath] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRef:
+    """What a parser may know about where its records come from."""
+
+    path: PurePath
+    root: PurePath
+    variant: str = "main"
+    sidecar: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    line: int  # 1-based line number in the (decompressed) source; 1 for a whole document
+    raw: bytes  # the line without its newline, or the whole document
+
+
+Roots = Callable[[Mapping[str, str], Path], list[Path]]
+Parse = Callable[[SourceRef, Iterable[Record], dict[str, Any]], Batch]
+
+
+@dataclass(frozen=True, slots=True)
+class Harness:
+    """One registry entry: everything the ingest layer needs to know about a harness."""
+
+    name: str
+    roots: Roots
+    sources: tuple[SourceSpec, ...]
+    parse: Parse
+    label: str = ""  # human name for status output
