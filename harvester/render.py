@@ -1,0 +1,190 @@
+"""Text (and JSON-ready) renderings of what the CLI prints."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harvester.ingest import ScanReport, SourceResult
+from harvester.sources import Found
+from parsers.base import Harness
+
+EMPTY_STATS: dict[str, Any] = {
+    "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0, "sessions": 0,
+    "events": 0, "last_import": None, "git_errors": 0, "malformed": 0, "oversize": 0, "unreadable": 0,
+    "unknown_types": 0, "drift": {},
+}
+
+
+class ScanProgress:
+    """A progress bar per harness on stderr (only used on a terminal)."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+
+    def start(self, harness: Harness, found: list[Found]) -> None:
+        self.finish()
+        self.bar = click.progressbar(length=len(found), label=f"{harness.name:<12}", file=sys.stderr,
+                                     show_pos=True)
+        self.bar.__enter__()
+
+    def advance(self, harness: Harness, found: Found, result: SourceResult) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def finish(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def scan_report_dict(report: ScanReport, bank_path: Path) -> dict[str, Any]:
+    return {
+        "bank": str(bank_path),
+        "seconds": round(report.seconds, 3),
+        "bytes_read": report.bytes_read,
+        "events_added": report.events_added,
+        "harnesses": [
+            {"name": h.harness, "roots": h.roots, "sources": h.sources, "sources_read": h.sources_read,
+             "sessions": len(h.sessions), "events_added": h.events_added, "problems": h.problems,
+             "unreadable": h.unreadable, "failed": h.failed}
+            for h in report.harnesses.values()
+        ],
+    }
+
+
+def scan_report_text(report: ScanReport, bank_path: Path) -> str:
+    lines = []
+    for h in report.harnesses.values():
+        if not h.roots:
+            lines.append(f"{h.harness:<12} no store found")
+            continue
+        line = (f"{h.harness:<12} {h.sources} sources ({h.sources_read} read), {len(h.sessions)} sessions, "
+                f"+{h.events_added} events")
+        if h.problems:
+            line += f", {h.problems} records skipped (see `harvester status`)"
+        lines.append(line)
+    rate = report.bytes_read / report.seconds / 1e6 if report.seconds else 0.0
+    lines.append(f"Imported {report.events_added} events from {human_bytes(report.bytes_read)} in "
+                 f"{report.seconds:.1f} s ({rate:.1f} MB/s) into {bank_path}")
+    return "\n".join(lines)
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    out = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
+    for row in rows:
+        out.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    return "\n".join(out)
+
+
+def _when(ts: str | None) -> str:
+    return ts.replace("T", " ")[:19] if ts else "-"
+
+
+def _short(text: str | None, width: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def status_text(data: dict[str, Any]) -> str:
+    bank = data["bank"]
+    parts = [f"Bank: {bank['path']} ({human_bytes(bank['size_bytes'])})", ""]
+    rows = []
+    for h in data["harnesses"]:
+        skipped = h["malformed"] + h["oversize"] + h["unreadable"]
+        rows.append([
+            h["name"], str(len(h["roots"])), str(h["sources"]), str(h["sessions"]), str(h["events"]),
+            _when(h["last_import"]), str(skipped), str(h["unknown_types"]),
+            "ok" if not (skipped or h["unknown_types"] or h["sources_failed"]) else "check",
+        ])
+    parts.append(_table(["HARNESS", "ROOTS", "SOURCES", "SESSIONS", "EVENTS", "LAST IMPORT", "MALFORMED",
+                         "DRIFT", "PARSE"], rows))
+    for h in data["harnesses"]:
+        notes = []
+        if h["drift"]:
+            notes.append("unknown record types: " + ", ".join(f"{k} ({v})" for k, v in h["drift"].items()))
+        for key, label in (("sources_missing", "sources gone"), ("sources_unreadable", "sources unreadable"),
+                           ("sources_failed", "sources the parser failed on"),
+                           ("git_errors", "sessions whose git probe failed")):
+            if h.get(key):
+                notes.append(f"{h[key]} {label}")
+        if notes:
+            parts.append(f"  {h['name']}: " + "; ".join(notes))
+    parts += ["", "Recent imports:"]
+    if data["recent_imports"]:
+        parts.append(_table(
+            ["TIME", "HARNESS", "BANK", "TITLE", "+EVENTS"],
+            [[_when(i["at"]), i["harness"], i["bank_id"], _short(i["title"], 50), str(i["events_added"])]
+             for i in data["recent_imports"]]))
+    else:
+        parts.append("  nothing imported yet: run `harvester scan`")
+    if data.get("recent_problems"):
+        parts += ["", "Recent problems:"]
+        for p in data["recent_problems"]:
+            parts.append(f"  {p['harness']} {p['source_path']}:{p['line']} {p['kind']}: {_short(p['detail'], 80)}")
+    return "\n".join(parts)
+
+
+def sessions_text(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "no sessions"
+    return _table(
+        ["SESSION", "HARNESS", "BANK", "UPDATED", "EVENTS", "TITLE"],
+        [[_short(r["native_id"], 38), r["harness"], r["bank_id"], _when(r["updated_at"]), str(r["event_count"]),
+          _short(r["title"], 60)] for r in rows])
+
+
+ROLE_LABELS = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}
+
+
+def transcript_text(session: dict[str, Any], events: list[dict[str, Any]]) -> str:
+    s = session
+    head = [f"{s['title'] or '(untitled)'}",
+            f"session {s['native_id']} ({s['harness']}{', ' + s['agent_version'] if s['agent_version'] else ''})",
+            f"bank {s['bank_id']}   cwd {s['cwd'] or '-'}"]
+    if s["repo_root"]:
+        head.append(f"repo {s['repo_root']}" + (f" ({s['origin_id']})" if s["origin_id"] else "")
+                    + (f"   branch {s['branch']}" if s["branch"] else ""))
+    if s["git_error"]:
+        head.append(f"git probe failed: {s['git_error']}")
+    if s["parent_native_id"]:
+        head.append(f"{s['parent_kind'] or 'child'} of {s['parent_native_id']}")
+    head.append(f"started {_when(s['started_at'])}   updated {_when(s['updated_at'])}   model {s['model'] or '-'}"
+                f"   {s['event_count']} events   state {s['state']}")
+    out = ["\n".join(head)]
+    for e in events:
+        label = e["role"] if e["kind"] == "text" else f"{e['role']} {e['kind'].replace('_', ' ')}"
+        if e["tool_name"] and e["kind"] in ("tool_call", "tool_result"):
+            label += f" [{e['tool_name']}]"
+        if e["is_error"]:
+            label += " (error)"
+        body = e["text"] or ""
+        if e["kind"] == "tool_result" and len(body) > 2000:
+            body = body[:2000] + f"\n… ({len(body) - 2000} more characters)"
+        out.append(f"[{_when(e['ts'])[11:] or '-'}] {label}\n{textwrap.indent(body, '  ')}".rstrip())
+    return "\n\n".join(out)
+
+
+def search_text(hits: list[dict[str, Any]]) -> str:
+    if not hits:
+        return "no matches"
+    return "\n".join(
+        f"{h['harness']} {_short(h['session'], 14)} #{h['seq']} {h['role']}/{h['kind']} "
+        f"({h['bank_id']}): {_short(h['snippet'], 100)}" for h in hits)
