@@ -1,0 +1,240 @@
+"""What the fake model says, independent of the wire protocol.
+
+Each protocol module turns its request into a :class:`Conversation` and renders the :class:`Reply` that
+:func:`decide` returns. Markers in the current user prompt steer the answer:
+
+``READ_FILE <path>``
+    Answer with exactly one tool call that reads ``path``, using a tool the agent offered.
+``THINK``
+    Start the answer with a thinking / reasoning block.
+``SPAWN_AGENT [prompt]``
+    Call the agent's sub-agent tool (Claude Code ``Agent``/``Task``) with ``prompt`` (default: say hi).
+``SLOW <seconds>``
+    Wait that long before answering (to observe an agent mid-turn).
+``TOKENS <n>``
+    Report ``n`` input tokens in the usage of this answer (to push an agent into auto-compaction).
+
+Once the conversation ends with a tool result, the answer is a final text quoting that result.
+Side requests (no tools offered, or a JSON answer asked for) get short text or valid JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+READ_FILE = re.compile(r"READ_FILE\s+(\S+)")
+SPAWN_AGENT = re.compile(r"SPAWN_AGENT\b[ \t]*([^\n]*)")
+SLOW = re.compile(r"SLOW\s+(\d+(?:\.\d+)?)")
+TOKENS = re.compile(r"TOKENS\s+(\d+)")
+
+DEFAULT_TEXT = "Hi! I am the fake model. Nothing else to report."
+SUBAGENT_PROMPT = "Say hi from the subagent."
+READER_NAMES = ("read", "read_file", "readfile", "view", "view_file", "read_text_file")
+PATH_KEYS = ("file_path", "absolute_path", "filePath", "path", "filename", "file")
+SUBAGENT_TOOLS = ("Agent", "Task", "spawn_agent", "task")
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    schema: dict[str, Any]  # JSON schema of the arguments (may be empty)
+    namespace: str | None = None  # Responses API tool namespaces (Codex ``multi_agent_v1``)
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        props = self.schema.get("properties")
+        return props if isinstance(props, dict) else {}
+
+
+@dataclass(slots=True)
+class Conversation:
+    """The few facts about a request that the script looks at."""
+
+    prompt: str  # text of the last message if it is the user's; tool results excluded
+    tools: list[Tool] = field(default_factory=list)
+    system: str = ""
+    tool_results: list[tuple[str, bool]] = field(default_factory=list)  # (content, is_error) when last
+    json_schema: dict[str, Any] | None = None  # a structured-output schema the request demands
+    result_of: str = ""  # name of the tool whose result ends the conversation
+
+    @property
+    def ends_with_tool_result(self) -> bool:
+        return bool(self.tool_results)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+    namespace: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    text: str = ""
+    thinking: str | None = None
+    tool_call: ToolCall | None = None
+    delay: float = 0.0
+    input_tokens: int | None = None  # None: estimate from the request size
+
+
+def decide(conv: Conversation) -> Reply:
+    reply = _answer(conv)
+    if m := SLOW.search(conv.prompt):
+        reply = replace(reply, delay=float(m.group(1)))
+    if m := TOKENS.search(conv.prompt):
+        reply = replace(reply, input_tokens=int(m.group(1)))
+    return reply
+
+
+def _answer(conv: Conversation) -> Reply:
+    thinking = _thinking(conv.prompt) if "THINK" in conv.prompt else None
+    if _is_compaction(conv):  # checked first: Claude Code asks for it right after a tool result
+        return Reply(text=_SUMMARY, thinking=thinking)
+    if conv.ends_with_tool_result:
+        if conv.result_of == "spawn_agent" and (call := _wait_call(conv)):
+            return Reply(tool_call=call)  # Codex: wait for the child, else exec ends and aborts it
+        return Reply(text=_after_tool(conv))
+    if "<subagent_notification>" in conv.prompt:  # Codex tells the parent that a child finished
+        return Reply(text="The subagent has finished; nothing more to do.")
+    if conv.json_schema is not None or _wants_json(conv):
+        return Reply(text=json.dumps(_json_answer(conv)))
+    call = None
+    if conv.tools and (m := SPAWN_AGENT.search(conv.prompt)):
+        call = _spawn_call(conv.tools, m.group(1))
+    if call is None and conv.tools and (m := READ_FILE.search(conv.prompt)):
+        call = read_call(conv.tools, m.group(1))
+        if call is None:
+            return Reply(text="I was asked to read a file but no tool can read it.", thinking=thinking)
+    if call is not None:
+        return Reply(tool_call=call, thinking=thinking)
+    return Reply(text=DEFAULT_TEXT, thinking=thinking)
+
+
+def read_call(tools: list[Tool], path: str) -> ToolCall | None:
+    """One call that reads ``path``: a file-reading tool if offered, else a shell tool running ``cat``."""
+    for tool in tools:
+        if tool.name.lower() in READER_NAMES:
+            for key in PATH_KEYS:
+                if key in tool.properties:
+                    return ToolCall(tool.name, {key: path})
+    for tool in tools:
+        props = tool.properties
+        if "cmd" in props:
+            return ToolCall(tool.name, {"cmd": f"cat {shlex.quote(path)}"})
+        if "command" in props:
+            if props["command"].get("type") == "array":
+                return ToolCall(tool.name, {"command": ["cat", path]})
+            return ToolCall(tool.name, {"command": f"cat {shlex.quote(path)}"})
+    return None
+
+
+def _spawn_call(tools: list[Tool], rest: str) -> ToolCall | None:
+    tool = next((t for t in tools if t.name in SUBAGENT_TOOLS), None)
+    if tool is None:
+        return None
+    prompt = rest.strip() or SUBAGENT_PROMPT
+    args: dict[str, Any] = {}
+    for key, spec in tool.properties.items():
+        if key == "description":
+            args[key] = "Fake subagent task"
+        elif key in ("prompt", "message", "task"):
+            args[key] = prompt
+        elif key == "subagent_type" and spec.get("enum"):  # else the agent's default type
+            args[key] = "general-purpose" if "general-purpose" in spec["enum"] else spec["enum"][0]
+    for key in tool.schema.get("required", []):
+        args.setdefault(key, schema_instance(tool.properties.get(key, {"type": "string"})))
+    return ToolCall(tool.name, args, tool.namespace)
+
+
+def _wait_call(conv: Conversation) -> ToolCall | None:
+    tool = next((t for t in conv.tools if t.name == "wait_agent"), None)
+    match = re.search(r'"agent_id"\s*:\s*"([^"]+)"', conv.tool_results[-1][0])
+    if tool is None or match is None:
+        return None
+    return ToolCall(tool.name, {"targets": [match.group(1)], "timeout_ms": 60000}, tool.namespace)
+
+
+def _after_tool(conv: Conversation) -> str:
+    content, is_error = conv.tool_results[-1]
+    snippet = " ".join(content.split())[:300]
+    if is_error:
+        return f"The tool reported an error: {snippet}"
+    if conv.result_of in SUBAGENT_TOOLS or conv.result_of == "wait_agent":
+        return f"The subagent answered: {snippet}"
+    return f"The file says: {snippet}"
+
+
+def _thinking(prompt: str) -> str:
+    return f"The user wrote {len(prompt.split())} words. I will think briefly, then answer."
+
+
+_SUMMARY = (
+    "<analysis>The conversation was short: a greeting and a file read.</analysis>\n"
+    "<summary>1. Primary Request and Intent: the user greeted the assistant and asked to read a file.\n"
+    "2. Pending Tasks: none.\n3. Current Work: nothing in progress.</summary>"
+)
+
+
+COMPACTION_ASKS = (
+    "create a detailed summary of the conversation",  # Claude Code /compact and auto-compact
+    "context checkpoint compaction",  # Codex local compaction
+)
+
+
+def _is_compaction(conv: Conversation) -> bool:
+    text = conv.prompt.lower()
+    return any(ask in text for ask in COMPACTION_ASKS)
+
+
+def _wants_json(conv: Conversation) -> bool:
+    """A side request (title, topic, classification...) that asks for a JSON answer."""
+    if conv.tools:
+        return False
+    return "json" in conv.system.lower() or "json" in conv.prompt.lower()
+
+
+def _json_answer(conv: Conversation) -> Any:
+    if conv.json_schema is not None:
+        return schema_instance(conv.json_schema)
+    text = f"{conv.system}\n{conv.prompt}"
+    answer: dict[str, Any] = {}
+    if "isNewTopic" in text:
+        answer["isNewTopic"] = False
+    if "title" in text.lower():
+        answer["title"] = "Fake session title"
+    return answer or {"title": "Fake session title"}
+
+
+def schema_instance(schema: Any) -> Any:
+    """A small value that validates against ``schema`` (the common subset of JSON Schema)."""
+    if not isinstance(schema, dict):
+        return None
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            return schema_instance(schema[key][0])
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: schema_instance(v) for k, v in props.items()}
+    if kind == "array":
+        count = int(schema.get("minItems", 0))
+        return [schema_instance(schema.get("items", {})) for _ in range(count)]
+    if kind in ("integer", "number"):
+        low, high = schema.get("minimum", 1), schema.get("maximum", 100)
+        return max(low, min(high, 50)) if kind == "integer" else float(max(low, min(high, 50)))
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    return "fake"
