@@ -1,0 +1,157 @@
+"""Builders of native records and small utilities shared by the tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import uuid as uuidlib
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harvester.bank import open_bank
+from harvester.config import DEFAULT_BANK_ID_TEMPLATE
+from harvester.ingest import Ingestor, ScanReport
+from parsers import HARNESSES
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def scan(home: Path, bank_path: Path, names: tuple[str, ...] = (), env: dict[str, str] | None = None,
+         template: str = DEFAULT_BANK_ID_TEMPLATE) -> ScanReport:
+    bank = open_bank(bank_path)
+    try:
+        harnesses = [HARNESSES[n] for n in names] if names else list(HARNESSES.values())
+        with Ingestor(bank, template) as ingestor:
+            return ingestor.scan(harnesses, env if env is not None else {"HOME": str(home)}, home)
+    finally:
+        bank.close()
+
+
+def claude_dir(home: Path, cwd: str) -> Path:
+    """Claude Code's project folder for a cwd (every non-alphanumeric character becomes '-')."""
+    encoded = "".join(c if c.isalnum() else "-" for c in cwd)
+    folder = home / ".claude" / "projects" / encoded
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+class ClaudeSession:
+    """Writes a Claude Code transcript the way Claude Code does: one JSON object per line."""
+
+    def __init__(self, home: Path, cwd: str, session_id: str | None = None, version: str = "2.1.197") -> None:
+        self.id = session_id or str(uuidlib.uuid4())
+        self.cwd = cwd
+        self.version = version
+        self.path = claude_dir(home, cwd) / f"{self.id}.jsonl"
+        self.parent: str | None = None
+        self.n = 0
+
+    def _envelope(self, kind: str, **extra: Any) -> dict[str, Any]:
+        self.n += 1
+        record = {
+            "parentUuid": self.parent, "isSidechain": False, "userType": "external", "cwd": self.cwd,
+            "sessionId": self.id, "version": self.version, "gitBranch": "main", "type": kind,
+            "uuid": str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{self.id}/{self.n}")),
+            "timestamp": f"2026-11-01T10:{self.n // 60 % 60:02d}:{self.n % 60:02d}.000Z",
+        }
+        record.update(extra)
+        self.parent = record["uuid"]
+        return record
+
+    def user(self, text: str) -> bytes:
+        return _line(self._envelope("user", message={"role": "user", "content": text}))
+
+    def assistant(self, text: str, message_id: str | None = None) -> bytes:
+        message = {"id": message_id or f"msg_{self.n}", "type": "message", "role": "assistant",
+                   "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": text}],
+                   "usage": {"input_tokens": 10, "output_tokens": 5}}
+        return _line(self._envelope("assistant", message=message))
+
+    def tool_use(self, name: str, tool_input: dict, tool_id: str) -> bytes:
+        message = {"id": f"msg_{self.n}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                   "content": [{"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}]}
+        return _line(self._envelope("assistant", message=message))
+
+    def tool_result(self, tool_id: str, output: str) -> bytes:
+        message = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": output}]}
+        return _line(self._envelope("user", message=message))
+
+    def write(self, *lines: bytes) -> None:
+        with open(self.path, "ab") as f:
+            for line in lines:
+                f.write(line)
+
+    def conversation(self, turns: int, start: int = 0) -> list[bytes]:
+        lines = []
+        for i in range(start, start + turns):
+            lines.append(self.user(f"question {i}: how does module {i} work?"))
+            lines.append(self.assistant(f"answer {i}: module {i} parses things. " + "detail " * 20))
+        return lines
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return orjson.dumps(record) + b"\n"
+
+
+def bank_rows(bank_path: Path) -> list[tuple]:
+    """Every event identity and content hash, in order: two equal banks give equal lists."""
+    conn = sqlite3.connect(f"file:{bank_path}?mode=ro", uri=True)
+    try:
+        return conn.execute(
+            "SELECT s.harness, s.native_id, e.seq, e.uid, e.role, e.kind, e.content_hash FROM events e "
+            "JOIN sessions s ON s.id = e.session_id ORDER BY s.harness, s.native_id, e.seq").fetchall()
+    finally:
+        conn.close()
+
+
+def event_identities(bank_path: Path) -> list[tuple]:
+    """Like bank_rows without seq: what must match between two imports of the same history."""
+    return sorted((h, s, uid, role, kind, digest) for h, s, _seq, uid, role, kind, digest in bank_rows(bank_path))
+
+
+def events_of(bank_path: Path, native_id: str | None = None) -> list[dict[str, Any]]:
+    bank = open_bank(bank_path)
+    try:
+        out = []
+        for session in bank.list_sessions():
+            if native_id is None or session["native_id"] == native_id:
+                out.extend(bank.events(session["id"]))
+        return out
+    finally:
+        bank.close()
+
+
+def sessions_of(bank_path: Path) -> list[dict[str, Any]]:
+    bank = open_bank(bank_path)
+    try:
+        return bank.list_sessions()
+    finally:
+        bank.close()
+
+
+def copy_tree(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst, dirs_exist_ok=True)
+    return dst
+
+
+def git(cwd: Path | str, *args: str) -> str:
+    import subprocess
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    result = subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True)
+    return result.stdout.strip()
+
+
+def make_repo(path: Path, origin: str | None = None) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    (path / "README").write_text("hello\n")
+    git(path, "add", "README")
+    git(path, "commit", "-q", "-m", "init")
+    if origin:
+        git(path, "remote", "add", "origin", origin)
+    return path

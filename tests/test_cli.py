@@ -1,0 +1,97 @@
+"""The CLI prints what the scan produced: status, sessions, show, search (text and JSON)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import orjson
+from click.testing import CliRunner
+
+from harvester.cli import cli
+from tests.helpers import ClaudeSession, make_repo
+
+
+def run(home: Path, bank: Path, *args: str) -> str:
+    result = CliRunner().invoke(cli, ["--bank", str(bank), *args], env={"HOME": str(home)},
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_scan_status_sessions_show_agree(tmp_path: Path) -> None:
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    repo = make_repo(tmp_path / "shop")
+    a = ClaudeSession(home, str(repo))
+    a.write(*a.conversation(3))
+    b = ClaudeSession(home, str(tmp_path / "loose"))
+    b.write(*b.conversation(1), b'{"broken\n')
+
+    report = orjson.loads(run(home, bank, "scan", "--json"))
+    claude = next(h for h in report["harnesses"] if h["name"] == "claude-code")
+    assert (claude["sources"], claude["sessions"], claude["events_added"], claude["problems"]) == (2, 2, 8, 1)
+
+    status = orjson.loads(run(home, bank, "status", "--json"))
+    assert status["bank"]["path"] == str(bank) and status["bank"]["size_bytes"] > 0
+    entry = next(h for h in status["harnesses"] if h["name"] == "claude-code")
+    assert entry["roots"] == [str(home / ".claude" / "projects")]
+    assert (entry["sources"], entry["sessions"], entry["events"], entry["malformed"]) == (2, 2, 8, 1)
+    assert entry["last_import"] is not None
+    codex = next(h for h in status["harnesses"] if h["name"] == "codex")
+    assert codex["roots"] == [] and codex["sessions"] == 0
+    imports = status["recent_imports"]
+    assert sorted(i["events_added"] for i in imports) == [2, 6]
+    assert {i["bank_id"] for i in imports} == {"coding-agent::shop", "coding-agent::loose"}
+    assert status["recent_problems"][0]["kind"] == "malformed"
+
+    text = run(home, bank, "status")
+    assert "claude-code" in text and "Recent imports" in text and "question 0" in text
+
+    listed = orjson.loads(run(home, bank, "sessions", "--json"))
+    assert {s["native_id"]: s["event_count"] for s in listed} == {a.id: 6, b.id: 2}
+    by_repo = orjson.loads(run(home, bank, "sessions", "--repo", str(repo), "--json"))
+    assert [s["native_id"] for s in by_repo] == [a.id]
+    by_bank = orjson.loads(run(home, bank, "sessions", "--bank", "coding-agent::loose", "--json"))
+    assert [s["native_id"] for s in by_bank] == [b.id]
+    assert a.id[:8] in run(home, bank, "sessions")
+
+    shown = orjson.loads(run(home, bank, "show", a.id[:8], "--json"))
+    assert shown["session"]["native_id"] == a.id
+    assert [e["role"] for e in shown["events"]] == ["user", "assistant"] * 3
+    transcript = run(home, bank, "show", a.id)
+    assert "question 2: how does module 2 work?" in transcript and "coding-agent::shop" in transcript
+
+    hits = orjson.loads(run(home, bank, "search", "module", "--json"))
+    assert hits and all("module" in h["snippet"].lower() for h in hits)
+
+
+def test_bank_file_is_private(tmp_path: Path) -> None:
+    home, bank = tmp_path / "home", tmp_path / "data" / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    s.write(*s.conversation(1))
+    old = os.umask(0o022)
+    try:
+        run(home, bank, "scan")
+    finally:
+        os.umask(old)
+    for suffix in ("", "-wal", "-shm"):
+        path = Path(str(bank) + suffix)
+        if path.exists():
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+def test_bank_location_from_environment(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    s = ClaudeSession(home, "/work/app")
+    s.write(*s.conversation(1))
+    bank = tmp_path / "env-bank.sqlite"
+    result = CliRunner().invoke(cli, ["scan"], env={"HOME": str(home), "HARVESTER_BANK": str(bank)})
+    assert result.exit_code == 0, result.output
+    assert bank.exists()
+
+
+def test_show_unknown_session_fails_clearly(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--bank", str(tmp_path / "b.sqlite"), "show", "nope"],
+                                env={"HOME": str(tmp_path)})
+    assert result.exit_code == 1 and "no session matches" in result.output

@@ -1,0 +1,80 @@
+"""kill -9 at any moment loses nothing and duplicates nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.helpers import ClaudeSession, bank_rows, sessions_of
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _scan_cmd(bank: Path) -> list[str]:
+    return [sys.executable, "-m", "harvester", "--bank", str(bank), "scan", "--json"]
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "CODEX_", "XDG_"))}
+    env.update(HOME=str(home), PYTHONPATH=str(ROOT), HARVESTER_LOG_LEVEL="error")
+    return env
+
+
+def _build_tree(home: Path) -> None:
+    for i in range(12):
+        s = ClaudeSession(home, f"/work/project-{i % 3}")
+        for start in range(0, 1500, 100):
+            s.write(*s.conversation(100, start=start))
+            s.write(s.tool_use("Read", {"file_path": f"/work/f{start}.py"}, f"toolu_{i}_{start}"),
+                    s.tool_result(f"toolu_{i}_{start}", "line of code\n" * 200))
+
+
+def _kill_after(bank: Path, home: Path, seconds: float) -> bool:
+    """Start a scan, SIGKILL it after ``seconds``; True if it was still running."""
+    proc = subprocess.Popen(_scan_cmd(bank), env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(seconds)
+    alive = proc.poll() is None
+    if alive:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return alive
+
+
+def _sessions_without_times(bank: Path) -> list[dict]:
+    volatile = ("id", "first_imported_at", "last_imported_at")
+    rows = [{k: v for k, v in s.items() if k not in volatile} for s in sessions_of(bank)]
+    return sorted(rows, key=lambda s: s["native_id"])
+
+
+def test_sigkill_during_scan_then_rescan_equals_clean_import(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _build_tree(home)
+    clean = tmp_path / "clean.sqlite"
+    started = time.monotonic()
+    subprocess.run(_scan_cmd(clean), env=_env(home), check=True, capture_output=True)
+    clean_seconds = time.monotonic() - started
+    expected = bank_rows(clean)
+    assert len(expected) > 30_000
+
+    # Killed at several independent points of a scan, each time followed by a full scan.
+    interrupted = 0
+    for n, fraction in enumerate((0.35, 0.55, 0.75, 0.9)):
+        bank = tmp_path / f"killed-{n}.sqlite"
+        if _kill_after(bank, home, clean_seconds * fraction):
+            partial = len(bank_rows(bank)) if bank.exists() else 0
+            interrupted += partial < len(expected)
+        subprocess.run(_scan_cmd(bank), env=_env(home), check=True, capture_output=True)
+        assert bank_rows(bank) == expected, f"kill at {fraction:.0%} of a scan"
+        assert _sessions_without_times(bank) == _sessions_without_times(clean)
+    assert interrupted >= 2, "the scans finished before they could be killed: make the tree bigger"
+
+    # Killed again and again while resuming, then finished.
+    chained = tmp_path / "chained.sqlite"
+    for fraction in (0.4, 0.4, 0.4):
+        _kill_after(chained, home, clean_seconds * fraction)
+    subprocess.run(_scan_cmd(chained), env=_env(home), check=True, capture_output=True)
+    assert bank_rows(chained) == expected
