@@ -34,7 +34,8 @@ log = structlog.get_logger("harvester.ingest")
 PROBLEMS_LOGGED_PER_SOURCE = 10  # the rest are counted in the bank, not repeated in the log
 PARALLEL_BYTES = 32 * 1024 * 1024  # below this much to read, a worker process costs more than it saves
 INLINE_SOURCE_BYTES = 64 * 1024 * 1024  # a source this big is streamed here, not held whole in a reply
-IN_FLIGHT = 4  # sources a worker may read ahead of the commits
+IN_FLIGHT = 4  # sources the readers may read ahead of the commits
+READERS = 1  # reader processes (with the committing one, enough to keep two cores busy)
 
 
 @dataclass(slots=True)
@@ -173,7 +174,7 @@ class Ingestor:
         if self._pool is None:
             # spawn, not fork: the parent holds an open SQLite connection, which must never be
             # used (or even inherited) across fork.
-            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(max_workers=READERS, mp_context=multiprocessing.get_context("spawn"))
         return self._pool
 
     # -- one source ------------------------------------------------------------------------

@@ -77,9 +77,10 @@ class _Reader:
         self.batch = Batch(state=state)
         self.session_id: str = state.get("session") or _session_from_path(ref)
         self.usage_holder: Event | None = None  # event carrying the current message's usage
+        self._patch = self.batch.session(self.session_id)  # one file, one session
 
     def patch(self) -> SessionPatch:
-        return self.batch.session(self.session_id)
+        return self._patch
 
     def event(self, record: dict, suffix: int | None, raw: bytes, **fields: Any) -> None:
         uuid = record.get("uuid")
@@ -181,7 +182,8 @@ def _envelope(reader: _Reader, data: dict) -> None:
             patch.started_at = ts
         patch.updated_at = ts
     branch = data.get("gitBranch")
-    if branch and branch != "HEAD":
+    if branch and branch != "HEAD" and branch != reader.state.get("branch"):
+        reader.state["branch"] = branch
         patch.git = GitFacts(branch=branch)
     version = data.get("version")
     if version and reader.state.get("version") != version:
