@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,16 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def _when(ts: str | None) -> str:
-    return ts.replace("T", " ")[:19] if ts else "-"
+    """A stored UTC timestamp in the reader's local time (JSON output keeps UTC ISO 8601)."""
+    if not ts:
+        return "-"
+    try:
+        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return ts.replace("T", " ")[:19]
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _short(text: str | None, width: int) -> str:

@@ -200,8 +200,10 @@ class SqliteBank(SqliteReads):
                     ident.project if ident else None, ident.root if ident else None,
                     (git.origin_url if git and git.origin_url else None) or (ident.origin_url if ident else None),
                     ident.origin_id if ident else None,
-                    (git.branch if git else None) or (ident.branch if ident else None),
-                    (git.commit if git else None) or (ident.commit if ident else None),
+                    # Branch and commit are the session's, as the agent recorded them; the probe only
+                    # knows today's HEAD, which says nothing about when the session ran.
+                    git.branch if git else None,
+                    git.commit if git else None,
                     ident.how if ident else None, ident.error if ident else None,
                     p.title, p.title_source if p.title else None, p.model, p.agent_version,
                     p.started_at, p.updated_at, p.parent_native_id, p.parent_kind,
