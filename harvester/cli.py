@@ -84,8 +84,7 @@ def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
 @click.pass_obj
 def status(settings: Settings, as_json: bool) -> None:
     """What was imported, from where, and whether every harness parses cleanly."""
-    bank = settings.open()
-    try:
+    with settings.open() as bank:
         stats = bank.harness_stats()
         harnesses = []
         for name, harness in HARNESSES.items():
@@ -101,8 +100,6 @@ def status(settings: Settings, as_json: bool) -> None:
             "recent_imports": bank.recent_imports(20),
             "recent_problems": bank.recent_problems(10),
         }
-    finally:
-        bank.close()
     if as_json:
         _print_json(data)
     else:
@@ -121,8 +118,7 @@ def sessions(settings: Settings, repo: str | None, bank_filter: str | None, harn
     """List sessions, newest first."""
     if repo and bank_filter:
         raise click.UsageError("give --repo or --bank, not both")
-    bank = settings.open()
-    try:
+    with settings.open() as bank:
         repo_root = None
         if repo:
             identity = GitResolver().resolve(os.path.abspath(repo))
@@ -131,8 +127,6 @@ def sessions(settings: Settings, repo: str | None, bank_filter: str | None, harn
             else:
                 bank_filter = bank_id(settings.template, identity, os.path.abspath(repo), harness or "")
         rows = bank.list_sessions(bank_id=bank_filter, repo_root=repo_root, harness=harness, limit=limit)
-    finally:
-        bank.close()
     if as_json:
         _print_json(rows)
     else:
@@ -145,8 +139,7 @@ def sessions(settings: Settings, repo: str | None, bank_filter: str | None, harn
 @click.pass_obj
 def show(settings: Settings, session: str, as_json: bool) -> None:
     """Show one session's transcript (SESSION: its id, or an unambiguous prefix)."""
-    bank = settings.open()
-    try:
+    with settings.open() as bank:
         found = bank.find_sessions(session)
         if not found:
             raise click.ClickException(f"no session matches {session!r}")
@@ -155,8 +148,6 @@ def show(settings: Settings, session: str, as_json: bool) -> None:
             raise click.ClickException(f"{session!r} matches several sessions:\n{listing}")
         row = found[0]
         events = bank.events(row["id"])
-    finally:
-        bank.close()
     if as_json:
         _print_json({"session": row, "events": events})
     else:
@@ -171,14 +162,11 @@ def show(settings: Settings, session: str, as_json: bool) -> None:
 @click.pass_obj
 def search(settings: Settings, query: str, bank_filter: str | None, limit: int, as_json: bool) -> None:
     """Full-text search over every event (SQLite FTS5 query syntax)."""
-    bank = settings.open()
-    try:
+    with settings.open() as bank:
         try:
             hits = bank.search(query, bank_id=bank_filter, limit=limit)
         except sqlite3.OperationalError as exc:
             raise click.ClickException(f"bad search query: {exc}") from exc
-    finally:
-        bank.close()
     if as_json:
         _print_json(hits)
     else:

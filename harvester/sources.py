@@ -68,8 +68,8 @@ def fingerprint(data: bytes) -> str:
 
 
 @dataclass(slots=True)
-class Chunk:
-    """Complete records read past the cursor, and where the cursor goes once they are committed."""
+class Lines:
+    """A run of complete lines read past the cursor, and where the cursor goes once they are committed."""
 
     records: list[Record]
     end_offset: int
@@ -122,7 +122,7 @@ def fingerprints(stream: BinaryIO, offset: int) -> tuple[int, str, str]:
 
 
 def read_lines(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHUNK_BYTES,
-               max_line: int = MAX_LINE_BYTES) -> Iterator[Chunk]:
+               max_line: int = MAX_LINE_BYTES) -> Iterator[Lines]:
     """Yield chunks of complete lines from ``offset`` (already positioned) to the last newline.
 
     A line longer than ``max_line`` is not kept in memory: it is skipped up to its newline and
@@ -148,7 +148,7 @@ def read_lines(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHUN
             skipping_from, skipped = None, 0
             data = data[newline + 1:]
             if not data:
-                yield Chunk([], consumed, line, [problem])
+                yield Lines([], consumed, line, [problem])
                 continue
             pending = b""
             problems = [problem]
@@ -162,7 +162,7 @@ def read_lines(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHUN
             else:
                 pending = buffer
             if problems:
-                yield Chunk([], consumed, line, problems)
+                yield Lines([], consumed, line, problems)
             continue
         records = []
         for raw in buffer[:last].split(b"\n"):
@@ -175,7 +175,7 @@ def read_lines(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHUN
         pending = buffer[last + 1:]
         if len(pending) > max_line:
             skipping_from, skipped, pending = line + 1, len(pending), b""
-        yield Chunk(records, consumed, line, problems)
+        yield Lines(records, consumed, line, problems)
 
 
 def open_zst(path: str | PurePath) -> BinaryIO:

@@ -20,12 +20,14 @@ reads bytes and hands them over, which keeps every parser testable on bytes alon
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Literal
 
-from harvester.model import Batch
+import orjson
+
+from harvester.model import Batch, Problem
 
 Format = Literal["jsonl", "jsonl.zst", "json"]
 
@@ -72,3 +74,18 @@ class Harness:
     sources: tuple[SourceSpec, ...]
     parse: Parse
     label: str = ""  # human name for status output
+
+
+def json_objects(records: Iterable[Record], problems: list[Problem]) -> Iterator[tuple[Record, dict[str, Any]]]:
+    """Each record decoded as a JSON object. One that is not (bad JSON, invalid UTF-8, an array...)
+    becomes a ``malformed`` problem with its line, and the rest go on."""
+    for record in records:
+        try:
+            data = orjson.loads(record.raw)
+        except orjson.JSONDecodeError as exc:
+            problems.append(Problem("malformed", record.line, f"invalid JSON: {exc}"))
+            continue
+        if not isinstance(data, dict):
+            problems.append(Problem("malformed", record.line, "record is not an object"))
+            continue
+        yield record, data

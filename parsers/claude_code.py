@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec
+from parsers.base import Record, SourceRef, SourceSpec, json_objects
 
 NAME = "claude-code"
 
@@ -110,15 +110,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
     reader = _Reader(ref, state)
     if ref.variant == "subagent" or ref.path.name.startswith("agent-"):
         _link_subagent(reader)
-    for record in records:
-        try:
-            data = orjson.loads(record.raw)
-        except orjson.JSONDecodeError as exc:
-            reader.batch.problems.append(Problem("malformed", record.line, f"invalid JSON: {exc}"))
-            continue
-        if not isinstance(data, dict):
-            reader.batch.problems.append(Problem("malformed", record.line, "record is not an object"))
-            continue
+    for record, data in json_objects(records, reader.batch.problems):
         kind = data.get("type")
         handler = HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is None:

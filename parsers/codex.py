@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec
+from parsers.base import Record, SourceRef, SourceSpec, json_objects
 
 NAME = "codex"
 
@@ -109,16 +109,8 @@ class _Reader:
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
     reader = _Reader(ref, state)
-    for record in records:
+    for record, data in json_objects(records, reader.batch.problems):
         reader.line = record.line
-        try:
-            data = orjson.loads(record.raw)
-        except orjson.JSONDecodeError as exc:
-            reader.batch.problems.append(Problem("malformed", record.line, f"invalid JSON: {exc}"))
-            continue
-        if not isinstance(data, dict):
-            reader.batch.problems.append(Problem("malformed", record.line, "record is not an object"))
-            continue
         try:
             if ref.variant == "legacy-json":
                 _legacy_document(reader, data, record)

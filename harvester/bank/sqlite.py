@@ -77,6 +77,12 @@ class SqliteBank(SqliteReads):
     def close(self) -> None:
         self.conn.close()
 
+    def __enter__(self) -> SqliteBank:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # -- cursors ---------------------------------------------------------------------------
     _CURSOR_COLUMNS = (
         "harness, path, format, device, inode, size, mtime_ns, offset, line, head_len, head_hash, "
