@@ -20,11 +20,12 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def scan(home: Path, bank_path: Path, names: tuple[str, ...] = (), env: dict[str, str] | None = None,
-         template: str = DEFAULT_BANK_ID_TEMPLATE) -> ScanReport:
+         template: str = DEFAULT_BANK_ID_TEMPLATE, parallel_bytes: int | None = None) -> ScanReport:
     bank = open_bank(bank_path)
     try:
         harnesses = [HARNESSES[n] for n in names] if names else list(HARNESSES.values())
-        with Ingestor(bank, template) as ingestor:
+        options = {} if parallel_bytes is None else {"parallel_bytes": parallel_bytes}
+        with Ingestor(bank, template, **options) as ingestor:
             return ingestor.scan(harnesses, env if env is not None else {"HOME": str(home)}, home)
     finally:
         bank.close()

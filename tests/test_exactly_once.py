@@ -180,3 +180,23 @@ def _codex_lines(sid: str, turns: int) -> bytes:
                                               "content": [{"type": "output_text", "text": f"reply {i}"}]}))
         out.append(line(ts, "event_msg", {"type": "agent_message", "message": f"reply {i}"}))
     return b"".join(out)
+
+
+def test_reading_in_a_worker_process_gives_the_same_bank(tmp_path: Path) -> None:
+    """Large scans read in a worker process; the result must not depend on where reading ran."""
+    home = tmp_path / "home"
+    for i in range(6):
+        s = ClaudeSession(home, f"/work/app-{i % 2}")
+        s.write(*s.conversation(40), b"not json\n", *s.conversation(5, start=40))
+    day = home / ".codex" / "sessions" / "2026" / "11" / "01"
+    day.mkdir(parents=True)
+    sid = "019a0000-0000-7000-8000-000000000002"
+    (day / f"rollout-2026-11-01T10-00-00-{sid}.jsonl").write_bytes(_codex_lines(sid, 5))
+    inline, worker = tmp_path / "inline.sqlite", tmp_path / "worker.sqlite"
+    a = scan(home, inline)
+    b = scan(home, worker, parallel_bytes=0)  # always use the reader process
+    assert a.events_added == b.events_added == 6 * 90 + 10
+    assert bank_rows(inline) == bank_rows(worker)
+    assert [h.problems for h in a.harnesses.values()] == [h.problems for h in b.harnesses.values()] == [6, 0]
+    s.write(*s.conversation(2, start=100))  # and incremental reads through the worker
+    assert scan(home, worker, parallel_bytes=0).events_added == 4
