@@ -76,13 +76,15 @@ OnSource = Callable[[Harness, Found, SourceResult], None]
 
 class Ingestor:
     def __init__(self, bank: Bank, template: str, resolver: GitResolver | None = None,
-                 parallel_bytes: int = PARALLEL_BYTES) -> None:
+                 parallel_bytes: int = PARALLEL_BYTES, exclude: Callable[[str | None], bool] | None = None) -> None:
         self.bank = bank
         self.template = template
+        self.exclude = exclude  # cwd -> never capture sessions started there
         self.git = resolver or GitResolver(learned=bank.learned_identity, remember=bank.remember_identity)
         self.parallel_bytes = parallel_bytes
         self.bytes_read = 0
         self._pool: ProcessPoolExecutor | None = None
+        self._should_stop: Callable[[], bool] = lambda: False
 
     def close(self) -> None:
         if self._pool is not None:
@@ -98,13 +100,20 @@ class Ingestor:
     # -- whole scans -----------------------------------------------------------------------
     def scan(self, harnesses: Iterable[Harness], env: Mapping[str, str], home: Path,
              on_source: OnSource | None = None,
-             on_discovered: Callable[[Harness, list[Found]], None] | None = None) -> ScanReport:
+             on_discovered: Callable[[Harness, list[Found]], None] | None = None,
+             extra_roots: Mapping[str, list[Path]] | None = None,
+             should_stop: Callable[[], bool] | None = None) -> ScanReport:
+        """Import what is new in every source of these harnesses. ``should_stop`` is asked between
+        sources and chunks: a stop leaves every source at a committed cursor."""
         started = time.monotonic()
         start_bytes = self.bytes_read
         report = ScanReport()
+        self._should_stop = should_stop or (lambda: False)
         for harness in harnesses:
+            if self._should_stop():
+                break
             hr = report.harnesses[harness.name] = HarnessReport(harness.name)
-            roots = existing_roots(harness, env, home)
+            roots = existing_roots(harness, env, home, tuple((extra_roots or {}).get(harness.name, ())))
             hr.roots = [str(r) for r in roots]
             found = list(discover(harness, roots))
             if on_discovered is not None:
@@ -114,6 +123,8 @@ class Ingestor:
                 _tally(hr, result)
                 if on_source is not None:
                     on_source(harness, item, result)
+                if self._should_stop():
+                    break
             # Sources we knew that are gone: the agent deleted them (Claude's cleanup) or they were
             # replaced (.jsonl -> .jsonl.zst). Their sessions stay in the bank; say the file is gone.
             seen = {str(item.path) for item in found}
@@ -190,10 +201,14 @@ class Ingestor:
     def _commit_source(self, harness: Harness, chunks: Iterator[Chunk], outcome: Outcome) -> SourceResult:
         result = SourceResult(outcome.path, outcome.outcome)
         for chunk in chunks:  # for an inline read, each chunk is read just before it is committed
+            if self._should_stop():
+                break  # the cursor stands at the last committed chunk: the next run goes on from there
             self._log_problems(harness, outcome.path, chunk.batch)
+            excluded = self._exclude(harness, chunk) if self.exclude is not None else []
             try:
                 added = self.bank.apply(Write(chunk.cursor, self._identify(harness, chunk), chunk.batch.events,
-                                              chunk.batch.problems, chunk.is_new_source, chunk.prepared))
+                                              chunk.batch.problems, chunk.is_new_source, chunk.prepared,
+                                              excluded))
             except CursorMoved:  # another writer (the service beside a scan) got there first
                 log.info("another writer advanced this source first", path=outcome.path)
                 result.outcome = "raced"
@@ -222,6 +237,24 @@ class Ingestor:
             else:
                 self.bank.set_source_status(outcome.path, *outcome.status)
         return result
+
+    def _exclude(self, harness: Harness, chunk: Chunk) -> list[str]:
+        """Drop sessions the configuration excludes (by the cwd they started in) from the chunk;
+        return the ones newly found excluded, for the bank to forget."""
+        batch = chunk.batch
+        names = set(batch.sessions) | {e.session for e in batch.events}
+        known = self.bank.excluded_sessions(harness.name, sorted(names))
+        assert self.exclude is not None
+        new = [sid for sid, patch in batch.sessions.items() if sid not in known and self.exclude(patch.cwd)]
+        dropped = known | set(new)
+        if dropped:
+            keep = [i for i, e in enumerate(batch.events) if e.session not in dropped]
+            if chunk.prepared is not None:
+                chunk.prepared = [chunk.prepared[i] for i in keep]
+            batch.events = [batch.events[i] for i in keep]
+            for sid in dropped:
+                batch.sessions.pop(sid, None)
+        return new
 
     def _identify(self, harness: Harness, chunk: Chunk) -> list[SessionWrite]:
         """File each session under its repository the first time its cwd is known."""

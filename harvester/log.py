@@ -11,9 +11,10 @@ import structlog
 from harvester.config import LOG_LEVEL_ENV
 
 
-def configure(default_level: str = "warning", stream=None) -> None:
+def configure(default_level: str = "warning", stream=None, level: str | None = None) -> None:
+    """``level`` (from the configuration) beats ``default_level``; $HARVESTER_LOG_LEVEL beats both."""
     stream = stream or sys.stderr
-    level_name = (os.environ.get(LOG_LEVEL_ENV) or default_level).upper()
+    level_name = (os.environ.get(LOG_LEVEL_ENV) or level or default_level).upper()
     level = logging.getLevelName(level_name)
     if not isinstance(level, int):
         level = logging.WARNING

@@ -9,6 +9,7 @@ bank ignores events it already holds.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 from collections.abc import Iterator, Mapping
@@ -61,6 +62,28 @@ def discover(harness: Harness, roots: list[Path]) -> Iterator[Found]:
                     continue
                 seen.add(key)
                 yield Found(path, root, spec)
+
+
+def match(harness: Harness, root: Path, path: Path) -> Found | None:
+    """The source a file event's path is, if it is one (same rules as :func:`discover`)."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return None
+    for spec in harness.sources:
+        if _glob_match(rel.parts, tuple(spec.pattern.split("/"))):
+            if spec.shadowed_by is not None and os.path.exists(spec.shadowed_by(path)):
+                return None
+            return Found(path, root, spec)
+    return None
+
+
+def _glob_match(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        return any(_glob_match(parts[i:], pattern[1:]) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatch.fnmatchcase(parts[0], pattern[0]) and _glob_match(parts[1:], pattern[1:])
 
 
 def fingerprint(data: bytes) -> str:

@@ -12,7 +12,8 @@ from parsers.base import Harness
 HARNESSES: dict[str, Harness] = {
     h.name: h
     for h in (
-        Harness(claude_code.NAME, claude_code.roots, claude_code.SOURCES, claude_code.parse, "Claude Code"),
-        Harness(codex.NAME, codex.roots, codex.SOURCES, codex.parse, "Codex CLI"),
+        Harness(claude_code.NAME, claude_code.roots, claude_code.SOURCES, claude_code.parse, "Claude Code",
+                claude_code.PROCESSES),
+        Harness(codex.NAME, codex.roots, codex.SOURCES, codex.parse, "Codex CLI", codex.PROCESSES),
     )
 }

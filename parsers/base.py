@@ -43,6 +43,9 @@ class SourceSpec:
     shadowed_by: Callable[[PurePath], PurePath] | None = None
     # A small sibling document the parser wants beside the records (Claude's agent-*.meta.json).
     sidecar: Callable[[PurePath], PurePath] | None = None
+    # False for stores that file events cannot follow (a SQLite database in WAL mode): the service
+    # polls them instead of waiting for events.
+    watch: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,9 @@ class Harness:
     sources: tuple[SourceSpec, ...]
     parse: Parse
     label: str = ""  # human name for status output
+    # How the agent's processes look (executable names, or markers in their command line), so the
+    # service can tell a session still in use from an ended one.
+    processes: tuple[str, ...] = ()
 
 
 def json_objects(records: Iterable[Record], problems: list[Problem]) -> Iterator[tuple[Record, dict[str, Any]]]:

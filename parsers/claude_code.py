@@ -52,6 +52,9 @@ SOURCES = (
     SourceSpec("*/*/subagents/workflows/*/agent-*.jsonl", "jsonl", "subagent", sidecar=_meta_json),
 )
 
+# The CLI is a native binary named claude (older releases: node running @anthropic-ai/claude-code).
+PROCESSES = ("claude", "@anthropic-ai/claude-code")
+
 # Record types Claude Code writes for its own bookkeeping, with nothing for a transcript: skipped on
 # purpose (not drift). The prompt of a queue-operation reappears as a user line when it is sent.
 BOOKKEEPING = frozenset({
@@ -233,8 +236,10 @@ def _user_text(reader: _Reader, data: dict, raw: bytes, text: str, suffix: int |
         return
     if text.startswith(_INTERRUPTED):
         reader.event(data, suffix, raw, role="system", kind="meta", text=text, meta={"interrupted": True})
+        _turn(reader, "aborted")
         return
     reader.event(data, suffix, raw, role="user", kind="text", text=clip(text))
+    _turn(reader, "open")
     if not reader.state.get("titled"):
         reader.state["titled"] = True
         reader.patch().offer_title(_first_line(text), "first-prompt")
@@ -282,6 +287,16 @@ def _assistant(reader: _Reader, data: dict, raw: bytes) -> None:
             reader.event(data, suffix, raw, role="assistant", kind="meta", text=f"[{btype} block]",
                          **{**common, "meta": {"block": btype}})
     _attach_usage(reader, message, data, start)
+    if message.get("stop_reason") == "end_turn":
+        _turn(reader, "complete")
+
+
+def _turn(reader: _Reader, state: str) -> None:
+    """Whether the last turn finished: the service tells an abandoned session (its agent died
+    mid-turn) from an ended one by it."""
+    if reader.state.get("last_turn") != state:
+        reader.state["last_turn"] = state
+        reader.patch().note(last_turn=state)
 
 
 def _attach_usage(reader: _Reader, message: dict, data: dict, start: int) -> None:
@@ -309,6 +324,8 @@ def _usage_total(u: Usage) -> int:
 
 def _system(reader: _Reader, data: dict, raw: bytes) -> None:
     subtype = data.get("subtype") or "notice"
+    if subtype == "turn_duration":
+        _turn(reader, "complete")
     if subtype in ("compact_boundary", "microcompact_boundary"):
         meta = data.get("compactMetadata") or data.get("microcompactMetadata") or {}
         detail = ", ".join(f"{k}={v}" for k, v in meta.items() if isinstance(v, (str, int, float)))

@@ -49,6 +49,9 @@ SOURCES = (
     SourceSpec("sessions/**/rollout-*.json", "json", "legacy-json"),
 )
 
+# The npm package's node launcher (@openai/codex) starts a native binary named codex.
+PROCESSES = ("codex", "@openai/codex")
+
 _UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.I)
 
 # Text Codex puts into user-role messages itself (before 0.171 labelled its content items).

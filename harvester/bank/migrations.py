@@ -156,4 +156,18 @@ MIGRATIONS: list[str] = [
     );
     """.format(search_text=search_text(), search_text_new=search_text("new."),
                search_text_old=search_text("old.")),
+    # 2: sessions excluded by configuration. Their content is never stored; this remembers that a
+    #    session (which names its cwd only in its first records) was excluded, so later records of it
+    #    are dropped too.
+    """
+    CREATE TABLE excluded_sessions (
+        harness TEXT NOT NULL,
+        native_id TEXT NOT NULL,
+        excluded_at TEXT NOT NULL,
+        PRIMARY KEY (harness, native_id)
+    ) WITHOUT ROWID;
+    -- The source a session was last read from: the service re-reads it while the session is live.
+    ALTER TABLE sessions ADD COLUMN source_path TEXT;
+    CREATE INDEX sessions_state ON sessions (state);
+    """,
 ]

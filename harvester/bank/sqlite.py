@@ -126,6 +126,14 @@ class SqliteBank(SqliteReads):
                 out[native_id] = SessionHead(row[0], row[1], row[2])
         return out
 
+    def excluded_sessions(self, harness: str, native_ids: list[str]) -> set[str]:
+        out = set()
+        for native_id in native_ids:
+            if self.conn.execute("SELECT 1 FROM excluded_sessions WHERE harness = ? AND native_id = ?",
+                                 (harness, native_id)).fetchone():
+                out.add(native_id)
+        return out
+
     # -- the one write path ----------------------------------------------------------------
     @staticmethod
     def prepare_rows(events: list[Event]) -> list[tuple]:
@@ -146,12 +154,17 @@ class SqliteBank(SqliteReads):
             if current != expected:
                 raise CursorMoved(cur.path)
 
+            for native_id in write.excluded:
+                self._forget_session(conn, cur.harness, native_id, now)
             pks: dict[str, int] = {}
             last_seq: dict[str, int] = {}
             for sw in write.sessions:
                 pk, seq = self._upsert_session(conn, sw, now)
                 pks[sw.patch.native_id] = pk
                 last_seq[sw.patch.native_id] = seq
+            if pks:
+                conn.executemany("UPDATE sessions SET source_path = ? WHERE id = ? AND source_path IS NOT ?",
+                                 [(cur.path, pk, cur.path) for pk in pks.values()])
 
             values = write.prepared if write.prepared is not None else _prepare_rows(write.events)
             last_id = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
@@ -186,6 +199,17 @@ class SqliteBank(SqliteReads):
             self._store_cursor(conn, cur, now, is_new=write.is_new_source)
         cur.generation += 1
         return added
+
+    def _forget_session(self, conn: sqlite3.Connection, harness: str, native_id: str, now: str) -> None:
+        """A session the configuration excludes: drop anything stored before its cwd was known."""
+        row = conn.execute("SELECT id FROM sessions WHERE harness = ? AND native_id = ?",
+                           (harness, native_id)).fetchone()
+        if row is not None:
+            conn.execute("DELETE FROM events WHERE session_id = ?", (row[0],))
+            conn.execute("DELETE FROM imports WHERE session_id = ?", (row[0],))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (row[0],))
+        conn.execute("INSERT OR IGNORE INTO excluded_sessions (harness, native_id, excluded_at) VALUES (?, ?, ?)",
+                     (harness, native_id, now))
 
     def _upsert_session(self, conn: sqlite3.Connection, sw: Any, now: str) -> tuple[int, int]:
         p = sw.patch
@@ -312,6 +336,30 @@ class SqliteBank(SqliteReads):
                 "error = ?, last_read_at = ?, last_checked_at = ?, generation = generation + 1 "
                 "WHERE path = ?",
                 (*values, cur.path))
+
+    # -- session states (the service) ----------------------------------------------------
+    def open_sessions(self, harness: str) -> list[dict[str, Any]]:
+        """Sessions not yet ended or abandoned, with what liveness needs."""
+        rows = self.conn.execute(
+            "SELECT id, native_id, cwd, source_path, state, updated_at, meta FROM sessions "
+            "WHERE harness = ? AND state IN ('live', 'unknown')", (harness,)).fetchall()
+        return [{"pk": r[0], "native_id": r[1], "cwd": r[2], "source_path": r[3], "state": r[4],
+                 "updated_at": r[5], "last_turn": (_loads(r[6]) or {}).get("last_turn")} for r in rows]
+
+    def set_states(self, changes: list[tuple[int, str]]) -> None:
+        if changes:
+            with self.transaction() as conn:
+                conn.executemany("UPDATE sessions SET state = ? WHERE id = ?", [(s, pk) for pk, s in changes])
+
+    def reopen(self, harness: str, native_ids: list[str]) -> None:
+        """A session written to again is live again, whatever it was marked before."""
+        if native_ids:
+            with self.transaction() as conn:
+                conn.executemany("UPDATE sessions SET state = 'live' WHERE harness = ? AND native_id = ? "
+                                 "AND state != 'live'", [(harness, n) for n in native_ids])
+
+    def live_count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM sessions WHERE state = 'live'").fetchone()[0]
 
     # -- git facts learned by probes -------------------------------------------------------
     def learned_identity(self, directory: str) -> RepoIdentity | None:
