@@ -1,0 +1,299 @@
+"""Install ``harvester run`` as a per-user login service: systemd user unit (Linux), launchd agent (macOS).
+
+``install_plan``/``uninstall_plan`` say what will be done (a :class:`Plan`); ``apply`` does it, or with
+``dry_run`` only prints it; ``service_state`` answers ``harvester status``.
+
+The templates are ``harvester/service_units/harvester.service`` and ``io.harvester.agent.plist`` (the
+project's top-level ``service_units/`` is a symlink to that folder; pyproject ships it as package data).
+They are :class:`string.Template` texts: ``$python`` is the interpreter's absolute path, ``$log_path`` the
+agent's log file, and a doubled dollar sign stands for a literal one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+from xml.sax.saxutils import escape
+
+from harvester import config
+
+SERVICE = "harvester.service"
+LABEL = "io.harvester.agent"
+PLIST = f"{LABEL}.plist"
+PLATFORMS = ("systemd", "launchd", "none")
+QUERY_TIMEOUT = 2.0  # status must stay quick even when a service manager hangs
+COMMAND_TIMEOUT = 60.0  # enable/bootstrap start the service; that takes seconds, not minutes
+
+
+@dataclass
+class Plan:
+    """What install or uninstall will do. ``apply`` writes ``unit_text`` to ``unit_path`` (install only),
+    then runs ``commands`` in order; ``notes`` are printed last."""
+
+    platform: str  # "systemd", "launchd", or "none" (no service manager here: notes say why)
+    unit_path: Path
+    unit_text: str
+    commands: list[list[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    action: str = "install"  # or "uninstall", which writes nothing (its commands remove the file)
+
+
+def interpreter() -> str:
+    # Absolute, but symlinks are kept: a venv's bin/python is a symlink to the base interpreter, and the
+    # resolved path would start Python outside the venv, where harvester is not installed.
+    return os.path.abspath(sys.executable)
+
+
+def unit_path(platform: str, home: Path) -> Path:
+    if platform == "launchd":
+        return home / "Library" / "LaunchAgents" / PLIST
+    xdg = os.environ.get("XDG_CONFIG_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else home / ".config"  # a relative value is invalid by the spec
+    return base / "systemd" / "user" / SERVICE
+
+
+def log_path(home: Path) -> Path:
+    return home / "Library" / "Logs" / "harvester" / "harvester.log"
+
+
+def template(name: str) -> Template:
+    return Template((resources.files("harvester") / "service_units" / name).read_text(encoding="utf-8"))
+
+
+def systemd_quote(arg: str) -> str:
+    # In a unit file % starts a specifier and $ a variable; whitespace, quotes and backslashes need quoting.
+    arg = arg.replace("%", "%%").replace("$", "$$")
+    if any(c.isspace() or c in "\"'\\" for c in arg):
+        arg = '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return arg
+
+
+def render_systemd(python: str) -> str:
+    return template(SERVICE).substitute(python=systemd_quote(python))
+
+
+def render_launchd(python: str, log: Path) -> str:
+    return template(PLIST).substitute(python=escape(python), log_path=escape(str(log)))
+
+
+def _runtime_problem() -> str:
+    """Why ``systemctl --user`` cannot reach a user manager, found without running anything; "" if it may."""
+    if not sys.platform.startswith("linux"):
+        return f"this system ({sys.platform}) has neither systemd nor launchd"
+    if shutil.which("systemctl") is None:
+        return "systemctl is not installed, so there is no systemd here"
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if not runtime:
+        fallback = Path(f"/run/user/{os.getuid()}")
+        if (fallback / "systemd" / "private").exists():
+            return (f"XDG_RUNTIME_DIR is not set, so systemctl --user cannot find your user manager "
+                    f"(it runs: `export XDG_RUNTIME_DIR={fallback}` and try again)")
+        return "XDG_RUNTIME_DIR is not set and no systemd user manager runs for you (no login session?)"
+    if not (Path(runtime) / "systemd" / "private").exists():
+        return f"no systemd user manager runs for you ({runtime}/systemd/private does not exist)"
+    return ""
+
+
+def user_systemd_available() -> tuple[bool, str]:
+    """Whether ``systemctl --user`` can talk to a user manager, and why (not)."""
+    problem = _runtime_problem()
+    if problem:
+        return False, problem
+    try:
+        result = subprocess.run(["systemctl", "--user", "show-environment"], capture_output=True, text=True,
+                                timeout=QUERY_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"systemctl --user does not answer: {exc}"
+    if result.returncode != 0:
+        return False, f"systemctl --user show-environment failed: {result.stderr.strip()}"
+    return True, "a systemd user manager answers"
+
+
+def _choose(platform: str | None) -> tuple[str, str]:
+    """The platform to install for, and, for "none", the reason."""
+    if platform is None:
+        if sys.platform == "darwin":
+            return "launchd", ""
+        available, reason = user_systemd_available()
+        return ("systemd", "") if available else ("none", reason)
+    if platform not in PLATFORMS:
+        raise ValueError(f"unknown platform {platform!r}; expected one of {', '.join(PLATFORMS)}")
+    return platform, "no supported service manager (systemd user manager or launchd) was chosen"
+
+
+def _unit(platform: str, home: Path) -> tuple[Path, str]:
+    if platform == "launchd":
+        return unit_path(platform, home), render_launchd(interpreter(), log_path(home))
+    return unit_path("systemd", home), render_systemd(interpreter())
+
+
+def _none_plan(reason: str, home: Path, action: str) -> Plan:
+    # Still carries the unit the install would write, so a dry run can show it.
+    path, text = _unit("launchd" if sys.platform == "darwin" else "systemd", home)
+    notes = [f"harvester cannot be {action}ed as a login service here: {reason}."]
+    if action == "install":
+        notes.append("Run `harvester run` yourself instead (in a terminal, tmux or screen); it keeps the "
+                     "bank current for as long as it runs.")
+    return Plan("none", path, text, [], notes, action)
+
+
+def install_plan(home: Path | None = None, platform: str | None = None) -> Plan:
+    home = home or config.home()
+    platform, reason = _choose(platform)
+    if platform == "none":
+        return _none_plan(reason, home, "install")
+    path, text = _unit(platform, home)
+    if platform == "launchd":
+        target = f"gui/{os.getuid()}"
+        log = log_path(home)
+        # bootout first (a failure means nothing was loaded) so a second install reloads the new plist.
+        commands = [["mkdir", "-p", str(log.parent)], ["launchctl", "bootout", f"{target}/{LABEL}"],
+                    ["launchctl", "bootstrap", target, str(path)]]
+        return Plan(platform, path, text, commands, [f"Logs: {log}"])
+    # restart rather than enable --now: a second install (after an upgrade) must run the new code.
+    commands = [["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", SERVICE],
+                ["systemctl", "--user", "restart", SERVICE]]
+    notes = [f"Logs: journalctl --user -u {SERVICE} -f",
+             "It runs while you are logged in; to keep it running after you log out: loginctl enable-linger"]
+    return Plan(platform, path, text, commands, notes)
+
+
+def uninstall_plan(home: Path | None = None, platform: str | None = None) -> Plan:
+    home = home or config.home()
+    platform, reason = _choose(platform)
+    if platform == "none":
+        return _none_plan(reason, home, "uninstall")
+    path = unit_path(platform, home)
+    if platform == "launchd":
+        commands = [["launchctl", "bootout", f"gui/{os.getuid()}/{LABEL}"], ["rm", "-f", str(path)]]
+    else:
+        commands = [["systemctl", "--user", "disable", "--now", SERVICE], ["rm", "-f", str(path)],
+                    ["systemctl", "--user", "daemon-reload"]]
+    return Plan(platform, path, "", commands, [], "uninstall")
+
+
+def run_command(command: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run one plan command; a command that cannot be started is a failure like any other."""
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return subprocess.CompletedProcess(command, 127, "", str(exc))
+
+
+def _nothing_to_undo(command: list[str], result: subprocess.CompletedProcess[str]) -> bool:
+    """Undoing what is not there is success: it keeps install and uninstall idempotent."""
+    text = result.stdout + result.stderr
+    if command[:2] == ["launchctl", "bootout"]:  # 3: "No such process", 113: "Could not find service"
+        return result.returncode in (3, 113) or "No such process" in text or "Could not find" in text
+    if command[:3] == ["systemctl", "--user", "disable"]:
+        return "does not exist" in text or "not loaded" in text
+    return False
+
+
+def write_unit(path: Path, text: str) -> bool:
+    """Write the unit file unless it already holds exactly this text; whether it was written."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+def apply(plan: Plan, dry_run: bool, out: Callable[[str], None]) -> int:
+    """Carry out the plan (or with ``dry_run`` only print it); 0 when done, 1 when it could not be."""
+    if plan.platform == "none" and not dry_run:
+        for note in plan.notes:
+            out(note)
+        return 1
+    if dry_run:
+        verb = "write" if plan.action == "install" else "remove"
+        out(f"Would {verb} {plan.unit_path}" + (":" if plan.action == "install" else ""))
+        if plan.action == "install":
+            out(plan.unit_text.rstrip("\n"))
+        if plan.commands:
+            out("Would run:")
+        for command in plan.commands:
+            out(f"  {shlex.join(command)}")
+        for note in plan.notes:
+            out(note)
+        return 1 if plan.platform == "none" else 0
+    if plan.action == "install":
+        try:
+            written = write_unit(plan.unit_path, plan.unit_text)
+        except OSError as exc:
+            out(f"Cannot write {plan.unit_path}: {exc}")
+            return 1
+        out(f"Wrote {plan.unit_path}" if written else f"{plan.unit_path} is up to date")
+    for command in plan.commands:
+        out(f"$ {shlex.join(command)}")
+        result = run_command(command)
+        if result.returncode == 0:
+            continue
+        if _nothing_to_undo(command, result):
+            out("  (nothing was loaded: fine)")
+            continue
+        out(f"Failed (exit {result.returncode}): {(result.stderr or result.stdout).strip()}")
+        return 1
+    for note in plan.notes:
+        out(note)
+    return 0
+
+
+def _query(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, timeout=QUERY_TIMEOUT)
+
+
+def _systemd_state() -> tuple[str, str]:
+    problem = _runtime_problem()
+    if problem:
+        return "unknown", problem
+    result = _query(["systemctl", "--user", "is-active", SERVICE])
+    state = result.stdout.strip()  # is-active prints the state; it exits non-zero for all but "active"
+    return (state, "") if state else ("unknown", result.stderr.strip() or f"exit {result.returncode}")
+
+
+def _launchd_state() -> tuple[str, str]:
+    result = _query(["launchctl", "print", f"gui/{os.getuid()}/{LABEL}"])
+    if result.returncode == 0:
+        match = re.search(r"^\s*state = (.+)$", result.stdout, re.MULTILINE)
+        return (match.group(1).strip() if match else "loaded"), ""
+    if result.returncode == 113 or "Could not find" in result.stderr:
+        return "not loaded", ""
+    return "unknown", result.stderr.strip() or f"exit {result.returncode}"
+
+
+def service_state(home: Path | None = None, platform: str | None = None) -> dict[str, Any]:
+    """For ``harvester status``: where the unit is, whether it is installed, and its state. Never raises."""
+    if platform is None:
+        platform = "launchd" if sys.platform == "darwin" else "systemd" if sys.platform.startswith("linux") \
+            else "none"
+    state: dict[str, Any] = {"platform": platform, "unit_path": "", "installed": False, "state": "unknown",
+                             "reason": ""}
+    try:
+        path = unit_path(platform, home or config.home())
+        state["unit_path"] = str(path)
+        state["installed"] = path.is_file()
+        if platform == "systemd":
+            state["state"], state["reason"] = _systemd_state()
+        elif platform == "launchd":
+            state["state"], state["reason"] = _launchd_state()
+        else:
+            state["reason"] = f"this system ({sys.platform}) has neither systemd nor launchd"
+    except subprocess.TimeoutExpired as exc:
+        state["reason"] = f"{shlex.join(exc.cmd)} did not answer within {exc.timeout:g} s"
+    except Exception as exc:  # status shows what it can, whatever the service manager does
+        state["reason"] = f"{type(exc).__name__}: {exc}"
+    return state
