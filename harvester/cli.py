@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import click
@@ -14,22 +12,23 @@ import orjson
 
 from harvester import config, log, render
 from harvester.bank import Bank, BankError, open_bank
+from harvester.config import ConfigError, Settings
 from harvester.gitident import GitResolver, bank_id
 from harvester.ingest import Ingestor
 from harvester.sources import existing_roots
 from parsers import HARNESSES
+from parsers.base import Harness
 
 
-@dataclass
-class Settings:
-    bank_path: Path
-    template: str
+def open_bank_or_fail(settings: Settings) -> Bank:
+    try:
+        return open_bank(settings.bank)
+    except BankError as exc:
+        raise click.ClickException(str(exc)) from exc
 
-    def open(self) -> Bank:
-        try:
-            return open_bank(self.bank_path)
-        except BankError as exc:
-            raise click.ClickException(str(exc)) from exc
+
+def enabled_harnesses(settings: Settings, names: tuple[str, ...] = ()) -> list[Harness]:
+    return [h for n, h in HARNESSES.items() if (n in names if names else settings.enabled(n))]
 
 
 def _print_json(value: Any) -> None:
@@ -38,16 +37,21 @@ def _print_json(value: Any) -> None:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bank", "bank_option", metavar="PATH",
-              help=f"The bank file (default: ${config.BANK_ENV}, else {config.default_bank_path()}).")
+              help=f"The bank file (default: ${config.BANK_ENV}, the config file, else {config.default_bank_path()}).")
 @click.option("--bank-id-template", metavar="TEMPLATE",
               help="How sessions are filed: {gitProject}, {project}, {harness} "
-                   f"(default: ${config.BANK_ID_TEMPLATE_ENV}, else {config.DEFAULT_BANK_ID_TEMPLATE}).")
+                   f"(default: {config.DEFAULT_BANK_ID_TEMPLATE}).")
 @click.version_option(package_name="harvester")
 @click.pass_context
 def cli(ctx: click.Context, bank_option: str | None, bank_id_template: str | None) -> None:
     """Capture every coding agent's session history into one bank per git repository."""
-    log.configure()
-    ctx.obj = Settings(config.bank_path(bank_option), config.bank_id_template(bank_id_template))
+    try:
+        settings = config.load(os.environ, bank=bank_option, bank_id_template=bank_id_template)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+    configured = settings.log_level if settings.origins.get("log_level") else None
+    log.configure("info" if ctx.invoked_subcommand == "run" else "warning", level=configured)
+    ctx.obj = settings
 
 
 @cli.command()
@@ -57,45 +61,95 @@ def cli(ctx: click.Context, bank_option: str | None, bank_id_template: str | Non
 @click.pass_obj
 def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
     """Import every session found on this machine; only what is new since the last scan."""
-    bank = settings.open()
-    ingestor = Ingestor(bank, settings.template)
-    harnesses = [HARNESSES[n] for n in names] if names else list(HARNESSES.values())
+    bank = open_bank_or_fail(settings)
+    ingestor = Ingestor(bank, settings.bank_id_template, exclude=settings.excluded)
     show_progress = not as_json and sys.stderr.isatty()
     progress = render.ScanProgress() if show_progress else None
     try:
-        report = ingestor.scan(harnesses, os.environ, config.home(),
+        report = ingestor.scan(enabled_harnesses(settings, names), os.environ, config.home(),
                                on_source=progress.advance if progress else None,
-                               on_discovered=progress.start if progress else None)
+                               on_discovered=progress.start if progress else None, extra_roots=settings.roots)
     except sqlite3.Error as exc:  # the one failure that is ours: the bank cannot be written
-        raise click.ClickException(f"the bank at {settings.bank_path} cannot be written: {exc}") from exc
+        raise click.ClickException(f"the bank at {settings.bank} cannot be written: {exc}") from exc
     finally:
         if progress:
             progress.finish()
         ingestor.close()
         bank.close()
     if as_json:
-        _print_json(render.scan_report_dict(report, settings.bank_path))
+        _print_json(render.scan_report_dict(report, settings.bank))
     else:
-        click.echo(render.scan_report_text(report, settings.bank_path))
+        click.echo(render.scan_report_text(report, settings.bank))
+
+
+@cli.command()
+@click.pass_obj
+def run(settings: Settings) -> None:
+    """Run the capture service in the foreground (what the login units start)."""
+    from harvester.service import AlreadyRunning, Service
+
+    try:
+        code = Service(settings, os.environ, config.home()).run()
+    except AlreadyRunning as exc:
+        click.echo(f"harvester: {exc}", err=True)
+        sys.exit(1)
+    except BankError as exc:
+        raise click.ClickException(str(exc)) from exc
+    sys.exit(code)
+
+
+@cli.command("config")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_obj
+def show_config(settings: Settings, as_json: bool) -> None:
+    """Print the effective configuration and where each value comes from."""
+    rows = settings.describe()
+    if as_json:
+        _print_json({key: {"value": value, "from": origin} for key, value, origin in rows})
+        return
+    click.echo(f"# config file: {config.config_path()} ({'found' if settings.config_file else 'none'})")
+    for key, value, origin in rows[1:]:
+        shown = value if isinstance(value, str) else orjson.dumps(value).decode()
+        click.echo(f"{key:<28} {shown:<50} {origin}")
+
+
+@cli.command()
+@click.option("--dry-run", is_flag=True, help="Print the unit and the commands; change nothing.")
+def install(dry_run: bool) -> None:
+    """Install and start the login service (systemd user unit, or launchd agent on macOS)."""
+    from harvester import units
+
+    sys.exit(units.apply(units.install_plan(), dry_run, click.echo))
+
+
+@cli.command()
+@click.option("--dry-run", is_flag=True, help="Print the commands; change nothing.")
+def uninstall(dry_run: bool) -> None:
+    """Stop and remove the login service."""
+    from harvester import units
+
+    sys.exit(units.apply(units.uninstall_plan(), dry_run, click.echo))
 
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
 def status(settings: Settings, as_json: bool) -> None:
-    """What was imported, from where, and whether every harness parses cleanly."""
-    with settings.open() as bank:
+    """What was imported, from where, whether every harness parses cleanly, and the service."""
+    with open_bank_or_fail(settings) as bank:
         stats = bank.harness_stats()
         harnesses = []
         for name, harness in HARNESSES.items():
-            entry = {"name": name, "label": harness.label,
-                     "roots": [str(r) for r in existing_roots(harness, os.environ, config.home())]}
+            roots = existing_roots(harness, os.environ, config.home(), tuple(settings.roots.get(name, ())))
+            entry = {"name": name, "label": harness.label, "enabled": settings.enabled(name),
+                     "roots": [str(r) for r in roots]}
             entry.update(stats.pop(name, None) or render.EMPTY_STATS)
             harnesses.append(entry)
         for name, leftover in stats.items():  # harnesses in the bank that this version lacks
-            harnesses.append({"name": name, "label": name, "roots": [], **leftover})
+            harnesses.append({"name": name, "label": name, "enabled": False, "roots": [], **leftover})
         data = {
-            "bank": {"path": str(settings.bank_path), "size_bytes": bank.size_bytes()},
+            "bank": {"path": str(settings.bank), "size_bytes": bank.size_bytes()},
+            "service": _service_status(bank),
             "harnesses": harnesses,
             "recent_imports": bank.recent_imports(20),
             "recent_problems": bank.recent_problems(10),
@@ -104,6 +158,24 @@ def status(settings: Settings, as_json: bool) -> None:
         _print_json(data)
     else:
         click.echo(render.status_text(data))
+
+
+def _service_status(bank: Bank) -> dict[str, Any]:
+    from harvester import units
+    from harvester.service import read_heartbeat, service_alive
+
+    beat = read_heartbeat()
+    running = beat is not None and service_alive(beat)
+    return {
+        "running": running,
+        "pid": beat["pid"] if running and beat else None,
+        "started_at": beat.get("started_at") if running and beat else None,
+        "heartbeat_at": beat.get("heartbeat_at") if beat else None,
+        "last_activity": beat.get("last_activity") if beat else None,
+        "watched": beat.get("watched", []) if running and beat else [],
+        "live_sessions": bank.live_count(),
+        "unit": units.service_state(),
+    }
 
 
 @cli.command()
@@ -118,14 +190,14 @@ def sessions(settings: Settings, repo: str | None, bank_filter: str | None, harn
     """List sessions, newest first."""
     if repo and bank_filter:
         raise click.UsageError("give --repo or --bank, not both")
-    with settings.open() as bank:
+    with open_bank_or_fail(settings) as bank:
         repo_root = None
         if repo:
             identity = GitResolver().resolve(os.path.abspath(repo))
             if identity.in_git:
                 repo_root = identity.root
             else:
-                bank_filter = bank_id(settings.template, identity, os.path.abspath(repo), harness or "")
+                bank_filter = bank_id(settings.bank_id_template, identity, os.path.abspath(repo), harness or "")
         rows = bank.list_sessions(bank_id=bank_filter, repo_root=repo_root, harness=harness, limit=limit)
     if as_json:
         _print_json(rows)
@@ -139,7 +211,7 @@ def sessions(settings: Settings, repo: str | None, bank_filter: str | None, harn
 @click.pass_obj
 def show(settings: Settings, session: str, as_json: bool) -> None:
     """Show one session's transcript (SESSION: its id, or an unambiguous prefix)."""
-    with settings.open() as bank:
+    with open_bank_or_fail(settings) as bank:
         found = bank.find_sessions(session)
         if not found:
             raise click.ClickException(f"no session matches {session!r}")
@@ -162,7 +234,7 @@ def show(settings: Settings, session: str, as_json: bool) -> None:
 @click.pass_obj
 def search(settings: Settings, query: str, bank_filter: str | None, limit: int, as_json: bool) -> None:
     """Full-text search over every event (SQLite FTS5 query syntax)."""
-    with settings.open() as bank:
+    with open_bank_or_fail(settings) as bank:
         try:
             hits = bank.search(query, bank_id=bank_filter, limit=limit)
         except sqlite3.OperationalError as exc:

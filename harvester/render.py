@@ -113,9 +113,41 @@ def _short(text: str | None, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _ago(ts: str | None) -> str:
+    if not ts:
+        return "never"
+    try:
+        seconds = (datetime.now(UTC) - datetime.fromisoformat(ts.replace("Z", "+00:00"))).total_seconds()
+    except ValueError:
+        return ts
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min ago"
+    return f"{seconds / 3600:.1f} h ago"
+
+
+def service_text(service: dict[str, Any]) -> list[str]:
+    unit = service.get("unit") or {}
+    unit_text = (f"unit {unit.get('unit_path')}: {unit.get('state')}" if unit.get("installed")
+                 else f"no unit installed ({unit.get('platform', '?')})")
+    if service["running"]:
+        lines = [f"Service: running, pid {service['pid']}, up since {_when(service['started_at'])}, "
+                 f"heartbeat {_ago(service['heartbeat_at'])}; {unit_text}"]
+        lines.append("  watching: " + (", ".join(service["watched"]) or "no agent store yet"))
+        lines.append(f"  live sessions: {service['live_sessions']}; last import {_ago(service['last_activity'])}")
+    else:
+        lines = [f"Service: not running; {unit_text}",
+                 "  `harvester install` starts it at login; `harvester run` runs it in the foreground"]
+    return lines
+
+
 def status_text(data: dict[str, Any]) -> str:
     bank = data["bank"]
-    parts = [f"Bank: {bank['path']} ({human_bytes(bank['size_bytes'])})", ""]
+    parts = [f"Bank: {bank['path']} ({human_bytes(bank['size_bytes'])})"]
+    if data.get("service"):
+        parts += service_text(data["service"])
+    parts.append("")
     rows = []
     for h in data["harnesses"]:
         skipped = h["malformed"] + h["oversize"] + h["unreadable"]

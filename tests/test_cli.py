@@ -95,3 +95,21 @@ def test_show_unknown_session_fails_clearly(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["--bank", str(tmp_path / "b.sqlite"), "show", "nope"],
                                 env={"HOME": str(tmp_path)})
     assert result.exit_code == 1 and "no session matches" in result.output
+
+
+def test_install_dry_run_shows_the_unit_and_commands(tmp_path: Path, monkeypatch) -> None:
+    from harvester import units
+
+    monkeypatch.setattr(units, "user_systemd_available", lambda: (True, ""))
+    monkeypatch.setattr(units.sys, "platform", "linux")
+    home = tmp_path / "home"
+    result = CliRunner().invoke(cli, ["install", "--dry-run"], env={"HOME": str(home)})
+    assert result.exit_code == 0, result.output
+    unit = home / ".config" / "systemd" / "user" / "harvester.service"
+    assert str(unit) in result.output
+    assert "ExecStart=" in result.output and "-m harvester run" in result.output
+    assert "systemctl --user daemon-reload" in result.output
+    assert "systemctl --user enable harvester.service" in result.output
+    assert not unit.exists()  # a dry run changes nothing
+    removed = CliRunner().invoke(cli, ["uninstall", "--dry-run"], env={"HOME": str(home)})
+    assert removed.exit_code == 0 and "systemctl --user disable --now harvester.service" in removed.output

@@ -1,0 +1,442 @@
+"""``harvester run``: the long-running capture service that the login units start.
+
+Threads, and why there are so few: watchdog's observer thread only notes which source changed;
+APScheduler's thread only queues jobs; everything that touches the bank runs on ONE thread (the
+one that called :meth:`Service.run`), in order. So there are no locks around the bank, and a
+SIGTERM simply lets that thread finish the transaction it is in, then stop.
+
+What keeps the bank complete without any help from the agents:
+- file events on every harness root (and on the nearest existing parent of a root that does not
+  exist yet, so an agent installed later is picked up), coalesced per source;
+- a reconcile at start and every ``reconcile_minutes``: every known source is stat-ed, and only
+  what changed is read (this is also what catches events missed while the service was down);
+- every ``unfinished_seconds``: the sources of unfinished sessions are re-read, agent processes
+  are looked at, and sessions whose agent is gone are marked ended or abandoned;
+- every ``poll_seconds``: sources whose store file events cannot follow (``SourceSpec.watch``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psutil
+import structlog
+from apscheduler.schedulers.background import BackgroundScheduler
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from harvester import __version__
+from harvester.bank import Bank, open_bank
+from harvester.config import Settings, runtime_dir
+from harvester.ingest import Ingestor
+from harvester.liveness import AgentProcess, agent_processes, judge
+from harvester.sources import Found, discover, match
+from parsers import HARNESSES
+from parsers.base import Harness
+
+log = structlog.get_logger("harvester.service")
+
+LOCK_NAME = "harvester.lock"
+HEARTBEAT_NAME = "heartbeat.json"
+
+
+class AlreadyRunning(Exception):
+    def __init__(self, pid: int | None, path: Path) -> None:
+        super().__init__(f"harvester run is already running (pid {pid or '?'}, lock {path})")
+        self.pid = pid
+
+
+class InstanceLock:
+    """One service per user: an exclusive flock on a file in the runtime dir, holding our pid.
+    The kernel drops the lock when the process dies, however it dies: no stale-lock cleanup."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip()
+            os.close(fd)
+            raise AlreadyRunning(int(holder) if holder.isdigit() else None, self.path) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def read_heartbeat(env: Mapping[str, str] = os.environ) -> dict[str, Any] | None:
+    try:
+        return orjson.loads((runtime_dir(env) / HEARTBEAT_NAME).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+
+
+def service_alive(beat: Mapping[str, Any]) -> bool:
+    """Is the process a heartbeat names still a running harvester (not a reused pid)?"""
+    try:
+        proc = psutil.Process(int(beat["pid"]))
+        return proc.is_running() and any("harvester" in part for part in proc.cmdline())
+    except (psutil.Error, KeyError, TypeError, ValueError):
+        return False
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass
+class _Pending:
+    found: Found
+    harness: Harness
+    due: float  # monotonic time at which to read it
+
+
+@dataclass
+class _Watch:
+    path: str
+    recursive: bool
+    handle: Any
+
+
+@dataclass
+class Service:
+    settings: Settings
+    env: Mapping[str, str]
+    home: Path
+    harnesses: list[Harness] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.harnesses:
+            self.harnesses = [h for n, h in HARNESSES.items() if self.settings.enabled(n)]
+        self.timings = self.settings.timings
+        self.stop_event = threading.Event()
+        self._cond = threading.Condition()
+        self._pending: dict[str, _Pending] = {}
+        self._jobs: list[tuple[str, Callable[[], None]]] = []
+        self._watches: dict[tuple[str, bool], _Watch] = {}
+        self._held: dict[tuple[str, str], int] = {}  # (harness, native id) -> pid of its agent process
+        self.started = _now()
+        self.last_activity: str | None = None
+        self.bank: Bank | None = None
+        self.ingestor: Ingestor | None = None
+        self.observer: Any = None
+        self.scheduler: BackgroundScheduler | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def run(self) -> int:
+        lock = InstanceLock(runtime_dir(self.env))
+        lock.acquire()  # raises AlreadyRunning
+        self._install_signal_handlers()
+        try:
+            self.bank = open_bank(self.settings.bank)
+            self.ingestor = Ingestor(self.bank, self.settings.bank_id_template, exclude=self.settings.excluded)
+            log.info("service starting", pid=os.getpid(), bank=str(self.settings.bank),
+                     harnesses=[h.name for h in self.harnesses])
+            self.observer = Observer()
+            self.observer.start()
+            self._arm_watches()
+            self._write_heartbeat()
+            self.reconcile()
+            self.check_sessions()
+            self._start_scheduler()
+            log.info("service running", watched=sorted(w.path for w in self._watches.values()))
+            self._loop()
+        finally:
+            self._shutdown()
+            lock.release()
+        log.info("service stopped")
+        return 0
+
+    def stop(self, *_: object) -> None:
+        self.stop_event.set()
+        with self._cond:
+            self._cond.notify_all()
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self.stop)
+            signal.signal(signal.SIGINT, self.stop)
+
+    def _shutdown(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.shutdown(wait=False)
+        if self.observer is not None:
+            self.observer.stop()
+            self.observer.join(timeout=1.0)
+        if self.ingestor is not None:
+            self.ingestor.close()
+        if self.bank is not None:
+            self.bank.close()
+        with contextlib.suppress(OSError):
+            (runtime_dir(self.env) / HEARTBEAT_NAME).unlink()
+
+    def _start_scheduler(self) -> None:
+        t = self.timings
+        self.scheduler = BackgroundScheduler(daemon=True, job_defaults={"coalesce": True, "max_instances": 1})
+        for name, fn, seconds in (
+            ("reconcile", self.reconcile, t.reconcile_minutes * 60),
+            ("sessions", self.check_sessions, t.unfinished_seconds),
+            ("poll", self.poll, t.poll_seconds),
+            ("heartbeat", self._write_heartbeat, t.heartbeat_seconds),
+        ):
+            self.scheduler.add_job(self._queue_job, "interval", seconds=seconds, args=(name, fn), id=name)
+        self.scheduler.start()
+
+    # -- the one thread that works ---------------------------------------------------------
+    def _queue_job(self, name: str, fn: Callable[[], None]) -> None:
+        with self._cond:
+            if all(queued != name for queued, _ in self._jobs):
+                self._jobs.append((name, fn))
+                self._cond.notify()
+
+    def _loop(self) -> None:
+        while not self.stop_event.is_set():
+            with self._cond:
+                now = time.monotonic()
+                due = [p for p in self._pending.values() if p.due <= now]
+                for p in due:
+                    del self._pending[str(p.found.path)]
+                jobs, self._jobs = self._jobs, []
+                if not due and not jobs:
+                    wait = min((p.due for p in self._pending.values()), default=now + 1.0) - now
+                    self._cond.wait(timeout=max(0.0, min(wait, 1.0)))
+                    continue
+            for p in due:
+                if self.stop_event.is_set():
+                    return
+                self._read(p.harness, p.found)
+            for name, fn in jobs:
+                if self.stop_event.is_set():
+                    return
+                try:
+                    fn()
+                except Exception:  # one failed job must not end the service
+                    log.exception("job failed", job=name)
+
+    def _read(self, harness: Harness, found: Found) -> None:
+        assert self.ingestor is not None and self.bank is not None
+        try:
+            result = self.ingestor.ingest(harness, found)
+        except Exception:
+            log.exception("import failed", path=str(found.path))
+            return
+        if result.events_added:
+            self.last_activity = _now()
+            written = [sid for sid, n in result.sessions.items() if n]
+            self.bank.reopen(harness.name, written)
+            log.info("imported", harness=harness.name, path=str(found.path), events=result.events_added)
+
+    # -- jobs ------------------------------------------------------------------------------
+    def reconcile(self) -> None:
+        """Stat every source of every harness; read only what changed."""
+        assert self.ingestor is not None
+        started = time.monotonic()
+        report = self.ingestor.scan(self.harnesses, self.env, self.home, extra_roots=self.settings.roots,
+                                    should_stop=self.stop_event.is_set)
+        if report.events_added:
+            self.last_activity = _now()
+        log.info("reconciled", seconds=round(time.monotonic() - started, 3), events=report.events_added,
+                 sources=sum(h.sources for h in report.harnesses.values()))
+        self._arm_watches()
+
+    def poll(self) -> None:
+        """Sources that file events cannot follow (SourceSpec.watch is False): read on a timer."""
+        for harness in self.harnesses:
+            specs = [s for s in harness.sources if not s.watch]
+            if not specs:
+                continue
+            for found in discover(harness, self._roots(harness)):
+                if not found.spec.watch:
+                    self._read(harness, found)
+
+    def check_sessions(self) -> None:
+        """Re-read unfinished sessions' sources; mark the ones whose agent is gone."""
+        assert self.bank is not None
+        processes = agent_processes(self.harnesses)
+        t = self.timings
+        changes: list[tuple[int, str]] = []
+        for harness in self.harnesses:
+            running = [p for p in processes if p.harness == harness.name]
+            for session in self.bank.open_sessions(harness.name):
+                key = (harness.name, session["native_id"])
+                if session["source_path"]:
+                    found = self._found(harness, Path(session["source_path"]))
+                    if found is not None:
+                        self._read(harness, found)
+                mtime = _mtime(session["source_path"])
+                holder = _holder(session, mtime, running)
+                verdict = judge(held=holder is not None, was_held=key in self._held and holder is None,
+                                source_mtime=mtime, last_turn=session["last_turn"], recent_s=t.recent_minutes * 60,
+                                idle_end_s=t.idle_end_minutes * 60)
+                if holder is not None:
+                    self._held[key] = holder.pid
+                else:
+                    self._held.pop(key, None)
+                if verdict.state != session["state"]:
+                    changes.append((session["pk"], verdict.state))
+                    log.info("session state", harness=harness.name, session=session["native_id"],
+                             state=verdict.state, reason=verdict.reason)
+        self.bank.set_states(changes)
+        self._arm_watches()  # a root that appeared since, a watched root that went away
+
+    # -- file events -----------------------------------------------------------------------
+    def on_event(self, event: FileSystemEvent) -> None:
+        """Observer thread: note which source changed; the work loop reads it after the debounce."""
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        paths = [event.src_path] + ([event.dest_path] if getattr(event, "dest_path", "") else [])
+        if event.is_directory:
+            if event.event_type in ("created", "moved"):
+                target = Path(os.fsdecode(paths[-1]))
+                self._queue_job(f"dir:{target}", lambda: self._on_directory(target))
+            elif event.event_type == "deleted":
+                self._queue_job("roots", self._on_roots_changed)
+            return
+        for raw in paths:
+            path = Path(os.fsdecode(raw))
+            for harness, root in self._root_pairs():
+                found = match(harness, root, path)
+                if found is None or not found.spec.watch:
+                    continue
+                with self._cond:
+                    if str(path) not in self._pending:
+                        self._pending[str(path)] = _Pending(found, harness,
+                                                            time.monotonic() + self.timings.debounce_ms / 1000)
+                        self._cond.notify()
+                break
+
+    def _on_directory(self, directory: Path) -> None:
+        """A directory appeared: inside a root, sources may already sit in it (written before its
+        watch was in place); elsewhere it may be a root, or on the way to one."""
+        pairs = [(h, r) for h, r in self._root_pairs() if directory == r or r in directory.parents]
+        if not pairs:
+            self._on_roots_changed()
+            return
+        for harness, root in pairs:
+            for path in sorted(directory.rglob("*")):
+                found = match(harness, root, path) if path.is_file() else None
+                if found is not None and found.spec.watch:
+                    self._read(harness, found)
+
+    def _on_roots_changed(self) -> None:
+        """Re-arm the watches; a root that newly exists is read in full."""
+        before = {w.path for w in self._watches.values() if w.recursive}
+        self._arm_watches()
+        if {w.path for w in self._watches.values() if w.recursive} - before:
+            self.reconcile()
+
+    def _arm_watches(self) -> None:
+        """A recursive watch on every root that exists, and a shallow one on the nearest existing
+        parent of every root that does not (to see it appear)."""
+        if self.observer is None:
+            return
+        wanted: set[tuple[str, bool]] = set()
+        for harness in self.harnesses:
+            for root in self._candidate_roots(harness):
+                if root.is_dir():
+                    wanted.add((str(root), True))
+                else:
+                    parent = _nearest_existing(root)
+                    if parent is not None:
+                        wanted.add((str(parent), False))
+        for key in list(self._watches):
+            if key not in wanted:
+                with contextlib.suppress(KeyError, OSError):
+                    self.observer.unschedule(self._watches[key].handle)
+                del self._watches[key]
+        for path, recursive in wanted - set(self._watches):
+            try:
+                handle = self.observer.schedule(_Handler(self), path, recursive=recursive)
+            except OSError as exc:  # inotify limits, permissions: the timers still cover this root
+                log.warning("cannot watch", path=path, error=str(exc))
+                continue
+            self._watches[(path, recursive)] = _Watch(path, recursive, handle)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _candidate_roots(self, harness: Harness) -> list[Path]:
+        return [*harness.roots(self.env, self.home), *self.settings.roots.get(harness.name, [])]
+
+    def _roots(self, harness: Harness) -> list[Path]:
+        return [r for r in self._candidate_roots(harness) if r.is_dir()]
+
+    def _root_pairs(self) -> list[tuple[Harness, Path]]:
+        return [(h, Path(w.path)) for h in self.harnesses for w in list(self._watches.values())
+                if w.recursive and Path(w.path) in self._candidate_roots(h)]
+
+    def _found(self, harness: Harness, path: Path) -> Found | None:
+        for root in self._roots(harness):
+            found = match(harness, root, path)
+            if found is not None:
+                return found
+        return None
+
+    def _write_heartbeat(self) -> None:
+        directory = runtime_dir(self.env)
+        data = {
+            "pid": os.getpid(), "version": __version__, "started_at": self.started, "heartbeat_at": _now(),
+            "last_activity": self.last_activity, "bank": str(self.settings.bank),
+            "watched": sorted(w.path for w in self._watches.values() if w.recursive),
+            "waiting_for": sorted(w.path for w in self._watches.values() if not w.recursive),
+            "live_sessions": self.bank.live_count() if self.bank is not None else 0,
+        }
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = directory / f".{HEARTBEAT_NAME}.{os.getpid()}"
+        tmp.write_bytes(orjson.dumps(data))
+        os.replace(tmp, directory / HEARTBEAT_NAME)
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        self.service.on_event(event)
+
+
+def _holder(session: dict[str, Any], mtime: float | None, running: list[AgentProcess]) -> AgentProcess | None:
+    """The agent process working on this session: same harness, same directory, and started before
+    the session was last written (an agent running in a repo does not hold its old sessions)."""
+    cwd = session["cwd"]
+    if not cwd or mtime is None:
+        return None
+    cwd = os.path.normpath(cwd)
+    for proc in running:
+        if os.path.normpath(proc.cwd) == cwd and mtime >= proc.started - 2:
+            return proc
+    return None
+
+
+def _mtime(path: str | None) -> float | None:
+    if not path:
+        return None
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _nearest_existing(path: Path) -> Path | None:
+    for parent in path.parents:
+        if parent.is_dir():
+            return parent
+    return None

@@ -1,0 +1,285 @@
+"""The capture service (`harvester run`) in a subprocess over a temporary HOME."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.helpers import ClaudeSession, bank_rows, claude_dir, scan
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FAST = """
+[timings]
+debounce_ms = 20
+unfinished_seconds = 0.3
+recent_minutes = 0.02
+idle_end_minutes = 30
+reconcile_minutes = 30
+poll_seconds = 0.3
+heartbeat_seconds = 0.3
+"""
+
+
+class Daemon:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.home = tmp / "home"
+        self.home.mkdir(exist_ok=True)
+        self.bank = tmp / "bank.sqlite"
+        self.run_dir = tmp / "run"
+        self.config = tmp / "config.toml"
+        if not self.config.exists():
+            self.config.write_text(FAST)
+        self.proc: subprocess.Popen | None = None
+        self.log = tmp / "daemon.log"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "CODEX_", "XDG_", "HARVESTER_"))}
+        env.update(HOME=str(self.home), HARVESTER_BANK=str(self.bank), HARVESTER_CONFIG=str(self.config),
+                   HARVESTER_RUNTIME_DIR=str(self.run_dir), HARVESTER_LOG_LEVEL="info", PYTHONPATH=str(ROOT),
+                   PATH=f"{self.tmp / 'bin'}:{os.environ.get('PATH', '')}")
+        return env
+
+    def start(self) -> Daemon:
+        heartbeat = self.run_dir / "heartbeat.json"
+        heartbeat.unlink(missing_ok=True)
+        self.proc = subprocess.Popen([sys.executable, "-m", "harvester", "run"], env=self.env(), cwd=self.tmp,
+                                     stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)  # noqa: SIM115
+        wait_for(lambda: heartbeat.exists() or self.proc.poll() is not None, 15, "the service to start")
+        assert self.proc.poll() is None, self.log.read_text()
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+        code = self.proc.wait(timeout=10)
+        self.proc = None
+        return code
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "harvester", *args], env=self.env(), capture_output=True,
+                              text=True, timeout=30)
+
+    def query(self, sql: str, *args: object) -> list[tuple]:
+        if not self.bank.exists():
+            return []
+        conn = sqlite3.connect(f"file:{self.bank}?mode=ro", uri=True, timeout=5)
+        try:
+            return conn.execute(sql, args).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        finally:
+            conn.close()
+
+    def texts(self) -> list[str]:
+        return [r[0] for r in self.query("SELECT text FROM events ORDER BY id")]
+
+    def state(self, native_id: str) -> str | None:
+        rows = self.query("SELECT state FROM sessions WHERE native_id = ?", native_id)
+        return rows[0][0] if rows else None
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, what: str) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if predicate():
+            return time.monotonic() - started
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    d = Daemon(tmp_path)
+    yield d
+    if d.proc is not None and d.proc.poll() is None:
+        d.proc.kill()
+        d.proc.wait()
+
+
+def test_appends_to_live_sessions_reach_the_bank_within_two_seconds(daemon: Daemon) -> None:
+    claude = ClaudeSession(daemon.home, "/work/app")
+    claude.write(claude.user("first question"))
+    codex_day = daemon.home / ".codex" / "sessions" / "2026" / "11" / "29"
+    codex_day.mkdir(parents=True)
+    daemon.start()
+    wait_for(lambda: "first question" in daemon.texts(), 5, "the startup reconcile")
+    for i in range(3):
+        claude.write(claude.assistant(f"live answer {i}"))
+        assert wait_for(lambda i=i: f"live answer {i}" in daemon.texts(), 2, "a Claude append") < 2
+    from tests.test_exactly_once import _codex_lines
+
+    rollout = codex_day / "rollout-2026-11-29T10-00-00-019a0000-0000-7000-8000-0000000000aa.jsonl"
+    rollout.write_bytes(_codex_lines("019a0000-0000-7000-8000-0000000000aa", 1))
+    assert wait_for(lambda: "reply 0" in daemon.texts(), 2, "a new Codex rollout") < 2
+    with open(rollout, "ab") as f:
+        f.write(_codex_lines("019a0000-0000-7000-8000-0000000000aa", 2).split(b"\n", 6)[-1])
+    assert wait_for(lambda: "reply 1" in daemon.texts(), 2, "a Codex append") < 2
+    assert daemon.stop() == 0
+
+
+def test_a_harness_root_created_after_start_is_picked_up(daemon: Daemon) -> None:
+    daemon.start()  # no ~/.claude yet: the service watches the nearest existing parent
+    status = orjson.loads(daemon.cli("status", "--json").stdout)
+    assert status["service"]["running"] is True and status["service"]["pid"] == daemon.proc.pid
+    s = ClaudeSession(daemon.home, "/work/late")
+    s.write(*s.conversation(1))
+    wait_for(lambda: len(daemon.texts()) == 2, 3, "sessions of an agent installed after start")
+    s.write(*s.conversation(1, start=1))
+    wait_for(lambda: len(daemon.texts()) == 4, 2, "appends to it")
+    status = orjson.loads(daemon.cli("status", "--json").stdout)
+    assert str(daemon.home / ".claude" / "projects") in status["service"]["watched"]
+    assert daemon.stop() == 0
+
+
+def test_half_written_line_completed_later_is_imported_once(daemon: Daemon) -> None:
+    s = ClaudeSession(daemon.home, "/work/app")
+    s.write(s.user("hello"))
+    daemon.start()
+    wait_for(lambda: daemon.texts() == ["hello"], 5, "the first line")
+    line = s.assistant("a reply written in two halves")
+    s.write(line[:30])
+    time.sleep(0.5)
+    assert daemon.texts() == ["hello"]
+    s.write(line[30:])
+    wait_for(lambda: len(daemon.texts()) == 2, 2, "the completed line")
+    time.sleep(0.5)
+    assert daemon.texts() == ["hello", "a reply written in two halves"]
+    assert daemon.stop() == 0
+
+
+def _fake_agent(daemon: Daemon, name: str, cwd: Path) -> subprocess.Popen:
+    """A process that looks like the agent to the service: its executable is called `name`."""
+    bin_dir = daemon.tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    exe = bin_dir / name
+    if not exe.exists():
+        exe.symlink_to("/bin/sleep")
+    return subprocess.Popen([str(exe), "300"], cwd=cwd)
+
+
+@pytest.mark.parametrize(("finished", "expected"), [(True, "ended"), (False, "abandoned")])
+def test_session_is_ended_or_abandoned_when_its_agent_exits(daemon: Daemon, finished: bool, expected: str) -> None:
+    repo = daemon.tmp / "repo"
+    repo.mkdir()
+    daemon.start()
+    agent = _fake_agent(daemon, "claude", repo)
+    try:
+        time.sleep(0.2)
+        s = ClaudeSession(daemon.home, str(repo))
+        lines = [s.user("do the thing")]
+        if finished:
+            line = orjson.loads(s.assistant("done"))
+            line["message"]["stop_reason"] = "end_turn"
+            lines.append(orjson.dumps(line) + b"\n")
+        s.write(*lines)
+        wait_for(lambda: daemon.state(s.id) == "live", 5, "the session to be live")
+        time.sleep(1.5)  # past recent_minutes: only the agent process keeps it live now
+        assert daemon.state(s.id) == "live"
+    finally:
+        agent.kill()
+        agent.wait()
+    wait_for(lambda: daemon.state(s.id) == expected, 3, f"the session to be {expected}")
+    assert daemon.stop() == 0
+
+
+def test_kill_9_while_an_agent_writes_loses_nothing_and_duplicates_nothing(daemon: Daemon) -> None:
+    sessions = [ClaudeSession(daemon.home, f"/work/p{i}") for i in range(3)]
+    for s in sessions:
+        s.write(s.user("start"))
+    stop = threading.Event()
+
+    def writer() -> None:
+        n = 0
+        while not stop.is_set():
+            s = sessions[n % 3]
+            s.write(s.assistant(f"streamed {n} " + "x" * (n % 500)))
+            n += 1
+            time.sleep(0.002)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        daemon.start()
+        time.sleep(1.0)
+        assert daemon.stop(signal.SIGKILL) == -signal.SIGKILL
+        time.sleep(0.3)
+        daemon.start()
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        thread.join()
+    clean = daemon.tmp / "clean.sqlite"
+    scan(daemon.home, clean)
+    wait_for(lambda: len(bank_rows(daemon.bank)) == len(bank_rows(clean)), 5, "the service to catch up")
+    assert daemon.stop() == 0
+    assert bank_rows(daemon.bank) == bank_rows(clean)
+
+
+def test_changes_while_the_service_was_down_are_imported_at_start(daemon: Daemon) -> None:
+    s = ClaudeSession(daemon.home, "/work/app")
+    s.write(*s.conversation(2))
+    daemon.start()
+    wait_for(lambda: len(daemon.texts()) == 4, 5, "the first import")
+    assert daemon.stop() == 0
+    s.write(*s.conversation(3, start=2))
+    other = ClaudeSession(daemon.home, "/work/other")
+    other.write(*other.conversation(1))
+    daemon.start()
+    wait_for(lambda: len(daemon.texts()) == 12, 5, "the startup reconcile")
+    assert daemon.stop() == 0
+
+
+def test_second_instance_is_refused_and_sigterm_is_prompt(daemon: Daemon) -> None:
+    daemon.start()
+    second = daemon.cli("run")
+    assert second.returncode == 1
+    assert f"already running (pid {daemon.proc.pid}" in second.stderr
+    started = time.monotonic()
+    assert daemon.stop(signal.SIGTERM) == 0
+    assert time.monotonic() - started < 2
+    status = orjson.loads(daemon.cli("status", "--json").stdout)
+    assert status["service"]["running"] is False
+
+
+def test_config_shows_where_each_value_comes_from(daemon: Daemon) -> None:
+    daemon.config.write_text('bank_id_template = "work::{gitProject}"\nexclude = ["/secret"]\n' + FAST)
+    result = daemon.cli("config", "--json")
+    assert result.returncode == 0, result.stderr
+    shown = orjson.loads(result.stdout)
+    assert shown["bank"] == {"value": str(daemon.bank), "from": "$HARVESTER_BANK"}
+    assert shown["bank_id_template"] == {"value": "work::{gitProject}", "from": str(daemon.config)}
+    assert shown["timings.debounce_ms"] == {"value": 20, "from": str(daemon.config)}
+    assert shown["timings.reconcile_minutes"]["value"] == 30
+    assert shown["log_level"]["from"] == "$HARVESTER_LOG_LEVEL"
+    daemon.config.write_text("no_such_setting = 1\n")
+    bad = daemon.cli("config")
+    assert bad.returncode == 1 and "unknown setting(s) no_such_setting" in bad.stderr
+
+
+def test_excluded_directories_are_never_captured(daemon: Daemon) -> None:
+    daemon.config.write_text('exclude = ["/work/secret"]\n' + FAST)
+    kept = ClaudeSession(daemon.home, "/work/app")
+    kept.write(*kept.conversation(1))
+    hidden = ClaudeSession(daemon.home, "/work/secret/client")
+    hidden.write(*hidden.conversation(1))
+    daemon.start()
+    wait_for(lambda: len(daemon.texts()) == 2, 5, "the import")
+    hidden.write(*hidden.conversation(1, start=1))
+    kept.write(*kept.conversation(1, start=1))
+    wait_for(lambda: len(daemon.texts()) == 4, 2, "the appends")
+    assert daemon.stop() == 0
+    assert {r[0] for r in daemon.query("SELECT native_id FROM sessions")} == {kept.id}
+    assert not any("secret" in t for t in daemon.texts())
+    assert claude_dir(daemon.home, "/work/secret/client").exists()  # nothing was touched there
