@@ -127,6 +127,10 @@ def test_appends_to_live_sessions_reach_the_bank_within_two_seconds(daemon: Daem
         f.write(_codex_lines("019a0000-0000-7000-8000-0000000000aa", 2).split(b"\n", 6)[-1])
     assert wait_for(lambda: "reply 1" in daemon.texts(), 2, "a Codex append") < 2
     assert daemon.stop() == 0
+    # Not on a terminal (journald, launchd log files): one JSON object per log line.
+    records = [orjson.loads(line) for line in daemon.log.read_bytes().splitlines() if line.strip()]
+    assert {"service starting", "service running", "imported", "service stopped"} <= {r["event"] for r in records}
+    assert all("timestamp" in r and "level" in r for r in records)
 
 
 def test_a_harness_root_created_after_start_is_picked_up(daemon: Daemon) -> None:

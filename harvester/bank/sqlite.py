@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -52,14 +53,17 @@ class SqliteBank(SqliteReads):
 
     # -- setup -----------------------------------------------------------------------------
     def _migrate(self) -> None:
-        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
-        for number, script in enumerate(MIGRATIONS, start=1):
-            if number <= version:
-                continue
-            with self.transaction():
-                for statement in _statements(script):
-                    self.conn.execute(statement)
-                self.conn.execute(f"PRAGMA user_version = {number}")
+        if self.conn.execute("PRAGMA user_version").fetchone()[0] >= len(MIGRATIONS):
+            return
+        with self.transaction():
+            # Read again under the write lock: another process (status beside a starting service)
+            # may have migrated the file between the check above and now.
+            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+            for number, script in enumerate(MIGRATIONS, start=1):
+                if number > version:
+                    for statement in _statements(script):
+                        self.conn.execute(statement)
+            self.conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -424,6 +428,21 @@ def _statements(script: str) -> list[str]:
     return out
 
 
+def _use_wal(conn: sqlite3.Connection, attempts: int = 100) -> None:
+    """WAL lets readers (status, search) work while the service writes. The mode is stored in the
+    file, so this is a no-op after creation; but two processes creating a bank at once can race on
+    the switch, which reports "locked" without waiting on busy_timeout: retry it."""
+    for attempt in range(attempts):
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05)
+
+
 def _connect(path: str) -> sqlite3.Connection:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, mode=0o700, exist_ok=True)
@@ -438,7 +457,7 @@ def _connect(path: str) -> sqlite3.Connection:
         # the 4 KiB default and write the bank about 1.6x faster (bench/bench_scan.py). Only takes
         # effect on a new, empty file.
         conn.execute("PRAGMA page_size = 16384")
-        conn.execute("PRAGMA journal_mode = WAL")
+        _use_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA busy_timeout = 30000")
         conn.execute("PRAGMA foreign_keys = ON")
