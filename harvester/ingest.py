@@ -188,6 +188,12 @@ class Ingestor:
             self._pool = ProcessPoolExecutor(max_workers=READERS, mp_context=multiprocessing.get_context("spawn"))
         return self._pool
 
+    def ingest_many(self, harness: Harness, found: list[Found]) -> list[SourceResult]:
+        """Several sources of one harness: their cursors in one query, unchanged ones for a stat."""
+        known = {c.path: c for c in self.bank.cursors(harness.name)} if len(found) > 8 else {
+            str(f.path): c for f in found if (c := self.bank.cursor(str(f.path))) is not None}
+        return [result for _, result in self._ingest_all(harness, found, known)]
+
     # -- one source ------------------------------------------------------------------------
     def ingest(self, harness: Harness, found: Found) -> SourceResult:
         """Import what is new in one source; returns once it is committed."""

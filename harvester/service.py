@@ -18,11 +18,16 @@ What keeps the bank complete without any help from the agents:
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import fcntl
+import gc
 import os
 import signal
+import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -246,6 +251,19 @@ class Service:
             self.bank.reopen(harness.name, written)
             log.info("imported", harness=harness.name, path=str(found.path), events=result.events_added)
 
+    def _read_many(self, harness: Harness, found: list[Found]) -> None:
+        assert self.ingestor is not None and self.bank is not None
+        try:
+            results = self.ingestor.ingest_many(harness, found)
+        except Exception:
+            log.exception("import failed", harness=harness.name)
+            return
+        for result in results:
+            if result.events_added:
+                self.last_activity = _now()
+                self.bank.reopen(harness.name, [sid for sid, n in result.sessions.items() if n])
+                log.info("imported", harness=harness.name, path=result.path, events=result.events_added)
+
     # -- jobs ------------------------------------------------------------------------------
     def reconcile(self) -> None:
         """Stat every source of every harness; read only what changed."""
@@ -258,6 +276,8 @@ class Service:
         log.info("reconciled", seconds=round(time.monotonic() - started, 3), events=report.events_added,
                  sources=sum(h.sources for h in report.harnesses.values()))
         self._arm_watches()
+        if report.events_added:
+            self._release_memory()
 
     def poll(self) -> None:
         """Sources that file events cannot follow (SourceSpec.watch is False): read on a timer."""
@@ -273,31 +293,40 @@ class Service:
         """Re-read unfinished sessions' sources; mark the ones whose agent is gone."""
         assert self.bank is not None
         processes = agent_processes(self.harnesses)
-        t = self.timings
-        changes: list[tuple[int, str]] = []
         for harness in self.harnesses:
             running = [p for p in processes if p.harness == harness.name]
-            for session in self.bank.open_sessions(harness.name):
-                key = (harness.name, session["native_id"])
-                if session["source_path"]:
-                    found = self._found(harness, Path(session["source_path"]))
-                    if found is not None:
-                        self._read(harness, found)
-                mtime = _mtime(session["source_path"])
-                holder = _holder(session, mtime, running)
-                verdict = judge(held=holder is not None, was_held=key in self._held and holder is None,
-                                source_mtime=mtime, last_turn=session["last_turn"], recent_s=t.recent_minutes * 60,
-                                idle_end_s=t.idle_end_minutes * 60)
-                if holder is not None:
-                    self._held[key] = holder.pid
-                else:
-                    self._held.pop(key, None)
-                if verdict.state != session["state"]:
-                    changes.append((session["pk"], verdict.state))
+            after = 0
+            while page := self.bank.open_sessions(harness.name, after):  # pages: history can be large
+                after = page[-1]["pk"]
+                self._check_page(harness, page, running)
+        self._arm_watches()  # a root that appeared since, a watched root that went away
+
+    def _check_page(self, harness: Harness, sessions: list[dict[str, Any]], running: list[AgentProcess]) -> None:
+        assert self.bank is not None
+        t = self.timings
+        sources = {s["source_path"] for s in sessions if s["source_path"]}
+        self._read_many(harness, [f for f in (self._found(harness, Path(p)) for p in sorted(sources)) if f])
+        changes: list[tuple[int, str]] = []
+        for session in sessions:
+            key = (harness.name, session["native_id"])
+            mtime = _mtime(session["source_path"])
+            holder = _holder(session, mtime, running)
+            verdict = judge(held=holder is not None, was_held=key in self._held and holder is None,
+                            source_mtime=mtime, last_turn=session["last_turn"], recent_s=t.recent_minutes * 60,
+                            idle_end_s=t.idle_end_minutes * 60)
+            if holder is not None:
+                self._held[key] = holder.pid
+            else:
+                self._held.pop(key, None)
+            if verdict.state != session["state"]:
+                changes.append((session["pk"], verdict.state))
+                if len(changes) <= 20:  # the first start judges all of history at once: summarize that
                     log.info("session state", harness=harness.name, session=session["native_id"],
                              state=verdict.state, reason=verdict.reason)
+        if len(changes) > 20:
+            log.info("session states", harness=harness.name, changed=len(changes),
+                     states=dict(Counter(state for _, state in changes)))
         self.bank.set_states(changes)
-        self._arm_watches()  # a root that appeared since, a watched root that went away
 
     # -- file events -----------------------------------------------------------------------
     def on_event(self, event: FileSystemEvent) -> None:
@@ -372,6 +401,14 @@ class Service:
                 continue
             self._watches[(path, recursive)] = _Watch(path, recursive, handle)
 
+    def _release_memory(self) -> None:
+        """After a large import, hand back what it used: the service idles for hours after."""
+        assert self.bank is not None
+        self.bank.shrink_memory()
+        gc.collect()
+        if _malloc_trim is not None:
+            _malloc_trim(0)
+
     # -- helpers ---------------------------------------------------------------------------
     def _candidate_roots(self, harness: Harness) -> list[Path]:
         return [*harness.roots(self.env, self.home), *self.settings.roots.get(harness.name, [])]
@@ -424,6 +461,17 @@ def _holder(session: dict[str, Any], mtime: float | None, running: list[AgentPro
         if os.path.normpath(proc.cwd) == cwd and mtime >= proc.started - 2:
             return proc
     return None
+
+
+def _libc_malloc_trim() -> Callable[[int], int] | None:
+    """glibc keeps freed heap pages unless asked to return them; other libcs have no such call."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+_malloc_trim = _libc_malloc_trim() if sys.platform.startswith("linux") else None
 
 
 def _mtime(path: str | None) -> float | None:

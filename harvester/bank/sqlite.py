@@ -342,13 +342,14 @@ class SqliteBank(SqliteReads):
                 (*values, cur.path))
 
     # -- session states (the service) ----------------------------------------------------
-    def open_sessions(self, harness: str) -> list[dict[str, Any]]:
-        """Sessions not yet ended or abandoned, with what liveness needs."""
+    def open_sessions(self, harness: str, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
+        """Sessions not yet ended or abandoned, with what liveness needs: a page of them, by id."""
         rows = self.conn.execute(
-            "SELECT id, native_id, cwd, source_path, state, updated_at, meta FROM sessions "
-            "WHERE harness = ? AND state IN ('live', 'unknown')", (harness,)).fetchall()
+            "SELECT id, native_id, cwd, source_path, state, updated_at, json_extract(meta, '$.last_turn') "
+            "FROM sessions WHERE harness = ? AND state IN ('live', 'unknown') AND id > ? ORDER BY id LIMIT ?",
+            (harness, after, limit)).fetchall()
         return [{"pk": r[0], "native_id": r[1], "cwd": r[2], "source_path": r[3], "state": r[4],
-                 "updated_at": r[5], "last_turn": (_loads(r[6]) or {}).get("last_turn")} for r in rows]
+                 "updated_at": r[5], "last_turn": r[6]} for r in rows]
 
     def set_states(self, changes: list[tuple[int, str]]) -> None:
         if changes:
@@ -361,6 +362,9 @@ class SqliteBank(SqliteReads):
             with self.transaction() as conn:
                 conn.executemany("UPDATE sessions SET state = 'live' WHERE harness = ? AND native_id = ? "
                                  "AND state != 'live'", [(harness, n) for n in native_ids])
+
+    def shrink_memory(self) -> None:
+        self.conn.execute("PRAGMA shrink_memory")
 
     def live_count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM sessions WHERE state = 'live'").fetchone()[0]
@@ -461,7 +465,7 @@ def _connect(path: str) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA busy_timeout = 30000")
         conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA cache_size = -65536")  # 64 MiB page cache: FTS merges like it
+        conn.execute("PRAGMA cache_size = -8192")  # 8 MiB: more bought nothing in bench_scan.py, and the service stays small
     finally:
         os.umask(old_umask)
     for suffix in ("", "-wal", "-shm"):
