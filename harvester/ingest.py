@@ -135,6 +135,7 @@ class Ingestor:
                         self.bank.set_source_status(cursor.path, "missing")
         report.seconds = time.monotonic() - started
         report.bytes_read = self.bytes_read - start_bytes
+        self.close()  # a reader process lives for the scan that needed it, not in an idle service
         return report
 
     def _ingest_all(self, harness: Harness, found: list[Found],

@@ -154,7 +154,10 @@ class Service:
         self._install_signal_handlers()
         try:
             self.bank = open_bank(self.settings.bank)
-            self.ingestor = Ingestor(self.bank, self.settings.bank_id_template, exclude=self.settings.excluded)
+            # Reading stays in this process (no reader process, as scan uses for large imports): a
+            # service's imports are small after the first, and an idle service should be one process.
+            self.ingestor = Ingestor(self.bank, self.settings.bank_id_template, exclude=self.settings.excluded,
+                                     parallel_bytes=sys.maxsize)
             log.info("service starting", pid=os.getpid(), bank=str(self.settings.bank),
                      harnesses=[h.name for h in self.harnesses])
             self.observer = Observer()
