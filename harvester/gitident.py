@@ -41,8 +41,6 @@ class RepoIdentity:
     root: str | None = None  # main worktree root; None outside git
     origin_url: str | None = None  # the remote URL with any credentials removed
     origin_id: str | None = None  # normalized origin: host/path, same for every spelling
-    branch: str | None = None
-    commit: str | None = None
     how: str = "cwd"  # cwd | ancestor | learned | no-git | no-cwd | error
     error: str | None = None
 
@@ -186,13 +184,8 @@ def _describe(repo: git.Repo, how: str) -> tuple[RepoIdentity, list[str]]:
             origin = repo.remotes[0].url
     except Exception:  # an unparsable config must not lose the session, the root is known
         origin = None
-    branch = commit = None
-    try:
-        if not repo.head.is_detached:
-            branch = repo.head.reference.name
-        commit = repo.head.commit.hexsha
-    except Exception:  # an empty repository has no commit yet; that is not an error
-        pass
+    # No branch or commit here: today's HEAD says nothing about when a session ran; sessions keep
+    # the branch and commit their agent recorded.
     worktrees = []
     listing = common / "worktrees"
     if listing.is_dir():
@@ -207,8 +200,6 @@ def _describe(repo: git.Repo, how: str) -> tuple[RepoIdentity, list[str]]:
         root=str(root),
         origin_url=strip_credentials(origin),
         origin_id=normalize_origin(origin),
-        branch=branch,
-        commit=commit,
         how=how,
     )
     return identity, [str(root), *worktrees]

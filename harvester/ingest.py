@@ -220,6 +220,8 @@ class Ingestor:
                 log.info("another writer advanced this source first", path=outcome.path)
                 result.outcome = "raced"
                 return result
+            log.debug("committed", path=outcome.path, offset=chunk.cursor.offset, line=chunk.cursor.line,
+                      events=len(chunk.batch.events), added=sum(added.values()))
             for native_id, n in added.items():
                 result.sessions[native_id] = result.sessions.get(native_id, 0) + n
                 result.events_added += n

@@ -128,9 +128,13 @@ def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_re
         piece = following
     if not committed_any:
         # Nothing complete to read (an empty file, or only a torn line): still remember the file
-        # and its stat, so status counts it and the next check costs a stat.
+        # and its stat, so status counts it and the next check costs a stat. The fingerprints must
+        # still describe the bytes before the offset, or the next read would take the file for a
+        # rewritten one and read it all again.
         if new.offset == 0:
             new.head_len, new.head_hash, new.tail_hash, new.state = 0, None, None, {}
+        elif seekable:
+            new.head_len, new.head_hash, new.tail_hash = fingerprints(stream, new.offset)
         new.size, new.mtime_ns = st.st_size, st.st_mtime_ns
         yield _chunk(Batch(state=new.state), new, is_new, prepare)
 

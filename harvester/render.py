@@ -193,9 +193,6 @@ def sessions_text(rows: list[dict[str, Any]]) -> str:
           _short(r["title"], 60)] for r in rows])
 
 
-ROLE_LABELS = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}
-
-
 def transcript_text(session: dict[str, Any], events: list[dict[str, Any]]) -> str:
     s = session
     head = [f"{s['title'] or '(untitled)'}",

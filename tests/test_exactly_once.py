@@ -200,3 +200,40 @@ def test_reading_in_a_worker_process_gives_the_same_bank(tmp_path: Path) -> None
     assert [h.problems for h in a.harnesses.values()] == [h.problems for h in b.harnesses.values()] == [6, 0]
     s.write(*s.conversation(2, start=100))  # and incremental reads through the worker
     assert scan(home, worker, parallel_bytes=0).events_added == 4
+
+
+def test_a_read_that_finds_only_a_torn_line_does_not_force_a_full_reread(tmp_path: Path) -> None:
+    """Found by the kill -9 service test: the cursor committed for "nothing complete yet" lost its
+    fingerprints, so the next read took the file for rewritten and read it all again."""
+    from harvester.ingest import Ingestor
+    from harvester.sources import discover, existing_roots
+    from parsers import HARNESSES
+
+    home, bank_path = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    s.write(*s.conversation(20))
+    harness = HARNESSES["claude-code"]
+    [found] = discover(harness, existing_roots(harness, {}, home))
+    line = s.assistant("finished later")
+    with open_bank(bank_path) as bank, Ingestor(bank, "coding-agent::{gitProject}") as ingestor:
+        assert ingestor.ingest(harness, found).outcome == "new"
+        s.write(line[:25])  # the agent is mid-write
+        assert ingestor.ingest(harness, found).events_added == 0
+        s.write(line[25:])
+        before = ingestor.bytes_read
+        result = ingestor.ingest(harness, found)
+        assert (result.outcome, result.events_added) == ("read", 1)
+        assert ingestor.bytes_read - before == len(line)  # only the new line was read
+
+
+def test_sequence_numbers_stay_dense_after_a_reread(tmp_path: Path) -> None:
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    lines = s.conversation(3)
+    s.write(*lines)
+    scan(home, bank)
+    tmp = s.path.with_suffix(".tmp")
+    tmp.write_bytes(b"".join(lines + s.conversation(2, start=3)))
+    os.replace(tmp, s.path)  # replaced: read again from the start
+    assert scan(home, bank).events_added == 4
+    assert [row[2] for row in bank_rows(bank)] == list(range(1, 11))

@@ -47,7 +47,7 @@ class Daemon:
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "CODEX_", "XDG_", "HARVESTER_"))}
         env.update(HOME=str(self.home), HARVESTER_BANK=str(self.bank), HARVESTER_CONFIG=str(self.config),
-                   HARVESTER_RUNTIME_DIR=str(self.run_dir), HARVESTER_LOG_LEVEL="info", PYTHONPATH=str(ROOT),
+                   HARVESTER_RUNTIME_DIR=str(self.run_dir), HARVESTER_LOG_LEVEL="debug", PYTHONPATH=str(ROOT),
                    PATH=f"{self.tmp / 'bin'}:{os.environ.get('PATH', '')}")
         return env
 

@@ -178,6 +178,8 @@ class SqliteBank(SqliteReads):
             for native_id, session_rows in by_session.items():
                 pk = pks[native_id]
                 seq = last_seq[native_id]
+                if seq:  # the session has events already: number only the rows it lacks
+                    session_rows = _new_rows(conn, pk, session_rows)
                 rows = []
                 for row in session_rows:
                     seq += 1
@@ -388,6 +390,23 @@ class SqliteBank(SqliteReads):
             "root = excluded.root, origin_url = excluded.origin_url, origin_id = excluded.origin_id, "
             "probed_at = excluded.probed_at",
             (directory, identity.project, identity.root, identity.origin_url, identity.origin_id, utcnow()))
+
+
+def _new_rows(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> list[tuple]:
+    """Rows whose uid (their first value) the session does not hold yet, in order, once each.
+    A re-read of a file offers events the bank has; numbering them would leave gaps in ``seq``."""
+    uids = [row[0] for row in rows]
+    held: set[str] = set()
+    for start in range(0, len(uids), 500):
+        part = uids[start:start + 500]
+        held.update(uid for (uid,) in conn.execute(
+            f"SELECT uid FROM events WHERE session_id = ? AND uid IN ({','.join('?' * len(part))})", (pk, *part)))
+    out = []
+    for row in rows:
+        if row[0] not in held:
+            held.add(row[0])
+            out.append(row)
+    return out
 
 
 def _prepare_rows(events: list[Event]) -> list[tuple]:
