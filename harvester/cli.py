@@ -15,7 +15,6 @@ from harvester.bank import Bank, BankError, open_bank
 from harvester.config import ConfigError, Settings
 from harvester.gitident import GitResolver, bank_id
 from harvester.ingest import Ingestor
-from harvester.sources import existing_roots
 from parsers import HARNESSES
 from parsers.base import Harness
 
@@ -139,8 +138,9 @@ def status(settings: Settings, as_json: bool) -> None:
     with open_bank_or_fail(settings) as bank:
         stats = bank.harness_stats()
         harnesses = []
+        locate = Ingestor(bank, settings.bank_id_template)
         for name, harness in HARNESSES.items():
-            roots = existing_roots(harness, os.environ, config.home(), tuple(settings.roots.get(name, ())))
+            roots = locate.roots_for(harness, os.environ, config.home(), settings.roots.get(name, ()))
             entry = {"name": name, "label": harness.label, "enabled": settings.enabled(name),
                      "roots": [str(r) for r in roots]}
             entry.update(stats.pop(name, None) or render.EMPTY_STATS)

@@ -26,7 +26,7 @@ from harvester.bank import Bank, Cursor, CursorMoved, SessionWrite, Write
 from harvester.gitident import GitResolver, RepoIdentity, bank_id
 from harvester.model import Batch
 from harvester.reading import Chunk, Outcome, read_all, read_source
-from harvester.sources import Found, discover, existing_roots, unchanged
+from harvester.sources import Found, discover, existing_roots, source_stat, unchanged
 from parsers.base import Harness
 
 log = structlog.get_logger("harvester.ingest")
@@ -113,7 +113,7 @@ class Ingestor:
             if self._should_stop():
                 break
             hr = report.harnesses[harness.name] = HarnessReport(harness.name)
-            roots = existing_roots(harness, env, home, tuple((extra_roots or {}).get(harness.name, ())))
+            roots = self.roots_for(harness, env, home, (extra_roots or {}).get(harness.name, ()))
             hr.roots = [str(r) for r in roots]
             found = list(discover(harness, roots))
             if on_discovered is not None:
@@ -138,6 +138,20 @@ class Ingestor:
         self.close()  # a reader process lives for the scan that needed it, not in an idle service
         return report
 
+    def roots_for(self, harness: Harness, env: Mapping[str, str], home: Path,
+                  extra: Iterable[Path] = ()) -> list[Path]:
+        """Where a harness's sources are. For an agent that keeps its history inside each repository
+        (Aider) that is every directory a session in the bank worked in, and the git repositories at
+        most two levels below each configured root (a bounded walk, not a disk crawl)."""
+        extra = tuple(extra)
+        if not harness.roots_in_repositories:
+            return existing_roots(harness, env, home, extra)
+        dirs = [Path(d) for d in self.bank.known_directories()]
+        for root in extra:
+            dirs.append(root)
+            dirs += [p.parent for p in (*root.glob("*/.git"), *root.glob("*/*/.git"))]
+        return existing_roots(harness, env, home, tuple(dirs))
+
     def _ingest_all(self, harness: Harness, found: list[Found],
                     known: dict[str, Cursor]) -> Iterator[tuple[Found, SourceResult]]:
         """Every source of a harness: unchanged ones cost a stat; the rest are read (here, or in a
@@ -146,14 +160,14 @@ class Ingestor:
         for item in found:
             cursor = known.get(str(item.path))
             try:
-                st = os.stat(item.path)
+                st = source_stat(item.path, item.spec.format)
             except OSError:
                 pending.append((item, cursor, 0))  # reading will say what is wrong
                 continue
             if cursor is not None and unchanged(cursor, st):
                 yield item, SourceResult(str(item.path), "unchanged")
                 continue
-            offset = cursor.offset if cursor is not None and item.spec.format == "jsonl" else 0
+            offset = cursor.offset if cursor is not None and item.spec.format in ("jsonl", "lines") else 0
             pending.append((item, cursor, max(st.st_size - offset, 0)))
         to_read = sum(size for _, _, size in pending)
         if to_read < self.parallel_bytes or (os.cpu_count() or 1) < 2:
@@ -215,7 +229,7 @@ class Ingestor:
             try:
                 added = self.bank.apply(Write(chunk.cursor, self._identify(harness, chunk), chunk.batch.events,
                                               chunk.batch.problems, chunk.is_new_source, chunk.prepared,
-                                              excluded))
+                                              excluded, revise=chunk.batch.revise))
             except CursorMoved:  # another writer (the service beside a scan) got there first
                 log.info("another writer advanced this source first", path=outcome.path)
                 result.outcome = "raced"

@@ -166,6 +166,10 @@ class Batch:
     events: list[Event] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
+    # True when the agent rewrites a record in place (Gemini re-appends a message id as it grows,
+    # opencode updates a part while it streams): an event whose uid the bank holds replaces it.
+    # False (append-only stores): the first version stays, a re-read changes nothing.
+    revise: bool = False
 
     def session(self, native_id: str) -> SessionPatch:
         patch = self.sessions.get(native_id)

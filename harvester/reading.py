@@ -8,19 +8,32 @@ data. The cursor only moves when the bank commits a chunk together with its even
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
+from urllib.parse import quote
 
+import orjson
 import structlog
 import zstandard
 
 from harvester import redact as redaction
 from harvester.bank import Cursor
 from harvester.model import Batch, Event, Problem
-from harvester.sources import Found, Plan, fingerprints, open_zst, plan_jsonl, read_lines, unchanged
+from harvester.sources import (
+    Found,
+    Plan,
+    Stat,
+    fingerprints,
+    open_zst,
+    plan_jsonl,
+    read_lines,
+    source_stat,
+    unchanged,
+)
 from parsers import HARNESSES
 from parsers.base import Record, SourceRef
 
@@ -57,8 +70,9 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
     """Yield the chunks of ``found`` past ``cursor``; ``outcome`` says how it went."""
     harness = HARNESSES[harness_name]
     path = str(found.path)
+    fmt = found.spec.format
     try:
-        st = os.stat(path)
+        st = source_stat(path, fmt)
     except FileNotFoundError:
         _vanished(outcome, cursor)
         return
@@ -68,9 +82,8 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
     if cursor is not None and unchanged(cursor, st):
         return
     ref = SourceRef(found.path, found.root, found.spec.variant, _read_sidecar(found))
-    fmt = found.spec.format
     try:
-        if fmt == "jsonl":
+        if fmt in ("jsonl", "lines"):
             with open(path, "rb") as stream:
                 st = os.fstat(stream.fileno())
                 plan = plan_jsonl(cursor, st, stream)
@@ -82,8 +95,10 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
             with open_zst(path) as stream:
                 yield from _consume(harness, ref, cursor, st, Plan(0, 0, cursor is not None), stream, False,
                                     outcome, prepare)
+        elif fmt == "sqlite":
+            yield from _database(harness, found, ref, cursor, st, outcome, prepare)
         else:
-            yield from _document(harness, ref, cursor, outcome, prepare)
+            yield from _document(harness, found, ref, cursor, outcome, prepare)
     except FileNotFoundError:
         _vanished(outcome, cursor)
     except zstandard.ZstdError as exc:
@@ -94,7 +109,7 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
         _unreadable(outcome, exc)
 
 
-def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_result, plan: Plan,
+def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_result | Stat, plan: Plan,
              stream: BinaryIO, seekable: bool, outcome: Outcome, prepare: Prepare | None) -> Iterator[Chunk]:
     path = str(ref.path)
     outcome.restart_reason = plan.reason if plan.restart else ""
@@ -139,22 +154,81 @@ def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_re
         yield _chunk(Batch(state=new.state), new, is_new, prepare)
 
 
-def _document(harness: Any, ref: SourceRef, cursor: Cursor | None, outcome: Outcome,
+def _document(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None, outcome: Outcome,
               prepare: Prepare | None) -> Iterator[Chunk]:
-    """A whole-document source (JSON rewritten in place): read it all; uids make re-reads harmless."""
+    """A whole-document source (JSON rewritten in place), with the documents related to it: read it
+    all; uids make re-reads harmless."""
     path = str(ref.path)
     with open(path, "rb") as stream:
         st = os.fstat(stream.fileno())
         data = stream.read()
-    outcome.bytes_read += len(data)
+    records = [Record(1, data)] if data.strip() else []
+    for other in found.spec.related(found.path) if found.spec.related else ():
+        try:
+            records.append(Record(len(records) + 1, Path(other).read_bytes()))
+        except FileNotFoundError:
+            continue  # deleted between listing and reading: the next change brings it
+    outcome.bytes_read += sum(len(r.raw) for r in records)
     outcome.outcome = "new" if cursor is None else "read"
     new = _new_cursor(harness.name, path, "json", cursor, st)
-    new.offset, new.line = len(data), 1
-    batch = _parse(harness, ref, [Record(1, data)] if data.strip() else [], {})
+    new.offset, new.line = len(data), len(records)
+    batch = _parse(harness, ref, records, {})
     if batch is None:
         _parser_failed(outcome, cursor, 1)
         return
     yield _chunk(batch, new, cursor is None, prepare)
+
+
+def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None, st: Stat, outcome: Outcome,
+              prepare: Prepare | None) -> Iterator[Chunk]:
+    """A SQLite store the agent keeps open. Opened read-only (never a write, never a lock held past
+    the read), every query in one read transaction: one consistent snapshot of a live database.
+    The cursor keeps each query's watermark beside the parser's state."""
+    path = str(ref.path)
+    state = cursor.state if cursor is not None else {}
+    marks: dict[str, Any] = dict(state.get("watermarks", {}))
+    records: list[Record] = []
+    try:
+        conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=2.0)
+    except sqlite3.Error as exc:
+        raise OSError(f"cannot open {path} read-only: {exc}") from exc
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute("BEGIN")
+        for query in found.spec.queries:
+            since = marks.get(query.name, 0)
+            for row in conn.execute(query.sql, {"since": since}):
+                data = dict(row)
+                records.append(Record(len(records) + 1, orjson.dumps({"table": query.name, "row": data},
+                                                                     default=_bytes_as_text)))
+                mark = data.get(query.watermark)
+                if mark is not None and (query.name not in marks or mark > marks[query.name]):
+                    marks[query.name] = mark
+        conn.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return  # the agent holds a lock right now: the next poll reads it
+        outcome.outcome = "failed"
+        outcome.problems.append(Problem("malformed", 0, f"unexpected database shape: {exc}"))
+        return
+    finally:
+        conn.close()
+    outcome.bytes_read += sum(len(r.raw) for r in records)
+    outcome.outcome = "new" if cursor is None else "read"
+    new = _new_cursor(harness.name, path, "sqlite", cursor, st)
+    new.offset, new.line = 0, (cursor.line if cursor else 0) + len(records)
+    batch = _parse(harness, ref, records, dict(state.get("parser", {})))
+    if batch is None:
+        _parser_failed(outcome, cursor, 1)
+        return
+    new.state = {"parser": batch.state, "watermarks": marks}
+    yield _chunk(batch, new, cursor is None, prepare)
+
+
+def _bytes_as_text(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    raise TypeError
 
 
 def _chunk(batch: Batch, cursor: Cursor, is_new: bool, prepare: Prepare | None) -> Chunk:
@@ -171,7 +245,7 @@ def _parse(harness: Any, ref: SourceRef, records: list[Record], state: dict[str,
         return None
 
 
-def _new_cursor(harness: str, path: str, fmt: str, cursor: Cursor | None, st: os.stat_result) -> Cursor:
+def _new_cursor(harness: str, path: str, fmt: str, cursor: Cursor | None, st: os.stat_result | Stat) -> Cursor:
     generation = cursor.generation if cursor is not None else 0
     return Cursor(harness, path, fmt, device=st.st_dev, inode=st.st_ino, size=st.st_size,
                   mtime_ns=st.st_mtime_ns, generation=generation)

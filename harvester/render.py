@@ -17,7 +17,7 @@ from parsers.base import Harness
 EMPTY_STATS: dict[str, Any] = {
     "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0, "sessions": 0,
     "events": 0, "last_import": None, "git_errors": 0, "malformed": 0, "oversize": 0, "unreadable": 0,
-    "unknown_types": 0, "drift": {},
+    "unknown_types": 0, "drift": {}, "version": None,
 }
 
 
@@ -152,12 +152,13 @@ def status_text(data: dict[str, Any]) -> str:
     for h in data["harnesses"]:
         skipped = h["malformed"] + h["oversize"] + h["unreadable"]
         rows.append([
-            h["name"], str(len(h["roots"])), str(h["sources"]), str(h["sessions"]), str(h["events"]),
+            h["name"], h.get("version") or "-", str(len(h["roots"])), str(h["sources"]), str(h["sessions"]),
+            str(h["events"]),
             _when(h["last_import"]), str(skipped), str(h["unknown_types"]),
             "ok" if not (skipped or h["unknown_types"] or h["sources_failed"]) else "check",
         ])
-    parts.append(_table(["HARNESS", "ROOTS", "SOURCES", "SESSIONS", "EVENTS", "LAST IMPORT", "MALFORMED",
-                         "DRIFT", "PARSE"], rows))
+    parts.append(_table(["HARNESS", "VERSION", "ROOTS", "SOURCES", "SESSIONS", "EVENTS", "LAST IMPORT",
+                         "MALFORMED", "DRIFT", "PARSE"], rows))
     for h in data["harnesses"]:
         notes = []
         if h["drift"]:

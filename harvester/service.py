@@ -284,13 +284,11 @@ class Service:
 
     def poll(self) -> None:
         """Sources that file events cannot follow (SourceSpec.watch is False): read on a timer."""
+        assert self.ingestor is not None
         for harness in self.harnesses:
-            specs = [s for s in harness.sources if not s.watch]
-            if not specs:
+            if all(s.watch for s in harness.sources):
                 continue
-            for found in discover(harness, self._roots(harness)):
-                if not found.spec.watch:
-                    self._read(harness, found)
+            self._read_many(harness, [f for f in discover(harness, self._roots(harness)) if not f.spec.watch])
 
     def check_sessions(self) -> None:
         """Re-read unfinished sessions' sources; mark the ones whose agent is gone."""
@@ -308,7 +306,8 @@ class Service:
         assert self.bank is not None
         t = self.timings
         sources = {s["source_path"] for s in sessions if s["source_path"]}
-        self._read_many(harness, [f for f in (self._found(harness, Path(p)) for p in sorted(sources)) if f])
+        roots = self._roots(harness)
+        self._read_many(harness, [f for f in (self._found(harness, Path(p), roots) for p in sorted(sources)) if f])
         changes: list[tuple[int, str]] = []
         for session in sessions:
             key = (harness.name, session["native_id"])
@@ -384,6 +383,8 @@ class Service:
             return
         wanted: set[tuple[str, bool]] = set()
         for harness in self.harnesses:
+            if harness.roots_in_repositories:
+                continue  # polled: a recursive watch on whole repositories would cost far more
             for root in self._candidate_roots(harness):
                 if root.is_dir():
                     wanted.add((str(root), True))
@@ -417,14 +418,15 @@ class Service:
         return [*harness.roots(self.env, self.home), *self.settings.roots.get(harness.name, [])]
 
     def _roots(self, harness: Harness) -> list[Path]:
-        return [r for r in self._candidate_roots(harness) if r.is_dir()]
+        assert self.ingestor is not None
+        return self.ingestor.roots_for(harness, self.env, self.home, self.settings.roots.get(harness.name, ()))
 
     def _root_pairs(self) -> list[tuple[Harness, Path]]:
         return [(h, Path(w.path)) for h in self.harnesses for w in list(self._watches.values())
                 if w.recursive and Path(w.path) in self._candidate_roots(h)]
 
-    def _found(self, harness: Harness, path: Path) -> Found | None:
-        for root in self._roots(harness):
+    def _found(self, harness: Harness, path: Path, roots: list[Path]) -> Found | None:
+        for root in roots:
             found = match(harness, root, path)
             if found is not None:
                 return found

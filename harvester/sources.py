@@ -110,12 +110,36 @@ class Plan:
     reason: str = ""
 
 
-def unchanged(cursor: Cursor, st: os.stat_result) -> bool:
+@dataclass(frozen=True, slots=True)
+class Stat:
+    """What change detection compares: identity, size and time of a source."""
+
+    st_dev: int
+    st_ino: int
+    st_size: int
+    st_mtime_ns: int
+
+
+def source_stat(path: str | Path, fmt: str) -> Stat:
+    """A source's stat. A SQLite database's writes land in its -wal file first and leave the main
+    file untouched until a checkpoint: both count."""
+    st = os.stat(path)
+    size, mtime = st.st_size, st.st_mtime_ns
+    if fmt == "sqlite":
+        try:
+            wal = os.stat(f"{path}-wal")
+            size, mtime = size + wal.st_size, max(mtime, wal.st_mtime_ns)
+        except FileNotFoundError:
+            pass
+    return Stat(st.st_dev, st.st_ino, size, mtime)
+
+
+def unchanged(cursor: Cursor, st: os.stat_result | Stat) -> bool:
     return (cursor.status == "ok" and cursor.device == st.st_dev and cursor.inode == st.st_ino
             and cursor.size == st.st_size and cursor.mtime_ns == st.st_mtime_ns)
 
 
-def plan_jsonl(cursor: Cursor | None, st: os.stat_result, stream: BinaryIO) -> Plan:
+def plan_jsonl(cursor: Cursor | None, st: os.stat_result | Stat, stream: BinaryIO) -> Plan:
     """Continue from the cursor unless the file is not the one the cursor describes any more."""
     if cursor is None or cursor.offset == 0:
         return Plan(0, 0, restart=cursor is not None and cursor.offset == 0)

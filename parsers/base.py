@@ -29,7 +29,21 @@ import orjson
 
 from harvester.model import Batch, Problem
 
-Format = Literal["jsonl", "jsonl.zst", "json"]
+# jsonl / lines: append-only, one record per complete line (lines: any text, e.g. Markdown).
+# jsonl.zst: the same, zstd-compressed. json: a whole document, rewritten in place.
+# sqlite: a database the agent keeps open; read through SourceSpec.queries.
+Format = Literal["jsonl", "lines", "jsonl.zst", "json", "sqlite"]
+
+
+@dataclass(frozen=True, slots=True)
+class SqliteQuery:
+    """Rows of one kind, changed since the last read. ``sql`` takes ``:since`` (the largest
+    ``watermark`` value read so far; 0 at first) and must select rows with ``watermark >= :since``
+    (rows sharing the boundary value are read again, harmlessly, rather than missed)."""
+
+    name: str  # handed to the parser as {"table": name, "row": {...}}
+    sql: str
+    watermark: str  # a column that grows whenever a row is written (time_updated, rowid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +60,11 @@ class SourceSpec:
     # False for stores that file events cannot follow (a SQLite database in WAL mode): the service
     # polls them instead of waiting for events.
     watch: bool = True
+    # sqlite: the queries that read it, in order (parents before children).
+    queries: tuple[SqliteQuery, ...] = ()
+    # json: other documents that belong to this one (opencode's storage/ tree keeps a session's
+    # messages and parts in files of their own); each is handed to the parser after it.
+    related: Callable[[PurePath], list[PurePath]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +79,8 @@ class SourceRef:
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    line: int  # 1-based line number in the (decompressed) source; 1 for a whole document
-    raw: bytes  # the line without its newline, or the whole document
+    line: int  # 1-based line number in the (decompressed) source; for documents and rows, their index
+    raw: bytes  # the line without its newline, the whole document, or a row as {"table", "row"} JSON
 
 
 Roots = Callable[[Mapping[str, str], Path], list[Path]]
@@ -80,6 +99,9 @@ class Harness:
     # How the agent's processes look (executable names, or markers in their command line), so the
     # service can tell a session still in use from an ended one.
     processes: tuple[str, ...] = ()
+    # The agent keeps its history inside each repository (Aider): its roots are the directories of
+    # sessions the bank already knows, and the configured roots.
+    roots_in_repositories: bool = False
 
 
 def json_objects(records: Iterable[Record], problems: list[Problem]) -> Iterator[tuple[Record, dict[str, Any]]]:

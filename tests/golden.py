@@ -53,15 +53,40 @@ def reading(folder: str, root: Path) -> dict[str, Any]:
                     e["text"] = e["text"][:TEXT_KEPT]
                     if e["tool_input"] is not None:
                         e["tool_input"] = orjson.dumps(e["tool_input"]).decode()[:TEXT_KEPT]
-                sessions.append({
-                    **{k: s[k] for k in ("native_id", "bank_id", "cwd", "title", "title_source", "model",
-                                         "agent_version", "started_at", "updated_at", "parent_native_id",
-                                         "parent_kind", "state", "event_count", "redactions", "branch",
-                                         "commit_sha", "origin_url", "meta")},
-                    "events": events,
-                })
-            problems = [dict(zip(("path", "line", "kind", "detail"), row, strict=True)) for row in bank.conn.execute(
-                "SELECT source_path, line, kind, detail FROM problems ORDER BY source_path, line")]
+                sessions.append(
+                    {
+                        **{
+                            k: s[k]
+                            for k in (
+                                "native_id",
+                                "bank_id",
+                                "cwd",
+                                "title",
+                                "title_source",
+                                "model",
+                                "agent_version",
+                                "started_at",
+                                "updated_at",
+                                "parent_native_id",
+                                "parent_kind",
+                                "state",
+                                "event_count",
+                                "redactions",
+                                "branch",
+                                "commit_sha",
+                                "origin_url",
+                                "meta",
+                            )
+                        },
+                        "events": events,
+                    }
+                )
+            problems = [
+                dict(zip(("path", "line", "kind", "detail"), row, strict=True))
+                for row in bank.conn.execute(
+                    "SELECT source_path, line, kind, detail FROM problems ORDER BY source_path, line"
+                )
+            ]
             for p in problems:
                 p["path"] = str(Path(p["path"]).relative_to(root))
             sources = sorted(str(Path(c.path).relative_to(root)) for c in bank.cursors())

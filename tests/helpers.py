@@ -19,8 +19,14 @@ from parsers import HARNESSES
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
-def scan(home: Path, bank_path: Path, names: tuple[str, ...] = (), env: dict[str, str] | None = None,
-         template: str = DEFAULT_BANK_ID_TEMPLATE, parallel_bytes: int | None = None) -> ScanReport:
+def scan(
+    home: Path,
+    bank_path: Path,
+    names: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    template: str = DEFAULT_BANK_ID_TEMPLATE,
+    parallel_bytes: int | None = None,
+) -> ScanReport:
     bank = open_bank(bank_path)
     try:
         harnesses = [HARNESSES[n] for n in names] if names else list(HARNESSES.values())
@@ -53,8 +59,14 @@ class ClaudeSession:
     def _envelope(self, kind: str, **extra: Any) -> dict[str, Any]:
         self.n += 1
         record = {
-            "parentUuid": self.parent, "isSidechain": False, "userType": "external", "cwd": self.cwd,
-            "sessionId": self.id, "version": self.version, "gitBranch": "main", "type": kind,
+            "parentUuid": self.parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": self.cwd,
+            "sessionId": self.id,
+            "version": self.version,
+            "gitBranch": "main",
+            "type": kind,
             "uuid": str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{self.id}/{self.n}")),
             "timestamp": f"2026-11-01T10:{self.n // 60 % 60:02d}:{self.n % 60:02d}.000Z",
         }
@@ -66,18 +78,31 @@ class ClaudeSession:
         return _line(self._envelope("user", message={"role": "user", "content": text}))
 
     def assistant(self, text: str, message_id: str | None = None) -> bytes:
-        message = {"id": message_id or f"msg_{self.n}", "type": "message", "role": "assistant",
-                   "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": text}],
-                   "usage": {"input_tokens": 10, "output_tokens": 5}}
+        message = {
+            "id": message_id or f"msg_{self.n}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
         return _line(self._envelope("assistant", message=message))
 
     def tool_use(self, name: str, tool_input: dict, tool_id: str) -> bytes:
-        message = {"id": f"msg_{self.n}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                   "content": [{"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}]}
+        message = {
+            "id": f"msg_{self.n}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [{"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}],
+        }
         return _line(self._envelope("assistant", message=message))
 
     def tool_result(self, tool_id: str, output: str) -> bytes:
-        message = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": output}]}
+        message = {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": output}],
+        }
         return _line(self._envelope("user", message=message))
 
     def write(self, *lines: bytes) -> None:
@@ -103,14 +128,17 @@ def bank_rows(bank_path: Path) -> list[tuple]:
     try:
         return conn.execute(
             "SELECT s.harness, s.native_id, e.seq, e.uid, e.role, e.kind, e.content_hash FROM events e "
-            "JOIN sessions s ON s.id = e.session_id ORDER BY s.harness, s.native_id, e.seq").fetchall()
+            "JOIN sessions s ON s.id = e.session_id ORDER BY s.harness, s.native_id, e.seq"
+        ).fetchall()
     finally:
         conn.close()
 
 
 def event_identities(bank_path: Path) -> list[tuple]:
     """Like bank_rows without seq: what must match between two imports of the same history."""
-    return sorted((h, s, uid, role, kind, digest) for h, s, _seq, uid, role, kind, digest in bank_rows(bank_path))
+    return sorted(
+        (h, s, uid, role, kind, digest) for h, s, _seq, uid, role, kind, digest in bank_rows(bank_path)
+    )
 
 
 def events_of(bank_path: Path, native_id: str | None = None) -> list[dict[str, Any]]:
@@ -141,8 +169,13 @@ def copy_tree(src: Path, dst: Path) -> Path:
 def git(cwd: Path | str, *args: str) -> str:
     import subprocess
 
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
     result = subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True)
     return result.stdout.strip()
 

@@ -17,8 +17,12 @@ from tests.helpers import ClaudeSession, events_of, scan
 def _problems(bank_path: Path) -> list[tuple]:
     bank = open_bank(bank_path)
     try:
-        return [tuple(r) for r in bank.conn.execute(
-            "SELECT harness, source_path, line, kind FROM problems ORDER BY source_path, line")]
+        return [
+            tuple(r)
+            for r in bank.conn.execute(
+                "SELECT harness, source_path, line, kind FROM problems ORDER BY source_path, line"
+            )
+        ]
     finally:
         bank.close()
 
@@ -35,13 +39,19 @@ def test_malformed_line_and_invalid_utf8_are_counted_and_skipped(tmp_path: Path)
     home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
     s = ClaudeSession(home, "/work/app")
     lines = s.conversation(2)
-    s.write(lines[0], b'{"type": "user", "message": {"content": "unterminated\n', b'\xff\xfe{"type":"x"}\n',
-            *lines[1:])
+    s.write(
+        lines[0],
+        b'{"type": "user", "message": {"content": "unterminated\n',
+        b'\xff\xfe{"type":"x"}\n',
+        *lines[1:],
+    )
     report = scan(home, bank)
     assert report.events_added == 4
     assert report.harnesses["claude-code"].problems == 2
-    assert _problems(bank) == [("claude-code", str(s.path), 2, "malformed"), ("claude-code", str(s.path), 3,
-                                                                              "malformed")]
+    assert _problems(bank) == [
+        ("claude-code", str(s.path), 2, "malformed"),
+        ("claude-code", str(s.path), 3, "malformed"),
+    ]
     records = [orjson.loads(line) for line in logged.getvalue().splitlines()]
     skipped = [(r["path"], r["line"], r["kind"]) for r in records if r["event"] == "record skipped"]
     assert skipped == [(str(s.path), 2, "malformed"), (str(s.path), 3, "malformed")]

@@ -35,8 +35,15 @@ def _final_output_tokens(path: Path) -> int:
         if record.get("type") != "assistant" or message.get("model") == "<synthetic>":
             continue
         u = message.get("usage") or {}
-        total = sum(u.get(k) or 0 for k in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                                             "cache_creation_input_tokens"))
+        total = sum(
+            u.get(k) or 0
+            for k in (
+                "input_tokens",
+                "output_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+            )
+        )
         key = message["id"]
         if total >= best.get(key, (-1, 0))[0]:
             best[key] = (total, u.get("output_tokens") or 0)
@@ -51,9 +58,15 @@ def test_human_prompts_are_users_and_injected_text_is_not(hand_bank: Path) -> No
     events = events_of(hand_bank, MAIN)
     prompts = [e["text"] for e in events if e["role"] == "user" and not (e["meta"] or {}).get("command")]
     assert [p[:30] for p in prompts] == [
-        "The retry test in tests/test_c", "Don't touch the test. Make Ret", "The dashboard still shows retr",
-        "[image: image/png, 81 bytes]", "also check whether CHANGELOG.m", "Add a CHANGELOG entry for the ",
-        "retry the CHANGELOG entry", "Open a PR for the retry fix, t"]
+        "The retry test in tests/test_c",
+        "Don't touch the test. Make Ret",
+        "The dashboard still shows retr",
+        "[image: image/png, 81 bytes]",
+        "also check whether CHANGELOG.m",
+        "Add a CHANGELOG entry for the ",
+        "retry the CHANGELOG entry",
+        "Open a PR for the retry fix, t",
+    ]
     queued = [e for e in events if (e["meta"] or {}).get("queued")]
     assert [e["text"] for e in queued] == ["also check whether CHANGELOG.md mentions the retry fix"]
     commands = [e["text"] for e in events if (e["meta"] or {}).get("command")]
@@ -69,28 +82,47 @@ def test_split_messages_tool_pairs_and_usage_once(hand_bank: Path) -> None:
     calls = [e for e in events if e["kind"] == "tool_call"]
     results = {e["tool_call_id"]: e for e in events if e["kind"] == "tool_result"}
     assert [c["tool_name"] for c in calls] == [
-        "Bash", "Task", "Edit", "Edit", "mcp__playwright__browser_take_screenshot", "Bash", "Agent", "Edit",
-        "Bash", "Edit", "Edit", "Workflow"]
+        "Bash",
+        "Task",
+        "Edit",
+        "Edit",
+        "mcp__playwright__browser_take_screenshot",
+        "Bash",
+        "Agent",
+        "Edit",
+        "Bash",
+        "Edit",
+        "Edit",
+        "Workflow",
+    ]
     assert all(c["tool_call_id"] in results for c in calls)
     assert [results[c["tool_call_id"]]["tool_name"] for c in calls] == [c["tool_name"] for c in calls]
-    errors = [results[c["tool_call_id"]]["text"][:20] for c in calls if results[c["tool_call_id"]]["is_error"]]
+    errors = [
+        results[c["tool_call_id"]]["text"][:20] for c in calls if results[c["tool_call_id"]]["is_error"]
+    ]
     assert errors == ["The user doesn't wan", "<tool_use_error>Stri"]
     # 17 API messages from 26 assistant lines; usage counted once each, from the most complete copy.
     with_usage = [e for e in events if e["usage"]]
     assert len(with_usage) == 17
     assert with_usage[0]["usage"]["out"] == 187  # line 6's final count, not the placeholder 9 of lines 4-5
-    assert sum(e["usage"]["out"] for e in with_usage) == _final_output_tokens(HAND / "projects" /
-                                                                              "-home-dev-src-demo-repo" / f"{MAIN}.jsonl")
+    assert sum(e["usage"]["out"] for e in with_usage) == _final_output_tokens(
+        HAND / "projects" / "-home-dev-src-demo-repo" / f"{MAIN}.jsonl"
+    )
     assert Counter(e["kind"] for e in events if e["role"] == "assistant") == {
-        "text": 11, "tool_call": 12, "thinking": 3}  # thinking includes one redacted_thinking
+        "text": 11,
+        "tool_call": 12,
+        "thinking": 3,
+    }  # thinking includes one redacted_thinking
 
 
 def test_compaction_titles_models_and_notices(hand_bank: Path) -> None:
     events = events_of(hand_bank, MAIN)
     compactions = [e for e in events if e["kind"] == "compaction"]
     assert [c["text"][:40] for c in compactions] == [
-        "conversation compacted (trigger=manual, ", "This session is being continued from a p",
-        "conversation compacted (trigger=auto, pr"]
+        "conversation compacted (trigger=manual, ",
+        "This session is being continued from a p",
+        "conversation compacted (trigger=auto, pr",
+    ]
     session = _session(hand_bank, MAIN)
     assert (session["title"], session["title_source"]) == ("retry-clock-fix", "custom")
     assert session["model"] == "claude-opus-4-8"  # the last real model; <synthetic> never counts
@@ -114,7 +146,14 @@ def test_subagents_of_every_layout_are_linked_to_their_parent(hand_bank: Path) -
     assert explore["title"] == "Explore: Check CHANGELOG for retry fix"  # from agent-*.meta.json
     assert explore["meta"]["toolUseId"] == "toolu_01ucz5rm2g4aGnSb9OjWnS4I"
     assert [e["kind"] for e in events_of(hand_bank, explore["native_id"])] == [
-        "text", "text", "tool_call", "tool_result", "tool_call", "tool_result", "text"]
+        "text",
+        "text",
+        "tool_call",
+        "tool_result",
+        "tool_call",
+        "tool_result",
+        "text",
+    ]
 
 
 def test_bookkeeping_files_are_not_sources(hand_bank: Path) -> None:
@@ -128,32 +167,51 @@ def test_bookkeeping_files_are_not_sources(hand_bank: Path) -> None:
     assert not any(p.endswith(("journal.jsonl", ".meta.json", ".txt")) or "/sessions/" in p for p in paths)
 
 
-@pytest.mark.parametrize("scenario", ["two_turns", "thinking", "tool_error", "subagent", "compact", "fork", "live"])
+@pytest.mark.parametrize(
+    "scenario", ["two_turns", "thinking", "tool_error", "subagent", "compact", "fork", "live"]
+)
 def test_real_capture_reads_cleanly(tmp_path: Path, scenario: str) -> None:
     bank = tmp_path / "bank.sqlite"
-    report = scan(tmp_path, bank, ("claude-code",), env={"HOME": str(tmp_path),
-                                                         "CLAUDE_CONFIG_DIR": str(REAL / scenario)})
+    report = scan(
+        tmp_path,
+        bank,
+        ("claude-code",),
+        env={"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(REAL / scenario)},
+    )
     assert report.harnesses["claude-code"].problems == 0
     sessions = sessions_of(bank)
-    assert sessions and all(s["agent_version"] == "2.1.197" and s["bank_id"] == "coding-agent::demo-repo"
-                            for s in sessions)
+    assert sessions and all(
+        s["agent_version"] == "2.1.197" and s["bank_id"] == "coding-agent::demo-repo" for s in sessions
+    )
     events = [e for s in sessions for e in events_of(bank, s["native_id"])]
     assert any(e["role"] == "user" for e in events) and any(e["role"] == "assistant" for e in events)
 
 
 def test_real_two_turns_in_order(tmp_path: Path) -> None:
     bank = tmp_path / "bank.sqlite"
-    scan(tmp_path, bank, ("claude-code",), env={"HOME": str(tmp_path),
-                                                "CLAUDE_CONFIG_DIR": str(REAL / "two_turns")})
+    scan(
+        tmp_path,
+        bank,
+        ("claude-code",),
+        env={"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(REAL / "two_turns")},
+    )
     events = [(e["role"], e["kind"], e["text"][:16]) for e in events_of(bank) if e["kind"] != "meta"]
     assert events == [
-        ("user", "text", "say hi"), ("assistant", "text", "Hi! I am the fak"),
-        ("user", "text", "READ_FILE /tmp/c"), ("assistant", "tool_call", "Read: /tmp/cap-c"),
-        ("tool", "tool_result", "1\tThese are the "), ("assistant", "text", "The file says: 1")]
+        ("user", "text", "say hi"),
+        ("assistant", "text", "Hi! I am the fak"),
+        ("user", "text", "READ_FILE /tmp/c"),
+        ("assistant", "tool_call", "Read: /tmp/cap-c"),
+        ("tool", "tool_result", "1\tThese are the "),
+        ("assistant", "text", "The file says: 1"),
+    ]
 
 
 def test_roots_follow_the_agents_environment(tmp_path: Path) -> None:
     home = tmp_path
     assert claude_code.roots({}, home) == [home / ".claude/projects", home / ".config/claude/projects"]
     assert claude_code.roots({"CLAUDE_CONFIG_DIR": "/a,/b", "XDG_CONFIG_HOME": "/x"}, home) == [
-        Path("/a/projects"), Path("/b/projects"), home / ".claude/projects", Path("/x/claude/projects")]
+        Path("/a/projects"),
+        Path("/b/projects"),
+        home / ".claude/projects",
+        Path("/x/claude/projects"),
+    ]

@@ -14,8 +14,9 @@ from tests.helpers import ClaudeSession, make_repo
 
 
 def run(home: Path, bank: Path, *args: str) -> str:
-    result = CliRunner().invoke(cli, ["--bank", str(bank), *args], env={"HOME": str(home)},
-                                catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["--bank", str(bank), *args], env={"HOME": str(home)}, catch_exceptions=False
+    )
     assert result.exit_code == 0, result.output
     return result.stdout
 
@@ -37,6 +38,7 @@ def test_scan_status_sessions_show_agree(tmp_path: Path) -> None:
     entry = next(h for h in status["harnesses"] if h["name"] == "claude-code")
     assert entry["roots"] == [str(home / ".claude" / "projects")]
     assert (entry["sources"], entry["sessions"], entry["events"], entry["malformed"]) == (2, 2, 8, 1)
+    assert entry["version"] == "2.1.197"  # as the sessions recorded it
     assert entry["last_import"] is not None
     codex = next(h for h in status["harnesses"] if h["name"] == "codex")
     assert codex["roots"] == [] and codex["sessions"] == 0
@@ -92,8 +94,9 @@ def test_bank_location_from_environment(tmp_path: Path) -> None:
 
 
 def test_show_unknown_session_fails_clearly(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["--bank", str(tmp_path / "b.sqlite"), "show", "nope"],
-                                env={"HOME": str(tmp_path)})
+    result = CliRunner().invoke(
+        cli, ["--bank", str(tmp_path / "b.sqlite"), "show", "nope"], env={"HOME": str(tmp_path)}
+    )
     assert result.exit_code == 1 and "no session matches" in result.output
 
 

@@ -47,19 +47,35 @@ def test_every_era_is_read(hand_bank: Path) -> None:
 def test_current_session_keeps_each_thing_once(hand_bank: Path) -> None:
     events = events_of(hand_bank, A)
     assert [p[:30] for p in _user_prompts(hand_bank, A)] == [
-        "cargo test fails in crates/par", "Here is the CI screenshot. Hav", "Now run the benchmarks and com",
-        "Thanks — summarize what change"]
+        "cargo test fails in crates/par",
+        "Here is the CI screenshot. Hav",
+        "Now run the benchmarks and com",
+        "Thanks — summarize what change",
+    ]
     texts = [e["text"] for e in events if e["role"] == "assistant" and e["kind"] == "text"]
     assert len(texts) == len(set(texts)) == 4  # item_completed / task_complete copies dropped
     calls = [e for e in events if e["kind"] == "tool_call"]
     assert [c["tool_name"] for c in calls] == [
-        "exec_command", "apply_patch", "exec_command", "web_search", "tool_search", "spawn_agent", "view_image",
-        "local_shell", "image_generation", "exec_command"]
+        "exec_command",
+        "apply_patch",
+        "exec_command",
+        "web_search",
+        "tool_search",
+        "spawn_agent",
+        "view_image",
+        "local_shell",
+        "image_generation",
+        "exec_command",
+    ]
     results = {e["tool_call_id"] for e in events if e["kind"] == "tool_result"}
     unanswered = [c["tool_name"] for c in calls if c["tool_call_id"] not in results]
     assert unanswered == ["web_search", "image_generation"]  # hosted tools: no result record exists
     assert [e["kind"] for e in events if e["kind"] in ("thinking", "compaction")] == [
-        "thinking", "thinking", "compaction", "compaction"]
+        "thinking",
+        "thinking",
+        "compaction",
+        "compaction",
+    ]
     injected = [e for e in events if (e["meta"] or {}).get("injected")]
     assert all(e["role"] == "system" for e in injected) and len(injected) == 4  # L3, L4, L36, L81
     assert not any("base64" in e["text"] or "iVBORw0KGgo" in e["text"] for e in events)
@@ -73,14 +89,20 @@ def test_current_session_keeps_each_thing_once(hand_bank: Path) -> None:
 
 
 def test_subagents_and_forks_are_linked(hand_bank: Path) -> None:
-    assert (_session(hand_bank, B)["parent_native_id"], _session(hand_bank, B)["parent_kind"]) == (A, "subagent")
+    assert (_session(hand_bank, B)["parent_native_id"], _session(hand_bank, B)["parent_kind"]) == (
+        A,
+        "subagent",
+    )
     assert (_session(hand_bank, F)["parent_kind"], _session(hand_bank, F)["title"][:20]) == (
-        "subagent", "Run clippy on crates")
+        "subagent",
+        "Run clippy on crates",
+    )
     assert (_session(hand_bank, C)["parent_native_id"], _session(hand_bank, C)["parent_kind"]) == (A, "fork")
     assert (_session(hand_bank, E)["parent_native_id"], _session(hand_bank, E)["parent_kind"]) == (D, "fork")
     # The legacy fork copied D's first turns: they belong to D, not to E.
     assert _user_prompts(hand_bank, E) == [
-        "Alternative approach: leave the TODO and open an issue instead. Draft the issue text."]
+        "Alternative approach: leave the TODO and open an issue instead. Draft the issue text."
+    ]
     # The task a subagent gets from its parent is the parent agent's words, not the human's.
     task = [e for e in events_of(hand_bank, B) if (e["meta"] or {}).get("from_agent")]
     assert task and task[0]["role"] == "system" and task[0]["meta"]["from_agent"] == "/root"
@@ -94,46 +116,70 @@ def test_legacy_markers(hand_bank: Path) -> None:
     assert [e["text"] for e in d if e["kind"] == "compaction"] == ["conversation compacted"]  # remote: opaque
     assert sum(e["role"] == "user" for e in d) == 4  # user_message copies dropped
     g = events_of(hand_bank, G)
-    assert _user_prompts(hand_bank, G) == ["What does `split_fields` return for an empty line?",
-                                           "Make it return an empty Vec instead."]
+    assert _user_prompts(hand_bank, G) == [
+        "What does `split_fields` return for an empty line?",
+        "Make it return an empty Vec instead.",
+    ]
     assert [e["text"][:20] for e in g if e["kind"] == "compaction"] == ["The user asked about"]
 
 
 def test_pre_envelope_eras(hand_bank: Path) -> None:
     h = events_of(hand_bank, H)
     assert [(e["role"], e["kind"]) for e in h] == [
-        ("user", "text"), ("assistant", "thinking"), ("assistant", "tool_call"), ("tool", "tool_result"),
-        ("assistant", "text")]
+        ("user", "text"),
+        ("assistant", "thinking"),
+        ("assistant", "tool_call"),
+        ("tool", "tool_result"),
+        ("assistant", "text"),
+    ]
     assert h[3]["text"] == "src/lib.rs\nsrc/main.rs\n"  # {"output": ..., "metadata": ...} unwrapped
     assert [(e["role"], e["kind"]) for e in events_of(hand_bank, I1)] == [
-        ("user", "text"), ("assistant", "tool_call"), ("tool", "tool_result"), ("assistant", "text")]
+        ("user", "text"),
+        ("assistant", "tool_call"),
+        ("tool", "tool_result"),
+        ("assistant", "text"),
+    ]
     j = events_of(hand_bank, J)
     assert [(e["role"], e["kind"], e["is_error"]) for e in j] == [
-        ("user", "text", False), ("assistant", "thinking", False), ("assistant", "tool_call", False),
-        ("tool", "tool_result", True), ("assistant", "text", False), ("system", "meta", False)]
+        ("user", "text", False),
+        ("assistant", "thinking", False),
+        ("assistant", "tool_call", False),
+        ("tool", "tool_result", True),
+        ("assistant", "text", False),
+        ("system", "meta", False),
+    ]
     assert _session(hand_bank, H)["branch"] is not None  # the header's git facts
 
 
-@pytest.mark.parametrize("scenario", ["two_turns", "thinking", "tool_error", "subagent", "compact", "fork",
-                                      "archived", "live"])
+@pytest.mark.parametrize(
+    "scenario", ["two_turns", "thinking", "tool_error", "subagent", "compact", "fork", "archived", "live"]
+)
 def test_real_capture_reads_cleanly(tmp_path: Path, scenario: str) -> None:
     bank = tmp_path / "bank.sqlite"
     report = scan(tmp_path, bank, ("codex",), env={"HOME": str(tmp_path), "CODEX_HOME": str(REAL / scenario)})
     assert report.harnesses["codex"].problems == 0
     sessions = sessions_of(bank)
-    assert sessions and all(s["agent_version"] == "0.171.0" and s["bank_id"] == "coding-agent::demo-repo"
-                            for s in sessions)
+    assert sessions and all(
+        s["agent_version"] == "0.171.0" and s["bank_id"] == "coding-agent::demo-repo" for s in sessions
+    )
 
 
 def test_real_two_turns_in_order(tmp_path: Path) -> None:
     bank = tmp_path / "bank.sqlite"
     scan(tmp_path, bank, ("codex",), env={"HOME": str(tmp_path), "CODEX_HOME": str(REAL / "two_turns")})
-    events = [(e["role"], e["kind"], e["text"][:16]) for e in events_of(bank)
-              if not (e["meta"] or {}).get("injected")]
+    events = [
+        (e["role"], e["kind"], e["text"][:16])
+        for e in events_of(bank)
+        if not (e["meta"] or {}).get("injected")
+    ]
     assert events == [
-        ("user", "text", "say hi"), ("assistant", "text", "Hi! I am the fak"),
-        ("user", "text", "READ_FILE /tmp/c"), ("assistant", "tool_call", "exec_command: ca"),
-        ("tool", "tool_result", "Chunk ID: ee98b9"), ("assistant", "text", "The file says: C")]
+        ("user", "text", "say hi"),
+        ("assistant", "text", "Hi! I am the fak"),
+        ("user", "text", "READ_FILE /tmp/c"),
+        ("assistant", "tool_call", "exec_command: ca"),
+        ("tool", "tool_result", "Chunk ID: ee98b9"),
+        ("assistant", "text", "The file says: C"),
+    ]
 
 
 def test_real_subagent_and_fork_links(tmp_path: Path) -> None:

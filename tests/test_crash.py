@@ -29,13 +29,17 @@ def _build_tree(home: Path) -> None:
         s = ClaudeSession(home, f"/work/project-{i % 3}")
         for start in range(0, 1500, 100):
             s.write(*s.conversation(100, start=start))
-            s.write(s.tool_use("Read", {"file_path": f"/work/f{start}.py"}, f"toolu_{i}_{start}"),
-                    s.tool_result(f"toolu_{i}_{start}", "line of code\n" * 200))
+            s.write(
+                s.tool_use("Read", {"file_path": f"/work/f{start}.py"}, f"toolu_{i}_{start}"),
+                s.tool_result(f"toolu_{i}_{start}", "line of code\n" * 200),
+            )
 
 
 def _kill_after(bank: Path, home: Path, seconds: float) -> bool:
     """Start a scan, SIGKILL it after ``seconds``; True if it was still running."""
-    proc = subprocess.Popen(_scan_cmd(bank), env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        _scan_cmd(bank), env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     time.sleep(seconds)
     alive = proc.poll() is None
     if alive:

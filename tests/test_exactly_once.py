@@ -40,7 +40,7 @@ def test_torn_last_line_waits_and_is_imported_once(tmp_path: Path) -> None:
     assert scan(home, bank).events_added == 3
     assert [e["text"][:8] for e in events_of(bank)] == ["question", "answer 0", "question"]
 
-    s.write(last[len(last) // 2:])
+    s.write(last[len(last) // 2 :])
     assert scan(home, bank).events_added == 1
     assert scan(home, bank).events_added == 0
     texts = [e["text"] for e in events_of(bank)]
@@ -167,17 +167,46 @@ def _codex_lines(sid: str, turns: int) -> bytes:
         ordinal += 1
         return orjson.dumps({"timestamp": ts, "ordinal": ordinal, "type": kind, "payload": payload}) + b"\n"
 
-    out = [line("2026-11-01T10:00:00.000Z", "session_meta",
-                {"id": sid, "timestamp": "2026-11-01T10:00:00.000Z", "cwd": "/work/app",
-                 "originator": "codex_exec", "cli_version": "0.171.0", "source": "exec"})]
+    out = [
+        line(
+            "2026-11-01T10:00:00.000Z",
+            "session_meta",
+            {
+                "id": sid,
+                "timestamp": "2026-11-01T10:00:00.000Z",
+                "cwd": "/work/app",
+                "originator": "codex_exec",
+                "cli_version": "0.171.0",
+                "source": "exec",
+            },
+        )
+    ]
     for i in range(turns):
         ts = f"2026-11-01T10:{i + 1:02d}:00.000Z"
         out.append(line(ts, "turn_context", {"turn_id": f"t{i}", "cwd": "/work/app", "model": "gpt-5"}))
-        out.append(line(ts, "response_item", {"type": "message", "role": "user",
-                                              "content": [{"type": "input_text", "text": f"prompt {i}"}]}))
+        out.append(
+            line(
+                ts,
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": f"prompt {i}"}],
+                },
+            )
+        )
         out.append(line(ts, "event_msg", {"type": "user_message", "message": f"prompt {i}"}))
-        out.append(line(ts, "response_item", {"type": "message", "role": "assistant",
-                                              "content": [{"type": "output_text", "text": f"reply {i}"}]}))
+        out.append(
+            line(
+                ts,
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": f"reply {i}"}],
+                },
+            )
+        )
         out.append(line(ts, "event_msg", {"type": "agent_message", "message": f"reply {i}"}))
     return b"".join(out)
 

@@ -25,5 +25,6 @@ def test_fixture_reads_as_expected(folder: str, name: str, root: Path) -> None:
     expected = expected_path(folder, name)
     got = reading(folder, root)
     assert orjson.loads(dumps(got)) == orjson.loads(expected.read_bytes()), (
-        f"{folder}/{name} reads differently; if intended, run `python -m tests.golden` and review the diff")
+        f"{folder}/{name} reads differently; if intended, run `python -m tests.golden` and review the diff"
+    )
     assert got["problems"] == [], "fixtures are written in the agent's exact format: no drift, no malformed"

@@ -48,9 +48,11 @@ AWS_SECRET = rand(ALNUM + "/+", 40)
 AWS_SECRET_SLASHED = "/" + rand(ALNUM, 13) + "/" + rand(ALNUM, 8) + "/" + rand(ALNUM, 16)  # reads as a path
 GOOGLE_API_KEY = "AIza" + rand(B64URL, 35)
 GITHUB_TOKENS = [p + rand(ALNUM, 36) for p in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")] + [
-    "github_pat_" + rand(ALNUM, 22) + "_" + rand(ALNUM, 59)]
-GITLAB_TOKENS = [p + rand(B64URL, 20)
-                 for p in ("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "gloas-")]
+    "github_pat_" + rand(ALNUM, 22) + "_" + rand(ALNUM, 59)
+]
+GITLAB_TOKENS = [
+    p + rand(B64URL, 20) for p in ("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "gloas-")
+]
 HEX = "0123456789abcdef"
 
 
@@ -65,27 +67,49 @@ SLACK_TOKENS = [
     "xoxs-" + digits(10) + "-" + rand(ALNUM, 30),
     "xapp-1-A" + rand(string.ascii_uppercase + string.digits, 10) + "-" + digits(13) + "-" + rand(HEX, 64),
 ]
-SLACK_WEBHOOK_PATH = "T" + rand(string.ascii_uppercase + "0123456789", 8) + "/B" + rand(
-    string.ascii_uppercase + "0123456789", 10) + "/" + rand(ALNUM, 24)
+SLACK_WEBHOOK_PATH = (
+    "T"
+    + rand(string.ascii_uppercase + "0123456789", 8)
+    + "/B"
+    + rand(string.ascii_uppercase + "0123456789", 10)
+    + "/"
+    + rand(ALNUM, 24)
+)
 SLACK_WEBHOOK = "https://hooks.slack.com/services/" + SLACK_WEBHOOK_PATH
-STRIPE_KEYS = ["sk_live_" + rand(ALNUM, 24), "rk_live_" + rand(ALNUM, 24), "sk_test_" + rand(ALNUM, 24),
-               "sk_live_" + rand(ALNUM, 99)]
+STRIPE_KEYS = [
+    "sk_live_" + rand(ALNUM, 24),
+    "rk_live_" + rand(ALNUM, 24),
+    "sk_test_" + rand(ALNUM, 24),
+    "sk_live_" + rand(ALNUM, 99),
+]
 STRIPE_PUBLISHABLE = "pk_live_" + rand(ALNUM, 24)
-OPENAI_KEYS = ["sk-" + rand(ALNUM, 48), "sk-proj-" + rand(B64URL, 156), "sk-svcacct-" + rand(B64URL, 120),
-               "sk-admin-" + rand(B64URL, 80)]
+OPENAI_KEYS = [
+    "sk-" + rand(ALNUM, 48),
+    "sk-proj-" + rand(B64URL, 156),
+    "sk-svcacct-" + rand(B64URL, 120),
+    "sk-admin-" + rand(B64URL, 80),
+]
 ANTHROPIC_KEYS = ["sk-ant-api03-" + rand(B64URL, 93) + "AA", "sk-ant-admin01-" + rand(B64URL, 93) + "AA"]
-JWT = ".".join([b64url(b'{"alg":"HS256","typ":"JWT"}'),
-                b64url(json.dumps({"sub": "1234567890", "name": "Dev", "iat": 1716239022}).encode()),
-                rand(B64URL, 43)])
+JWT = ".".join(
+    [
+        b64url(b'{"alg":"HS256","typ":"JWT"}'),
+        b64url(json.dumps({"sub": "1234567890", "name": "Dev", "iat": 1716239022}).encode()),
+        rand(B64URL, 43),
+    ]
+)
 PASSWORD = "Tr0ub4dor-" + rand(ALNUM, 8)
 
 # One secret of every token format, with its kind.
 FORMATS: list[tuple[str, str]] = [
-    (AWS_KEY_ID, "aws-access-key-id"), (AWS_STS_KEY_ID, "aws-access-key-id"),
+    (AWS_KEY_ID, "aws-access-key-id"),
+    (AWS_STS_KEY_ID, "aws-access-key-id"),
     (GOOGLE_API_KEY, "google-api-key"),
-    *((t, "github-token") for t in GITHUB_TOKENS), *((t, "gitlab-token") for t in GITLAB_TOKENS),
-    *((t, "slack-token") for t in SLACK_TOKENS), *((t, "stripe-key") for t in STRIPE_KEYS),
-    *((t, "openai-api-key") for t in OPENAI_KEYS), *((t, "anthropic-api-key") for t in ANTHROPIC_KEYS),
+    *((t, "github-token") for t in GITHUB_TOKENS),
+    *((t, "gitlab-token") for t in GITLAB_TOKENS),
+    *((t, "slack-token") for t in SLACK_TOKENS),
+    *((t, "stripe-key") for t in STRIPE_KEYS),
+    *((t, "openai-api-key") for t in OPENAI_KEYS),
+    *((t, "anthropic-api-key") for t in ANTHROPIC_KEYS),
     (JWT, "jwt"),
 ]
 
@@ -138,9 +162,19 @@ def test_latin1_and_wider_characters_inside_values() -> None:
 
 # --- private keys ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("label", ["RSA PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY",
-                                   "DSA PRIVATE KEY", "ENCRYPTED PRIVATE KEY", "PRIVATE KEY",
-                                   "PGP PRIVATE KEY BLOCK"])
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        "RSA PRIVATE KEY",
+        "EC PRIVATE KEY",
+        "OPENSSH PRIVATE KEY",
+        "DSA PRIVATE KEY",
+        "ENCRYPTED PRIVATE KEY",
+        "PRIVATE KEY",
+        "PGP PRIVATE KEY BLOCK",
+    ],
+)
 def test_pem_block_is_redacted_whole(label: str) -> None:
     key = pem(label)
     text = f"$ cat ~/.ssh/id_test\n{key}\n$ ls\n"
@@ -151,8 +185,14 @@ def test_pem_block_is_redacted_whole(label: str) -> None:
 def test_gcp_service_account_json() -> None:
     key = pem("PRIVATE KEY", sep="\\n") + "\\n"
     body_line = key.split("\\n")[3]
-    doc = json.dumps({"type": "service_account", "project_id": "demo-123", "private_key_id": rand(HEX, 40),
-                      "client_email": "ci@demo-123.iam.gserviceaccount.com"})
+    doc = json.dumps(
+        {
+            "type": "service_account",
+            "project_id": "demo-123",
+            "private_key_id": rand(HEX, 40),
+            "client_email": "ci@demo-123.iam.gserviceaccount.com",
+        }
+    )
     text = doc[:-1] + ', "private_key": "' + key + '"}'
     out = assert_redacted(text, body_line, "private-key")
     assert '"private_key": "[REDACTED:private-key]\\n"' in out
@@ -185,14 +225,18 @@ def test_public_keys_and_certificates_stay() -> None:
 
 # --- URLs, headers, webhooks -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("template", [
-    "DATABASE_URL=postgres://app:{p}@db.internal:5432/app\n",
-    '{{"broker": "amqp://worker:{p}@rabbit:5672/%2f", "retries": 3}}',
-    "$ git clone https://deploy:{p}@git.example.com/octo/app.git\nCloning into 'app'...\n",
-    'engine = create_engine("postgresql+psycopg://app:{p}@localhost/app")\n',
-    "cache:\n  url: redis://:{p}@cache:6379/0\n",
-    "Connect with mongodb+srv://admin:{p}@cluster0.example.net/?retryWrites=true, then run the seed.",
-])
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "DATABASE_URL=postgres://app:{p}@db.internal:5432/app\n",
+        '{{"broker": "amqp://worker:{p}@rabbit:5672/%2f", "retries": 3}}',
+        "$ git clone https://deploy:{p}@git.example.com/octo/app.git\nCloning into 'app'...\n",
+        'engine = create_engine("postgresql+psycopg://app:{p}@localhost/app")\n',
+        "cache:\n  url: redis://:{p}@cache:6379/0\n",
+        "Connect with mongodb+srv://admin:{p}@cluster0.example.net/?retryWrites=true, then run the seed.",
+    ],
+)
 def test_url_password_keeps_scheme_user_host(template: str) -> None:
     text = template.format(p=PASSWORD)
     out = assert_redacted(text, PASSWORD, "url-password")
@@ -210,16 +254,21 @@ BEARER = rand(B64URL + ".~", 40)
 BASIC = base64.b64encode(f"deploy:{PASSWORD}".encode()).decode()
 
 
-@pytest.mark.parametrize(("template", "scheme"), [
-    ('$ curl -H "Authorization: Bearer {b}" https://api.example.com/v1/me\n', "Bearer"),
-    ("GET /v1/me HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: Bearer {b}\r\nAccept: */*\r\n",
-     "Bearer"),
-    ('{{"headers": {{"Authorization": "Bearer {b}", "Accept": "application/json"}}}}', "Bearer"),
-    ("resp = requests.get(url, headers={{'Authorization': 'Bearer {b}'}})\n", "Bearer"),
-    ("    authorization: Bearer {b}\n", "Bearer"),
-    ("curl -H 'Proxy-Authorization: Basic {c}' http://proxy:3128\n", "Basic"),
-    ("Authorization: token {b}\n", "token"),
-])
+@pytest.mark.parametrize(
+    ("template", "scheme"),
+    [
+        ('$ curl -H "Authorization: Bearer {b}" https://api.example.com/v1/me\n', "Bearer"),
+        (
+            "GET /v1/me HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: Bearer {b}\r\nAccept: */*\r\n",
+            "Bearer",
+        ),
+        ('{{"headers": {{"Authorization": "Bearer {b}", "Accept": "application/json"}}}}', "Bearer"),
+        ("resp = requests.get(url, headers={{'Authorization': 'Bearer {b}'}})\n", "Bearer"),
+        ("    authorization: Bearer {b}\n", "Bearer"),
+        ("curl -H 'Proxy-Authorization: Basic {c}' http://proxy:3128\n", "Basic"),
+        ("Authorization: token {b}\n", "token"),
+    ],
+)
 def test_authorization_header_keeps_scheme(template: str, scheme: str) -> None:
     secret = BASIC if "{c}" in template else BEARER
     text = template.format(b=BEARER, c=BASIC)
@@ -257,16 +306,25 @@ ASSIGNMENTS: list[tuple[str, str, str]] = [
     ("db_password=hunter\n", "hunter", "password"),
     ("docker run -e POSTGRES_PASSWORD=hunter -p 5432:5432 postgres:16\n", "hunter", "password"),
     # credentials file / INI
-    (f"[default]\nregion = eu-west-1\naws_secret_access_key = {AWS_SECRET}\n", AWS_SECRET,
-     "aws-secret-access-key"),
+    (
+        f"[default]\nregion = eu-west-1\naws_secret_access_key = {AWS_SECRET}\n",
+        AWS_SECRET,
+        "aws-secret-access-key",
+    ),
     (f"[pypi]\nusername = __token__\npassword = pypi-{OPAQUE}\n", OPAQUE, "password"),
     # JSON
     (f'{{"username": "dev", "password": "{PASSWORD}"}}', PASSWORD, "password"),
     (f'{{"access_token":"ya29.{OPAQUE}","token_type":"Bearer","expires_in":3599}}', OPAQUE, "token"),
-    (f'{{"Credentials": {{"SecretAccessKey": "{AWS_SECRET}", "Expiration": "2024-10-10T12:00:00Z"}}}}',
-     AWS_SECRET, "aws-secret-access-key"),
-    (f'{{"installed": {{"client_id": "1234.apps.example.com", "client_secret": "GOCSPX-{OPAQUE}"}}}}', OPAQUE,
-     "secret"),
+    (
+        f'{{"Credentials": {{"SecretAccessKey": "{AWS_SECRET}", "Expiration": "2024-10-10T12:00:00Z"}}}}',
+        AWS_SECRET,
+        "aws-secret-access-key",
+    ),
+    (
+        f'{{"installed": {{"client_id": "1234.apps.example.com", "client_secret": "GOCSPX-{OPAQUE}"}}}}',
+        OPAQUE,
+        "secret",
+    ),
     (f'{{"apiKey": "{OPAQUE}"}}', OPAQUE, "api-key"),
     ('{"password": "correct horse battery staple"}', "correct horse battery staple", "password"),
     (f'log: payload={{\\"password\\": \\"{PASSWORD}\\"}}', PASSWORD, "password"),
@@ -281,8 +339,11 @@ ASSIGNMENTS: list[tuple[str, str, str]] = [
     (f"$ tool --api-key {OPAQUE} --verbose\n", OPAQUE, "api-key"),
     (f"$ gh-cli auth --client-secret={OPAQUE}\n", OPAQUE, "secret"),
     (f"$ vault login --token {OPAQUE}\n", OPAQUE, "token"),
-    (f"$ curl -s https://oauth.example.com/token -d 'grant_type=client_credentials&client_secret={OPAQUE}'\n",
-     OPAQUE, "secret"),
+    (
+        f"$ curl -s https://oauth.example.com/token -d 'grant_type=client_credentials&client_secret={OPAQUE}'\n",
+        OPAQUE,
+        "secret",
+    ),
     # URL query, connection string
     (f"GET /callback?code=abc&access_token={OPAQUE}&state=xyz HTTP/1.1\n", OPAQUE, "token"),
     (f"Server=db;Database=app;User Id=sa;Password={PASSWORD};\n", PASSWORD, "password"),
@@ -317,8 +378,10 @@ def test_assignment_exact_output() -> None:
 
 
 def test_counts_per_kind_in_one_text() -> None:
-    text = (f"DB_PASSWORD={PASSWORD}\nREDIS_PASSWORD=x{PASSWORD}\nGITHUB_TOKEN={GITHUB_TOKENS[0]}\n"
-            f"API_KEY={OPAQUE}\nHOME=/home/dev\n")
+    text = (
+        f"DB_PASSWORD={PASSWORD}\nREDIS_PASSWORD=x{PASSWORD}\nGITHUB_TOKEN={GITHUB_TOKENS[0]}\n"
+        f"API_KEY={OPAQUE}\nHOME=/home/dev\n"
+    )
     out, counts = redact(text)
     assert counts == {"password": 2, "github-token": 1, "api-key": 1}
     assert out.endswith("HOME=/home/dev\n")
@@ -328,47 +391,107 @@ def test_counts_per_kind_in_one_text() -> None:
 
 UNTOUCHED = [
     # empty values and placeholders
-    "password=\n", "PASSWORD=\nUSER=dev\n", 'password: ""', "token=${TOKEN}", "TOKEN=$GITHUB_TOKEN",
-    'export TOKEN="${GITHUB_TOKEN:-}"', 'password: "<your password>"', "api_key: YOUR_API_KEY",
-    "password: xxxxxxxx", "password: ********", "password: changeme", "secret: {{ .Values.secret }}",
-    "password=%s", "dsn = 'postgres://%s:%s@%s/%s'", "password: null", '"token": null', "token: true",
-    "api_key: <redacted>", "password: [REDACTED]", "token=sk-...abcd", "api_key = 'your-api-key-here'",
+    "password=\n",
+    "PASSWORD=\nUSER=dev\n",
+    'password: ""',
+    "token=${TOKEN}",
+    "TOKEN=$GITHUB_TOKEN",
+    'export TOKEN="${GITHUB_TOKEN:-}"',
+    'password: "<your password>"',
+    "api_key: YOUR_API_KEY",
+    "password: xxxxxxxx",
+    "password: ********",
+    "password: changeme",
+    "secret: {{ .Values.secret }}",
+    "password=%s",
+    "dsn = 'postgres://%s:%s@%s/%s'",
+    "password: null",
+    '"token": null',
+    "token: true",
+    "api_key: <redacted>",
+    "password: [REDACTED]",
+    "token=sk-...abcd",
+    "api_key = 'your-api-key-here'",
     # code
-    "token = get_token()", "password=password", "self.password = password", "token = self.token",
-    "api_key = os.environ['OPENAI_API_KEY']", "password = request.form.get('password', '')",
-    "def login(user: str, password: str) -> Session:", 'secret := os.Getenv("CLIENT_SECRET")',
-    "const token = await getToken();", "if password == confirm:", "if (token != null) return;",
-    "headers = {'Authorization': f'Bearer {token}'}", "headers['Authorization'] = 'Bearer ' + token",
-    "token: Token = lexer.next()", "for token in tokens:", "max_tokens=1024", "tokenizer = load(name)",
-    '"input_tokens": 1234, "output_tokens": 56', '"token_type": "bearer"', "return {'access_token': token}",
-    "self.api_key = key", "connect(host, password=pw)", "TOKEN = os.getenv('TOKEN')", "{token: tok}",
-    'print("Token: " + repr(tok))', "def getpass(prompt='Password: ', stream=None):",
-    'errors.New("get token: %w")', 'fmt.Errorf("get token: %w", err)', "token::Kind::Ident",
-    ': "${GITHUB_TOKEN:?set GITHUB_TOKEN first}"', "api_key: Optional[str] = None",
-    "password_hash = bcrypt(pw)", "secret_name: prod/db", "secrets: inherit", "kind: Secret",
-    '"next_token": "eyJleHBpcmF0aW9uIjogMTcwMDAwMDAwMH0="', '"pad_token": "[PAD]"', '"eos_token": "</s>"',
-    "password_file: /run/secrets/db_password", "secret: /run/secrets/app", "--password-stdin",
-    "curl -H \"Authorization: Bearer $TOKEN\" https://api.example.com",
+    "token = get_token()",
+    "password=password",
+    "self.password = password",
+    "token = self.token",
+    "api_key = os.environ['OPENAI_API_KEY']",
+    "password = request.form.get('password', '')",
+    "def login(user: str, password: str) -> Session:",
+    'secret := os.Getenv("CLIENT_SECRET")',
+    "const token = await getToken();",
+    "if password == confirm:",
+    "if (token != null) return;",
+    "headers = {'Authorization': f'Bearer {token}'}",
+    "headers['Authorization'] = 'Bearer ' + token",
+    "token: Token = lexer.next()",
+    "for token in tokens:",
+    "max_tokens=1024",
+    "tokenizer = load(name)",
+    '"input_tokens": 1234, "output_tokens": 56',
+    '"token_type": "bearer"',
+    "return {'access_token': token}",
+    "self.api_key = key",
+    "connect(host, password=pw)",
+    "TOKEN = os.getenv('TOKEN')",
+    "{token: tok}",
+    'print("Token: " + repr(tok))',
+    "def getpass(prompt='Password: ', stream=None):",
+    'errors.New("get token: %w")',
+    'fmt.Errorf("get token: %w", err)',
+    "token::Kind::Ident",
+    ': "${GITHUB_TOKEN:?set GITHUB_TOKEN first}"',
+    "api_key: Optional[str] = None",
+    "password_hash = bcrypt(pw)",
+    "secret_name: prod/db",
+    "secrets: inherit",
+    "kind: Secret",
+    '"next_token": "eyJleHBpcmF0aW9uIjogMTcwMDAwMDAwMH0="',
+    '"pad_token": "[PAD]"',
+    '"eos_token": "</s>"',
+    "password_file: /run/secrets/db_password",
+    "secret: /run/secrets/app",
+    "--password-stdin",
+    'curl -H "Authorization: Bearer $TOKEN" https://api.example.com',
     "curl -H 'Authorization: Bearer ${{ secrets.GITHUB_TOKEN }}' https://api.github.com",
-    "Authorization: Bearer <token>", "authorization = authorization[1].encode('ascii')",
-    "# The --username and --password options can't be used for", "    Token:              foreground,",
-    '    Token:              "#f8f8f2", # class:  \'\'',
-    "'id': {'token': 123, 'group': 2}", "with self.subTest(f'token {token:02x}'):",
+    "Authorization: Bearer <token>",
+    "authorization = authorization[1].encode('ascii')",
+    "# The --username and --password options can't be used for",
+    "    Token:              foreground,",
+    "    Token:              \"#f8f8f2\", # class:  ''",
+    "'id': {'token': 123, 'group': 2}",
+    "with self.subTest(f'token {token:02x}'):",
     'USER_PASSWD = "%s:%s" % (U, P)',
     # prose and logs
-    "The token expired, so I refreshed it.", "Enter your password: ", "[sudo] password for dev: ",
-    "cat: /etc/passwd: Permission denied", "Reset it at https://example.com/reset-password?next=/home",
+    "The token expired, so I refreshed it.",
+    "Enter your password: ",
+    "[sudo] password for dev: ",
+    "cat: /etc/passwd: Permission denied",
+    "Reset it at https://example.com/reset-password?next=/home",
     "Don't put the password in the config file; read it from the keyring.",
     # URLs, ids and hashes
-    "https://github.com/octo/app.git", "git@github.com:octo/app.git", "ssh://git@github.com:22/octo/app",
-    "docker://ubuntu:22.04@sha256:" + rand("0123456789abcdef", 64), "https://dev@example.com/repo",
-    "postgres://app:${DB_PASSWORD}@db:5432/app", "postgres://{user}:{password}@{host}/db",
+    "https://github.com/octo/app.git",
+    "git@github.com:octo/app.git",
+    "ssh://git@github.com:22/octo/app",
+    "docker://ubuntu:22.04@sha256:" + rand("0123456789abcdef", 64),
+    "https://dev@example.com/repo",
+    "postgres://app:${DB_PASSWORD}@db:5432/app",
+    "postgres://{user}:{password}@{host}/db",
     "mailto:dev@example.com",
     '"integrity": "sha512-' + base64.b64encode(RNG.randbytes(64)).decode() + '"',
-    "commit " + rand("0123456789abcdef", 40), "request_id=" + "0b4f2c1e-9d7a-4c1b-8f3e-2a6d5b7c9e01",
-    "pip install scikit-learn  # a.k.a. sk-learn", "task-" + "1234567890abcdefghijk", "/dev/disk/by-uuid/x",
-    "ASIA_PACIFIC_REGION", "STRIPE_PUBLISHABLE_KEY=" + STRIPE_PUBLISHABLE, "sk_test_fixtures_directory",
-    "xapp-settings-panel-component", "glob-pattern-matching-utility", "AIzaHelper",
+    "commit " + rand("0123456789abcdef", 40),
+    "request_id=" + "0b4f2c1e-9d7a-4c1b-8f3e-2a6d5b7c9e01",
+    "pip install scikit-learn  # a.k.a. sk-learn",
+    "task-" + "1234567890abcdefghijk",
+    "/dev/disk/by-uuid/x",
+    "ASIA_PACIFIC_REGION",
+    "STRIPE_PUBLISHABLE_KEY=" + STRIPE_PUBLISHABLE,
+    "sk_test_fixtures_directory",
+    "xapp-settings-panel-component",
+    "glob-pattern-matching-utility",
+    "AIzaHelper",
 ]
 
 
@@ -387,6 +510,7 @@ def test_clean_text_returns_the_same_object() -> None:
 
 
 # --- idempotence --------------------------------------------------------------------------------------------
+
 
 def _medley() -> str:
     parts = [CONTEXTS[c].format(s=s) for s, _ in FORMATS for c in ("env", "json")]
@@ -411,12 +535,73 @@ def test_idempotent_per_case(text: str) -> None:
 
 # Pieces of every syntax the rules look at, shuffled: a pass that redacts must leave nothing for the next.
 FUZZ_PIECES = [
-    "token", "password", "passwd", "secret", "api_key", "apiKey", "private_key", "authorization",
-    "Authorization: ", "Bearer ", "basic ", ":", "=", " = ", ": ", "=>", ":=", "==", "'", '"', '\\"', "`",
-    "[", "]", "(", ")", "{", "}", "$", "${", "%s", "-", "--", "_", ".", "/", "://", "@", "?", "&", ";", ",",
-    " ", "\t", "\n", "a", "Z", "9", "abc123", "sk-", "ghp_", "glpat-", "xoxb-", "AKIA", "AIza", "eyJ",
-    "-----BEGIN ", "PRIVATE KEY-----", "-----END ", "sk_live_", "hooks.slack.com/services/",
-    "A1b2C3d4E5f6G7h8I9j0", "str", "| None", "é", "→", "#",
+    "token",
+    "password",
+    "passwd",
+    "secret",
+    "api_key",
+    "apiKey",
+    "private_key",
+    "authorization",
+    "Authorization: ",
+    "Bearer ",
+    "basic ",
+    ":",
+    "=",
+    " = ",
+    ": ",
+    "=>",
+    ":=",
+    "==",
+    "'",
+    '"',
+    '\\"',
+    "`",
+    "[",
+    "]",
+    "(",
+    ")",
+    "{",
+    "}",
+    "$",
+    "${",
+    "%s",
+    "-",
+    "--",
+    "_",
+    ".",
+    "/",
+    "://",
+    "@",
+    "?",
+    "&",
+    ";",
+    ",",
+    " ",
+    "\t",
+    "\n",
+    "a",
+    "Z",
+    "9",
+    "abc123",
+    "sk-",
+    "ghp_",
+    "glpat-",
+    "xoxb-",
+    "AKIA",
+    "AIza",
+    "eyJ",
+    "-----BEGIN ",
+    "PRIVATE KEY-----",
+    "-----END ",
+    "sk_live_",
+    "hooks.slack.com/services/",
+    "A1b2C3d4E5f6G7h8I9j0",
+    "str",
+    "| None",
+    "é",
+    "→",
+    "#",
 ]
 
 
@@ -432,6 +617,7 @@ def test_idempotent_on_shuffled_syntax(seed: int) -> None:
 
 # --- JSON-like values --------------------------------------------------------------------------------------
 
+
 def test_redact_value_nested() -> None:
     tokens_list = ["a", "b"]
     untouched = {"cmd": "ls -la", "n": 3}
@@ -441,17 +627,30 @@ def test_redact_value_nested() -> None:
             "env": {"DB_PASSWORD": "hunter", "HOME": "/home/dev", "GITHUB_TOKEN": GITHUB_TOKENS[0]},
         },
         "headers": [{"name": "Authorization", "value": f"Basic {BASIC}"}, {"name": "Accept", "value": "*/*"}],
-        "config": {"api_key": "abc", "password": "", "token": None, "tokens": tokens_list, "timeout": 30,
-                   "Authorization": f"Bearer {BEARER}", "client_secret": ["s1-abc", "s2-def"]},
+        "config": {
+            "api_key": "abc",
+            "password": "",
+            "token": None,
+            "tokens": tokens_list,
+            "timeout": 30,
+            "Authorization": f"Bearer {BEARER}",
+            "client_secret": ["s1-abc", "s2-def"],
+        },
         "untouched": untouched,
         "k8s": [{"name": "POSTGRES_PASSWORD", "value": "hunter"}, {"name": "PGDATA", "value": "/var/lib/pg"}],
     }
     snapshot = json.dumps(value)
     out, counts = redact_value(value)
     assert json.dumps(value) == snapshot  # the input is not modified
-    assert out["tool_input"]["command"] == "curl -H 'Authorization: Bearer [REDACTED:authorization]' https://api.example.com"
-    assert out["tool_input"]["env"] == {"DB_PASSWORD": "[REDACTED:password]", "HOME": "/home/dev",
-                                        "GITHUB_TOKEN": "[REDACTED:github-token]"}
+    assert (
+        out["tool_input"]["command"]
+        == "curl -H 'Authorization: Bearer [REDACTED:authorization]' https://api.example.com"
+    )
+    assert out["tool_input"]["env"] == {
+        "DB_PASSWORD": "[REDACTED:password]",
+        "HOME": "/home/dev",
+        "GITHUB_TOKEN": "[REDACTED:github-token]",
+    }
     assert out["headers"][0] == {"name": "Authorization", "value": "Basic [REDACTED:authorization]"}
     assert out["headers"][1] is value["headers"][1]
     assert out["config"]["api_key"] == "[REDACTED:api-key]"
@@ -466,8 +665,10 @@ def test_redact_value_nested() -> None:
 
 
 def test_redact_value_unchanged_is_the_same_object() -> None:
-    value = {"a": [1, 2.5, None, True, "plain text", {"b": "more text", "tokens": 12}],
-             "password": "changeme"}
+    value = {
+        "a": [1, 2.5, None, True, "plain text", {"b": "more text", "tokens": 12}],
+        "password": "changeme",
+    }
     out, counts = redact_value(value)
     assert out is value and counts == {}
     for scalar in ("just text", 42, None, 1.5):
@@ -495,6 +696,7 @@ def test_redact_value_idempotent() -> None:
 
 # --- the table ----------------------------------------------------------------------------------------------
 
+
 def test_every_scan_begins_with_a_literal() -> None:
     # The speed design: re skips to a leading literal in C; a leading class, group or lookbehind makes it
     # try every position (10-40x slower). This guards new rules against it.
@@ -507,7 +709,23 @@ def test_every_scan_begins_with_a_literal() -> None:
 
 def test_every_kind_is_named_in_the_table() -> None:
     kinds = {r.kind for r in RULES}
-    assert kinds == {"private-key", "jwt", "anthropic-api-key", "openai-api-key", "github-token",
-                     "gitlab-token", "slack-token", "slack-webhook", "stripe-key", "google-api-key",
-                     "aws-access-key-id", "aws-secret-access-key", "url-password", "authorization",
-                     "password", "secret", "token", "api-key"}
+    assert kinds == {
+        "private-key",
+        "jwt",
+        "anthropic-api-key",
+        "openai-api-key",
+        "github-token",
+        "gitlab-token",
+        "slack-token",
+        "slack-webhook",
+        "stripe-key",
+        "google-api-key",
+        "aws-access-key-id",
+        "aws-secret-access-key",
+        "url-password",
+        "authorization",
+        "password",
+        "secret",
+        "token",
+        "api-key",
+    }

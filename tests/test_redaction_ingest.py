@@ -20,9 +20,14 @@ def test_planted_secrets_are_redacted_before_the_bank(tmp_path: Path) -> None:
     s = ClaudeSession(home, "/work/app")
     s.write(
         s.user(f"deploy with AWS key {AWS_KEY} and token {GITHUB}"),
-        s.tool_use("Bash", {"command": f"curl -H 'Authorization: Bearer {JWT}' https://api.example.com"}, "t1"),
-        s.tool_result("t1", f"ANTHROPIC_API_KEY={ANTHROPIC}\nDATABASE_URL=postgres://app:{DB_URL_PASSWORD}"
-                            f"@db.internal:5432/app\n{PEM}\n"),
+        s.tool_use(
+            "Bash", {"command": f"curl -H 'Authorization: Bearer {JWT}' https://api.example.com"}, "t1"
+        ),
+        s.tool_result(
+            "t1",
+            f"ANTHROPIC_API_KEY={ANTHROPIC}\nDATABASE_URL=postgres://app:{DB_URL_PASSWORD}"
+            f"@db.internal:5432/app\n{PEM}\n",
+        ),
         s.assistant("Done; I will not repeat the credentials."),
     )
     scan(home, bank)
@@ -32,8 +37,14 @@ def test_planted_secrets_are_redacted_before_the_bank(tmp_path: Path) -> None:
         assert secret.encode() not in raw, f"{secret[:8]}… reached the bank file"
 
     text = "\n".join(e["text"] + str(e["tool_input"] or "") for e in events_of(bank))
-    for marker in ("[REDACTED:aws-access-key", "[REDACTED:github-token]", "[REDACTED:anthropic-api-key]",
-                   "[REDACTED:jwt]", "[REDACTED:private-key]", "[REDACTED:"):
+    for marker in (
+        "[REDACTED:aws-access-key",
+        "[REDACTED:github-token]",
+        "[REDACTED:anthropic-api-key]",
+        "[REDACTED:jwt]",
+        "[REDACTED:private-key]",
+        "[REDACTED:",
+    ):
         assert marker in text, marker
     assert "postgres://app:" in text and "@db.internal:5432/app" in text  # only the password goes
     [session] = sessions_of(bank)

@@ -110,17 +110,20 @@ def test_two_clones_with_different_url_spellings_share_the_origin(tmp_path: Path
     assert sessions[str(b)]["bank_id"] == "coding-agent::shop-copy"
 
 
-@pytest.mark.parametrize(("url", "expected"), [
-    ("git@github.com:a/b.git", "github.com/a/b"),
-    ("https://github.com/a/b", "github.com/a/b"),
-    ("https://github.com/A/B.git/", "github.com/a/b"),
-    ("ssh://git@github.com:22/a/b.git", "github.com/a/b"),
-    ("git+ssh://git@gitlab.example.com/Group/Sub/proj.git", "gitlab.example.com/Group/Sub/proj"),
-    ("https://oauth2:secret@gitlab.example.com/g/p.git", "gitlab.example.com/g/p"),
-    ("/srv/git/project.git", "/srv/git/project.git"),
-    ("file:///srv/git/project.git", "/srv/git/project.git"),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("git@github.com:a/b.git", "github.com/a/b"),
+        ("https://github.com/a/b", "github.com/a/b"),
+        ("https://github.com/A/B.git/", "github.com/a/b"),
+        ("ssh://git@github.com:22/a/b.git", "github.com/a/b"),
+        ("git+ssh://git@gitlab.example.com/Group/Sub/proj.git", "gitlab.example.com/Group/Sub/proj"),
+        ("https://oauth2:secret@gitlab.example.com/g/p.git", "gitlab.example.com/g/p"),
+        ("/srv/git/project.git", "/srv/git/project.git"),
+        ("file:///srv/git/project.git", "/srv/git/project.git"),
+        (None, None),
+    ],
+)
 def test_normalize_origin(url: str | None, expected: str | None) -> None:
     assert normalize_origin(url) == expected
 

@@ -13,11 +13,17 @@ def test_search_covers_conversation_and_the_ends_of_long_tool_output(tmp_path: P
     s = ClaudeSession(home, "/work/app")
     log = "compiling alphamodule\n" + "ordinary build line\n" * 2000 + "error: zetafailure in linker\n"
     middle_only = "x" * 4000 + " middleword " + "y" * 4000
-    s.write(s.user("why does the quasarparser crash?"), s.tool_use("Bash", {"command": "make"}, "t1"),
-            s.tool_result("t1", log), s.tool_use("Bash", {"command": "cat big"}, "t2"),
-            s.tool_result("t2", middle_only), s.assistant("the linker fails"))
+    s.write(
+        s.user("why does the quasarparser crash?"),
+        s.tool_use("Bash", {"command": "make"}, "t1"),
+        s.tool_result("t1", log),
+        s.tool_use("Bash", {"command": "cat big"}, "t2"),
+        s.tool_result("t2", middle_only),
+        s.assistant("the linker fails"),
+    )
     scan(home, bank_path)
     with open_bank(bank_path) as bank:
+
         def kinds(query: str) -> list[str]:
             return [h["kind"] for h in bank.search(query)]
 

@@ -45,17 +45,32 @@ class Daemon:
         self.log = tmp / "daemon.log"
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "CODEX_", "XDG_", "HARVESTER_"))}
-        env.update(HOME=str(self.home), HARVESTER_BANK=str(self.bank), HARVESTER_CONFIG=str(self.config),
-                   HARVESTER_RUNTIME_DIR=str(self.run_dir), HARVESTER_LOG_LEVEL="debug", PYTHONPATH=str(ROOT),
-                   PATH=f"{self.tmp / 'bin'}:{os.environ.get('PATH', '')}")
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("CLAUDE_", "CODEX_", "XDG_", "HARVESTER_"))
+        }
+        env.update(
+            HOME=str(self.home),
+            HARVESTER_BANK=str(self.bank),
+            HARVESTER_CONFIG=str(self.config),
+            HARVESTER_RUNTIME_DIR=str(self.run_dir),
+            HARVESTER_LOG_LEVEL="debug",
+            PYTHONPATH=str(ROOT),
+            PATH=f"{self.tmp / 'bin'}:{os.environ.get('PATH', '')}",
+        )
         return env
 
     def start(self) -> Daemon:
         heartbeat = self.run_dir / "heartbeat.json"
         heartbeat.unlink(missing_ok=True)
-        self.proc = subprocess.Popen([sys.executable, "-m", "harvester", "run"], env=self.env(), cwd=self.tmp,
-                                     stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "harvester", "run"],
+            env=self.env(),
+            cwd=self.tmp,
+            stdout=open(self.log, "ab"),
+            stderr=subprocess.STDOUT,
+        )  # noqa: SIM115
         wait_for(lambda: heartbeat.exists() or self.proc.poll() is not None, 15, "the service to start")
         assert self.proc.poll() is None, self.log.read_text()
         return self
@@ -68,8 +83,13 @@ class Daemon:
         return code
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "harvester", *args], env=self.env(), capture_output=True,
-                              text=True, timeout=30)
+        return subprocess.run(
+            [sys.executable, "-m", "harvester", *args],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
 
     def query(self, sql: str, *args: object) -> list[tuple]:
         if not self.bank.exists():
@@ -129,7 +149,9 @@ def test_appends_to_live_sessions_reach_the_bank_within_two_seconds(daemon: Daem
     assert daemon.stop() == 0
     # Not on a terminal (journald, launchd log files): one JSON object per log line.
     records = [orjson.loads(line) for line in daemon.log.read_bytes().splitlines() if line.strip()]
-    assert {"service starting", "service running", "imported", "service stopped"} <= {r["event"] for r in records}
+    assert {"service starting", "service running", "imported", "service stopped"} <= {
+        r["event"] for r in records
+    }
     assert all("timestamp" in r and "level" in r for r in records)
 
 
@@ -174,7 +196,9 @@ def _fake_agent(daemon: Daemon, name: str, cwd: Path) -> subprocess.Popen:
 
 
 @pytest.mark.parametrize(("finished", "expected"), [(True, "ended"), (False, "abandoned")])
-def test_session_is_ended_or_abandoned_when_its_agent_exits(daemon: Daemon, finished: bool, expected: str) -> None:
+def test_session_is_ended_or_abandoned_when_its_agent_exits(
+    daemon: Daemon, finished: bool, expected: str
+) -> None:
     repo = daemon.tmp / "repo"
     repo.mkdir()
     daemon.start()

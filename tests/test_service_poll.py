@@ -18,15 +18,26 @@ from tests.helpers import ClaudeSession, events_of
 
 
 def test_polled_sources_are_read_on_a_timer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    polled = Harness("polled", lambda env, home: [home / ".claude" / "projects"],
-                     (SourceSpec("*/*.jsonl", "jsonl", watch=False),), claude_code.parse, "Polled store")
+    polled = Harness(
+        "polled",
+        lambda env, home: [home / ".claude" / "projects"],
+        (SourceSpec("*/*.jsonl", "jsonl", watch=False),),
+        claude_code.parse,
+        "Polled store",
+    )
     monkeypatch.setitem(parsers.HARNESSES, "polled", polled)
     home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
     s = ClaudeSession(home, "/work/app")
     s.write(*s.conversation(1))
-    settings = Settings(bank=bank, timings=Timings(poll_seconds=0.2, heartbeat_seconds=0.2, unfinished_seconds=60))
-    service = Service(settings, {"HOME": str(home), "HARVESTER_RUNTIME_DIR": str(tmp_path / "run")}, home,
-                      harnesses=[polled])
+    settings = Settings(
+        bank=bank, timings=Timings(poll_seconds=0.2, heartbeat_seconds=0.2, unfinished_seconds=60)
+    )
+    service = Service(
+        settings,
+        {"HOME": str(home), "HARVESTER_RUNTIME_DIR": str(tmp_path / "run")},
+        home,
+        harnesses=[polled],
+    )
     seen_events: list[str] = []
     original = service.on_event
     service.on_event = lambda event: (seen_events.append(event.src_path), original(event))[-1]  # type: ignore[method-assign]

@@ -11,11 +11,16 @@ MAX_LINES = 600  # "no module over ~500 lines without a reason": the reason has 
 
 
 def test_ruff_is_clean() -> None:
-    result = subprocess.run([sys.executable, "-m", "ruff", "check", str(ROOT)], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", str(ROOT)], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_no_module_is_huge() -> None:
-    sizes = {p.relative_to(ROOT): len(p.read_text().splitlines())
-             for folder in ("harvester", "parsers") for p in (ROOT / folder).rglob("*.py")}
+    sizes = {
+        p.relative_to(ROOT): len(p.read_text().splitlines())
+        for folder in ("harvester", "parsers")
+        for p in (ROOT / folder).rglob("*.py")
+    }
     assert {str(p): n for p, n in sizes.items() if n > MAX_LINES} == {}

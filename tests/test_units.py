@@ -30,13 +30,16 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def verify(unit: Path, runtime: Path) -> subprocess.CompletedProcess[str]:
     tool = shutil.which("systemd-analyze")
     if tool is None:
-        pytest.fail("systemd-analyze is not installed; it comes with Debian's systemd package: "
-                    "apt-get install -y --no-install-recommends systemd")
+        pytest.fail(
+            "systemd-analyze is not installed; it comes with Debian's systemd package: "
+            "apt-get install -y --no-install-recommends systemd"
+        )
     runtime.mkdir(mode=0o700, exist_ok=True)
     # --user needs a runtime directory, even with no user manager running (as in a container).
     env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
-    return subprocess.run([tool, "--user", "verify", str(unit)], capture_output=True, text=True, env=env,
-                          timeout=60)
+    return subprocess.run(
+        [tool, "--user", "verify", str(unit)], capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 def write_unit(folder: Path, text: str) -> Path:
@@ -61,16 +64,27 @@ def test_verify_reports_what_systemd_would_ignore(home: Path, tmp_path: Path) ->
 
 def test_systemd_unit_settings(home: Path) -> None:
     lines = units.install_plan(home, platform="systemd").unit_text.splitlines()
-    for line in ["[Service]", f"ExecStart={os.path.abspath(sys.executable)} -m harvester run",
-                 "Restart=on-failure", "RestartSec=30", "Nice=10", "IOSchedulingClass=idle",
-                 "CPUSchedulingPolicy=batch", "MemoryHigh=512M", "MemoryMax=1G",
-                 "Environment=PYTHONUNBUFFERED=1", "[Install]", "WantedBy=default.target"]:
+    for line in [
+        "[Service]",
+        f"ExecStart={os.path.abspath(sys.executable)} -m harvester run",
+        "Restart=on-failure",
+        "RestartSec=30",
+        "Nice=10",
+        "IOSchedulingClass=idle",
+        "CPUSchedulingPolicy=batch",
+        "MemoryHigh=512M",
+        "MemoryMax=1G",
+        "Environment=PYTHONUNBUFFERED=1",
+        "[Install]",
+        "WantedBy=default.target",
+    ]:
         assert line in lines
     assert any(line.startswith("Description=") for line in lines)
 
 
-def test_awkward_interpreter_path_is_quoted(home: Path, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_awkward_interpreter_path_is_quoted(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = tmp_path / "py thon 100%" / "bin"
     folder.mkdir(parents=True)
     (folder / "python").symlink_to(sys.executable)
@@ -81,8 +95,9 @@ def test_awkward_interpreter_path_is_quoted(home: Path, tmp_path: Path,
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
 
 
-def test_venv_interpreter_is_not_resolved(home: Path, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_venv_interpreter_is_not_resolved(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A venv's python is a symlink; its target would run outside the venv, without harvester.
     venv_python = tmp_path / "venv" / "bin" / "python"
     venv_python.parent.mkdir(parents=True)
@@ -125,13 +140,18 @@ def test_systemd_plans(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     unit = home / ".config" / "systemd" / "user" / "harvester.service"
     install = units.install_plan(home, platform="systemd")
     assert (install.platform, install.unit_path, install.action) == ("systemd", unit, "install")
-    assert install.commands == [["systemctl", "--user", "daemon-reload"],
-                                ["systemctl", "--user", "enable", "harvester.service"],
-                                ["systemctl", "--user", "restart", "harvester.service"]]
+    assert install.commands == [
+        ["systemctl", "--user", "daemon-reload"],
+        ["systemctl", "--user", "enable", "harvester.service"],
+        ["systemctl", "--user", "restart", "harvester.service"],
+    ]
     uninstall = units.uninstall_plan(home, platform="systemd")
     assert (uninstall.unit_path, uninstall.action) == (unit, "uninstall")
-    assert uninstall.commands == [["systemctl", "--user", "disable", "--now", "harvester.service"],
-                                  ["rm", "-f", str(unit)], ["systemctl", "--user", "daemon-reload"]]
+    assert uninstall.commands == [
+        ["systemctl", "--user", "disable", "--now", "harvester.service"],
+        ["rm", "-f", str(unit)],
+        ["systemctl", "--user", "daemon-reload"],
+    ]
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     xdg_unit = tmp_path / "xdg" / "systemd" / "user" / "harvester.service"
     assert units.install_plan(home, platform="systemd").unit_path == xdg_unit
@@ -141,12 +161,16 @@ def test_launchd_plans(home: Path) -> None:
     plist = home / "Library" / "LaunchAgents" / "io.harvester.agent.plist"
     install = units.install_plan(home, platform="launchd")
     assert (install.platform, install.unit_path) == ("launchd", plist)
-    assert install.commands == [["mkdir", "-p", str(home / "Library" / "Logs" / "harvester")],
-                                ["launchctl", "bootout", f"gui/{UID}/io.harvester.agent"],
-                                ["launchctl", "bootstrap", f"gui/{UID}", str(plist)]]
+    assert install.commands == [
+        ["mkdir", "-p", str(home / "Library" / "Logs" / "harvester")],
+        ["launchctl", "bootout", f"gui/{UID}/io.harvester.agent"],
+        ["launchctl", "bootstrap", f"gui/{UID}", str(plist)],
+    ]
     uninstall = units.uninstall_plan(home, platform="launchd")
-    assert uninstall.commands == [["launchctl", "bootout", f"gui/{UID}/io.harvester.agent"],
-                                  ["rm", "-f", str(plist)]]
+    assert uninstall.commands == [
+        ["launchctl", "bootout", f"gui/{UID}/io.harvester.agent"],
+        ["rm", "-f", str(plist)],
+    ]
 
 
 def test_platform_is_detected(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -256,9 +280,11 @@ def test_no_service_manager_says_so(home: Path, monkeypatch: pytest.MonkeyPatch)
     plan = units.install_plan(home)
     lines: list[str] = []
     assert units.apply(plan, dry_run=False, out=lines.append) == 1
-    assert lines == ["harvester cannot be installed as a login service here: no user manager runs.",
-                     "Run `harvester run` yourself instead (in a terminal, tmux or screen); it keeps the "
-                     "bank current for as long as it runs."]
+    assert lines == [
+        "harvester cannot be installed as a login service here: no user manager runs.",
+        "Run `harvester run` yourself instead (in a terminal, tmux or screen); it keeps the "
+        "bank current for as long as it runs.",
+    ]
     lines.clear()
     assert units.apply(plan, dry_run=True, out=lines.append) == 1
     assert plan.unit_text.strip() in "\n".join(lines)
@@ -267,12 +293,14 @@ def test_no_service_manager_says_so(home: Path, monkeypatch: pytest.MonkeyPatch)
     assert runner.ran == []
 
 
-def fake_query(stdout: str = "", returncode: int = 0, stderr: str = "",
-               timeout: bool = False) -> Callable[[list[str]], subprocess.CompletedProcess[str]]:
+def fake_query(
+    stdout: str = "", returncode: int = 0, stderr: str = "", timeout: bool = False
+) -> Callable[[list[str]], subprocess.CompletedProcess[str]]:
     def query(command: list[str]) -> subprocess.CompletedProcess[str]:
         if timeout:
             raise subprocess.TimeoutExpired(command, units.QUERY_TIMEOUT)
         return subprocess.CompletedProcess(command, returncode, stdout, stderr)
+
     return query
 
 
@@ -280,8 +308,13 @@ def test_service_state_systemd(home: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(units, "_runtime_problem", lambda: "")
     monkeypatch.setattr(units, "_query", fake_query("inactive\n", 3))
     state = units.service_state(home, platform="systemd")
-    assert state == {"platform": "systemd", "installed": False, "state": "inactive", "reason": "",
-                     "unit_path": str(home / ".config/systemd/user/harvester.service")}
+    assert state == {
+        "platform": "systemd",
+        "installed": False,
+        "state": "inactive",
+        "reason": "",
+        "unit_path": str(home / ".config/systemd/user/harvester.service"),
+    }
     Path(state["unit_path"]).parent.mkdir(parents=True)
     Path(state["unit_path"]).write_text("x")
     monkeypatch.setattr(units, "_query", fake_query("active\n"))

@@ -151,6 +151,7 @@ class SqliteBank(SqliteReads):
         now = utcnow()
         cur = write.cursor
         added: dict[str, int] = {}
+        revised: dict[str, int] = {}
         with self.transaction() as conn:
             row = conn.execute("SELECT generation FROM sources WHERE path = ?", (cur.path,)).fetchone()
             current = None if row is None else row[0]
@@ -178,8 +179,12 @@ class SqliteBank(SqliteReads):
             for native_id, session_rows in by_session.items():
                 pk = pks[native_id]
                 seq = last_seq[native_id]
+                if write.revise:  # the agent rewrites records in place: the last version wins
+                    session_rows = _last_versions(session_rows)
                 if seq:  # the session has events already: number only the rows it lacks
-                    session_rows = _new_rows(conn, pk, session_rows)
+                    session_rows, known = _split_known(conn, pk, session_rows)
+                    if write.revise and known:
+                        revised[native_id] = _revise(conn, pk, known)
                 rows = []
                 for row in session_rows:
                     seq += 1
@@ -198,6 +203,9 @@ class SqliteBank(SqliteReads):
                         "last_imported_at = ? WHERE id = ?", (inserted, seq, now, pk))
                     self._record_import(conn, cur.harness, pk, cur.path, inserted, now)
 
+            if any(revised.values()):
+                conn.executemany("UPDATE sessions SET last_imported_at = ? WHERE id = ?",
+                                 [(now, pks[n]) for n, k in revised.items() if k])
             if any(added.values()):  # index what this write added (ignored duplicates got no id)
                 conn.execute(f"INSERT INTO events_fts (rowid, text) SELECT id, {SEARCH_TEXT} FROM events "
                              "WHERE id > ?", (last_id,))
@@ -365,6 +373,12 @@ class SqliteBank(SqliteReads):
                 conn.executemany("UPDATE sessions SET state = 'live' WHERE harness = ? AND native_id = ? "
                                  "AND state != 'live'", [(harness, n) for n in native_ids])
 
+    def known_directories(self) -> list[str]:
+        """Every directory sessions worked in: repository roots, and cwds outside any repository."""
+        return [d for (d,) in self.conn.execute(
+            "SELECT DISTINCT coalesce(repo_root, cwd) FROM sessions WHERE coalesce(repo_root, cwd) IS NOT NULL "
+            "ORDER BY 1")]
+
     def shrink_memory(self) -> None:
         self.conn.execute("PRAGMA shrink_memory")
 
@@ -392,8 +406,8 @@ class SqliteBank(SqliteReads):
             (directory, identity.project, identity.root, identity.origin_url, identity.origin_id, utcnow()))
 
 
-def _new_rows(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> list[tuple]:
-    """Rows whose uid (their first value) the session does not hold yet, in order, once each.
+def _split_known(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> tuple[list[tuple], list[tuple]]:
+    """(rows whose uid the session lacks, once each and in order; rows it holds already).
     A re-read of a file offers events the bank has; numbering them would leave gaps in ``seq``."""
     uids = [row[0] for row in rows]
     held: set[str] = set()
@@ -401,12 +415,36 @@ def _new_rows(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> list[tupl
         part = uids[start:start + 500]
         held.update(uid for (uid,) in conn.execute(
             f"SELECT uid FROM events WHERE session_id = ? AND uid IN ({','.join('?' * len(part))})", (pk, *part)))
-    out = []
+    new, known = [], []
     for row in rows:
-        if row[0] not in held:
+        if row[0] in held:
+            known.append(row)
+        else:
             held.add(row[0])
-            out.append(row)
-    return out
+            new.append(row)
+    return new, known
+
+
+def _last_versions(rows: list[tuple]) -> list[tuple]:
+    """One row per uid: the last version, at the first one's place."""
+    latest: dict[str, tuple] = {}
+    for row in rows:
+        latest[row[0]] = row  # dicts keep the first insertion's position
+    return list(latest.values())
+
+
+_REVISED_COLUMNS = ("role", "kind", "text", "ts", "tool_name", "tool_input", "tool_call_id", "is_error", "model",
+                    "tokens_in", "tokens_out", "tokens_cache_read", "tokens_cache_write", "tokens_reasoning", "meta",
+                    "content_hash")
+
+
+def _revise(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> int:
+    """Rewrite events the agent rewrote; an identical version changes nothing. Position stays; the
+    full-text index follows through its update trigger."""
+    sets = ", ".join(f"{c} = ?" for c in _REVISED_COLUMNS)
+    return conn.executemany(
+        f"UPDATE events SET {sets} WHERE session_id = ? AND uid = ? AND (content_hash IS NOT ? OR meta IS NOT ?)",
+        [(*row[1:], pk, row[0], row[-1], row[-3]) for row in rows]).rowcount
 
 
 def _prepare_rows(events: list[Event]) -> list[tuple]:

@@ -58,7 +58,7 @@ class SqliteReads:
             return stats.setdefault(name, {
                 "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0,
                 "sessions": 0, "events": 0, "last_import": None, "git_errors": 0,
-                "malformed": 0, "oversize": 0, "unreadable": 0, "unknown_types": 0, "drift": {},
+                "malformed": 0, "oversize": 0, "unreadable": 0, "unknown_types": 0, "drift": {}, "version": None,
             })
 
         for harness, status, n in self.conn.execute(
@@ -72,6 +72,12 @@ class SqliteReads:
                 "FROM sessions GROUP BY harness"):
             e = entry(harness)
             e["sessions"], e["events"], e["git_errors"] = sessions, events or 0, git_errors or 0
+        # The agent's version as its newest session recorded it (the store names it, we don't guess).
+        for harness, version in self.conn.execute(
+                "SELECT harness, agent_version FROM (SELECT harness, agent_version, row_number() OVER "
+                "(PARTITION BY harness ORDER BY coalesce(updated_at, '') DESC, id DESC) AS n FROM sessions "
+                "WHERE agent_version IS NOT NULL) WHERE n = 1"):
+            entry(harness)["version"] = version
         for harness, at in self.conn.execute("SELECT harness, max(at) FROM imports GROUP BY harness"):
             entry(harness)["last_import"] = at
         for harness, kind, n in self.conn.execute(

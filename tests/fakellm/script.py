@@ -26,15 +26,17 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-READ_FILE = re.compile(r"READ_FILE\s+(\S+)")
+# The path stops at a quote: opencode and Kilo store (and send) a spaced argument wrapped in quotes.
+READ_FILE = re.compile(r"READ_FILE\s+([^\s\"'`]+)")
 SPAWN_AGENT = re.compile(r"SPAWN_AGENT\b[ \t]*([^\n]*)")
 SLOW = re.compile(r"SLOW\s+(\d+(?:\.\d+)?)")
 TOKENS = re.compile(r"TOKENS\s+(\d+)")
 
 DEFAULT_TEXT = "Hi! I am the fake model. Nothing else to report."
+TITLE = "Fake session title"
 SUBAGENT_PROMPT = "Say hi from the subagent."
 READER_NAMES = ("read", "read_file", "readfile", "view", "view_file", "read_text_file")
-PATH_KEYS = ("file_path", "absolute_path", "filePath", "path", "filename", "file")
+PATH_KEYS = ("file_path", "absolute_path", "filePath", "filepath", "path", "filename", "file")
 SUBAGENT_TOOLS = ("Agent", "Task", "spawn_agent", "task")
 
 
@@ -60,6 +62,7 @@ class Conversation:
     tool_results: list[tuple[str, bool]] = field(default_factory=list)  # (content, is_error) when last
     json_schema: dict[str, Any] | None = None  # a structured-output schema the request demands
     result_of: str = ""  # name of the tool whose result ends the conversation
+    json_mode: bool = False  # JSON asked for without a schema (``response_format: json_object``)
 
     @property
     def ends_with_tool_result(self) -> bool:
@@ -103,6 +106,8 @@ def _answer(conv: Conversation) -> Reply:
         return Reply(text="The subagent has finished; nothing more to do.")
     if conv.json_schema is not None or _wants_json(conv):
         return Reply(text=json.dumps(_json_answer(conv)))
+    if _is_title_request(conv):
+        return Reply(text=TITLE)
     call = None
     if conv.tools and (m := SPAWN_AGENT.search(conv.prompt)):
         call = _spawn_call(conv.tools, m.group(1))
@@ -191,8 +196,15 @@ def _is_compaction(conv: Conversation) -> bool:
     return any(ask in text for ask in COMPACTION_ASKS)
 
 
+def _is_title_request(conv: Conversation) -> bool:
+    """A side request for a session title (opencode, Kilo): answered with a title, not a greeting."""
+    return not conv.tools and "title generator" in conv.system.lower()
+
+
 def _wants_json(conv: Conversation) -> bool:
     """A side request (title, topic, classification...) that asks for a JSON answer."""
+    if conv.json_mode:
+        return True
     if conv.tools:
         return False
     return "json" in conv.system.lower() or "json" in conv.prompt.lower()
@@ -206,8 +218,8 @@ def _json_answer(conv: Conversation) -> Any:
     if "isNewTopic" in text:
         answer["isNewTopic"] = False
     if "title" in text.lower():
-        answer["title"] = "Fake session title"
-    return answer or {"title": "Fake session title"}
+        answer["title"] = TITLE
+    return answer or {"title": TITLE}
 
 
 def schema_instance(schema: Any) -> Any:

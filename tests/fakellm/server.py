@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from tests.fakellm import anthropic, openai_responses
+from tests.fakellm import anthropic, gemini, openai_chat, openai_responses
 from tests.fakellm.wire import JsonResponse, Request, Response, SseResponse, error
 
 Handler = Callable[[Request], Response]
@@ -27,13 +27,16 @@ def list_models(req: Request) -> Response:
     return JsonResponse({"object": "list", "data": data})
 
 
-# (method, path regex, handler). OpenAI Chat Completions (`/v1/chat/completions`) and Gemini
-# (`/v1beta/models/<m>:generateContent`, `:streamGenerateContent`) slot in here as their modules land.
+# (method, path regex, handler); the first match wins.
 ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("POST", re.compile(r"/v1/messages"), anthropic.messages),
     ("POST", re.compile(r"/v1/messages/count_tokens"), anthropic.count_tokens),
     ("POST", re.compile(r"/v1/responses"), openai_responses.responses),
+    ("POST", re.compile(r"/v1/chat/completions"), openai_chat.chat_completions),
     ("GET", re.compile(r"/v1/models"), list_models),
+    ("POST", re.compile(r"/v1(?:beta|alpha)?/models/[^/]+:\w+"), gemini.models_action),
+    ("GET", re.compile(r"/v1(?:beta|alpha)/models"), gemini.list_models),
+    ("GET", re.compile(r"/v1(?:beta|alpha)/models/[^/:]+"), gemini.get_model),
 ]
 
 

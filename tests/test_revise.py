@@ -1,0 +1,82 @@
+"""Agents that rewrite a record in place (Gemini re-appends a message id as it grows; opencode
+updates a part while it streams): the last version wins, in the first one's place."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import parsers
+from harvester.bank import open_bank
+from harvester.model import Batch, Event
+from parsers.base import Harness, Record, SourceRef, SourceSpec, json_objects
+from tests.helpers import bank_rows, scan
+
+
+def _parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
+    batch = Batch(state=state, revise=True)
+    session = batch.session("s1")
+    session.cwd = "/work/app"
+    for _record, data in json_objects(records, batch.problems):
+        batch.events.append(
+            Event(
+                "s1",
+                data["id"],
+                data.get("role", "assistant"),
+                "text",
+                data["text"],
+                meta={"rewound": True} if data.get("rewound") else None,
+            )
+        )
+    return batch
+
+
+@pytest.fixture
+def revising(monkeypatch: pytest.MonkeyPatch) -> Harness:
+    harness = Harness(
+        "revising", lambda env, home: [home / "store"], (SourceSpec("*.jsonl", "jsonl"),), _parse
+    )
+    monkeypatch.setitem(parsers.HARNESSES, "revising", harness)
+    return harness
+
+
+def _texts(bank: Path) -> list[tuple[int, str, Any]]:
+    with open_bank(bank) as b:
+        return [(e["seq"], e["text"], e["meta"]) for e in b.events(b.list_sessions()[0]["id"])]
+
+
+def test_last_version_wins_in_place(tmp_path: Path, revising: Harness) -> None:
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    (home / "store").mkdir(parents=True)
+    store = home / "store" / "s.jsonl"
+    store.write_text(
+        '{"id": "m1", "role": "user", "text": "question"}\n{"id": "m2", "text": "partial ans"}\n'
+    )
+    scan(home, bank, ("revising",))
+    with store.open("a") as f:  # the same message again, grown; then a new one; then m2 once more
+        f.write(
+            '{"id": "m2", "text": "partial answer, now complete"}\n{"id": "m3", "text": "next"}\n'
+            '{"id": "m2", "text": "final answer", "rewound": true}\n'
+        )
+    scan(home, bank, ("revising",))
+    assert _texts(bank) == [(1, "question", None), (2, "final answer", {"rewound": True}), (3, "next", None)]
+    with open_bank(bank) as b:
+        assert [h["seq"] for h in b.search("final")] == [2]
+        assert b.search("partial") == []  # the index follows the rewrite
+    before = bank_rows(bank)
+    store.write_bytes(store.read_bytes())  # re-read from the start (new mtime, same bytes): no change
+    scan(home, bank, ("revising",))
+    assert bank_rows(bank) == before
+
+
+def test_one_chunk_holding_several_versions_keeps_the_last(tmp_path: Path, revising: Harness) -> None:
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    (home / "store").mkdir(parents=True)
+    (home / "store" / "s.jsonl").write_text(
+        '{"id": "m1", "text": "a"}\n{"id": "m2", "text": "b"}\n{"id": "m1", "text": "a, revised"}\n'
+    )
+    scan(home, bank, ("revising",))
+    assert _texts(bank) == [(1, "a, revised", None), (2, "b", None)]
