@@ -26,13 +26,15 @@ def scan(
     env: dict[str, str] | None = None,
     template: str = DEFAULT_BANK_ID_TEMPLATE,
     parallel_bytes: int | None = None,
+    extra_roots: dict[str, list[Path]] | None = None,
 ) -> ScanReport:
     bank = open_bank(bank_path)
     try:
         harnesses = [HARNESSES[n] for n in names] if names else list(HARNESSES.values())
         options = {} if parallel_bytes is None else {"parallel_bytes": parallel_bytes}
         with Ingestor(bank, template, **options) as ingestor:
-            return ingestor.scan(harnesses, env if env is not None else {"HOME": str(home)}, home)
+            return ingestor.scan(harnesses, env if env is not None else {"HOME": str(home)}, home,
+                                 extra_roots=extra_roots)
     finally:
         bank.close()
 

@@ -1,0 +1,163 @@
+"""Real agents, end to end: each pinned CLI runs offline against tests/fakellm while `harvester run`
+watches its store; the bank must hold every turn, once, in order — live, and again after a clean scan.
+
+Installs go to .cache/agents (reused when present). An agent that cannot be installed fails its
+test with the reason: nothing here is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests import realagents
+from tests.daemon import FAST, Daemon, wait_for
+from tests.fakellm import FakeLLM
+from tests.helpers import scan
+
+HELLO = "Hi! I am the fake model."
+SECRET = "pelican"  # in notes.txt: the tool result must carry it
+
+
+@dataclass(frozen=True)
+class Expect:
+    harness: str  # our harness name for the agent's store
+    sessions: int = 1  # sessions the two turns make (Aider: one per run)
+    tools: bool = True  # the agent calls the file-read tool (Aider has no tools: the file is in its prompt)
+    kill: bool = False  # also: kill it mid-turn, the session must end abandoned or ended
+
+
+EXPECT: dict[str, Expect] = {
+    "claude-code": Expect("claude-code", kill=True),
+    "codex": Expect("codex", kill=True),
+}
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+def _events(bank: Path, harness: str) -> list[tuple]:
+    """(session, role, kind, text, tool_name, state) of the harness's sessions in the repo's bank."""
+    if not bank.exists():
+        return []
+    conn = sqlite3.connect(f"file:{bank}?mode=ro", uri=True, timeout=5)
+    try:
+        return conn.execute(
+            "SELECT s.native_id, e.role, e.kind, e.text, e.tool_name, s.state FROM events e "
+            "JOIN sessions s ON s.id = e.session_id WHERE s.harness = ? AND s.bank_id = ? "
+            "AND s.parent_native_id IS NULL ORDER BY s.started_at, s.id, e.seq",
+            (harness, "coding-agent::demo-repo")).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        conn.close()
+
+
+def _identities(bank: Path, harness: str) -> list[tuple]:
+    conn = sqlite3.connect(f"file:{bank}?mode=ro", uri=True)
+    try:
+        return conn.execute(
+            "SELECT s.native_id, s.bank_id, e.seq, e.uid, e.content_hash FROM events e "
+            "JOIN sessions s ON s.id = e.session_id WHERE s.harness = ? ORDER BY s.native_id, e.seq",
+            (harness,)).fetchall()
+    finally:
+        conn.close()
+
+
+def _unquote(text: str) -> str:
+    return text.strip().strip('"')
+
+
+def _transcript_gaps(events: list[tuple], expect: Expect, read_prompt: str) -> list[str]:
+    """What the two turns should have left, in order; returns what is missing (empty: all there)."""
+    wanted = [
+        ("user", lambda e: _unquote(e[3]) == "say hi"),
+        ("assistant", lambda e: e[2] == "text" and e[3].startswith(HELLO)),
+        ("user", lambda e: _unquote(e[3]) == read_prompt),
+    ]
+    if expect.tools:
+        wanted += [
+            ("assistant tool_call", lambda e: e[2] == "tool_call"),
+            ("tool result", lambda e: e[2] == "tool_result" and SECRET in e[3]),
+        ]
+    wanted += [("assistant", lambda e: e[2] == "text" and "The file says" in e[3] and SECRET in e[3])]
+    missing, position = [], 0
+    for label, test in wanted:
+        hit = next((i for i in range(position, len(events)) if test(events[i])), None)
+        if hit is None:
+            missing.append(label)
+        else:
+            position = hit + 1
+    return missing
+
+
+def _duplicates(events: list[tuple]) -> list[tuple]:
+    seen: dict[tuple, int] = {}
+    for e in events:
+        if e[1] in ("user", "assistant", "tool") and e[2] in ("text", "tool_call", "tool_result"):
+            key = (e[1], e[2], _unquote(e[3]))
+            seen[key] = seen.get(key, 0) + 1
+    return [k for k, n in seen.items() if n > 1]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECT))
+def test_two_turns_are_captured_live_and_by_a_clean_scan(name: str, tmp_path: Path, llm: FakeLLM) -> None:
+    agent, expect = realagents.AGENTS[name], EXPECT[name]
+    try:
+        realagents.install(agent)
+    except Exception as exc:  # the registry is down, the version vanished: say so, do not skip
+        pytest.fail(f"cannot install {agent.package}@{agent.version}: {exc}")
+    daemon = Daemon(tmp_path)
+    daemon.config.write_text(f'[roots]\naider = ["{tmp_path}"]\n' + FAST)
+    home = daemon.home
+    repo = realagents.make_repo(tmp_path)
+    realagents.write_config(agent, home, llm.port)
+    daemon.start()
+    read_prompt = f"READ_FILE {repo / 'notes.txt'}"
+    try:
+        for args in (realagents.prompt_args(agent, "say hi", home=home),
+                     realagents.prompt_args(agent, read_prompt, resume=True, home=home)):
+            result = realagents.run(agent, args, cwd=repo, home=home, port=llm.port)
+            assert result.returncode == 0, f"{name} exited {result.returncode}: {result.stderr[-2000:]}"
+        wait_for(lambda: not _transcript_gaps(_events(daemon.bank, expect.harness), expect, read_prompt), 20,
+                 f"{name}'s two turns in the bank")
+        live = _events(daemon.bank, expect.harness)
+        assert len({e[0] for e in live}) == expect.sessions, live
+        assert _duplicates(live) == []
+        if expect.kill:
+            _kill_mid_turn(agent, expect, daemon, repo, llm)
+    finally:
+        if daemon.proc is not None:
+            assert daemon.stop() == 0, daemon.log.read_text()[-3000:]
+    # The same store, read by a clean scan into a fresh bank, gives the same events.
+    clean = tmp_path / "clean.sqlite"
+    env = {**realagents.agent_env(agent, home, llm.port), "HOME": str(home)}
+    scan(home, clean, (expect.harness,), env=env, extra_roots={"aider": [tmp_path]})
+    assert _identities(clean, expect.harness) == _identities(daemon.bank, expect.harness)
+
+
+def _kill_mid_turn(agent: realagents.Agent, expect: Expect, daemon: Daemon, repo: Path, llm: FakeLLM) -> None:
+    """A third turn that the model answers slowly; the agent is killed while it waits."""
+    prompt = "SLOW 20 a turn that never finishes"
+    proc = realagents.popen(agent, realagents.prompt_args(agent, prompt, resume=True, home=daemon.home),
+                            repo, daemon.home, llm.port)
+    try:
+        wait_for(lambda: any(prompt in e[3] for e in _events(daemon.bank, expect.harness)), 20,
+                 "the third prompt in the bank")
+        time.sleep(1.0)  # the service's process check (every 0.3 s here) sees the agent at work
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    states = lambda: {e[5] for e in _events(daemon.bank, expect.harness) if prompt in e[3]}  # noqa: E731
+    wait_for(lambda: states() & {"abandoned", "ended"}, 10, "the killed session to be marked")
+    assert states() <= {"abandoned", "ended"}
