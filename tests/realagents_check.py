@@ -31,7 +31,9 @@ from tests.fakellm.server import FakeLLM
 SECRET = "pelican"  # in notes.txt (realagents.make_repo): proves the file's content reached the store
 RUN_TIMEOUT = 300
 # Bulky trees that hold no history (dependencies, git objects, npm cache, logs): one line each.
-COLLAPSE = ("node_modules", ".git", "bin", "log", "logs", "cache", ".cache", ".npm", "snapshot", "debug")
+COLLAPSE = (
+    "node_modules", ".git", "bin", "log", "logs", "cache", ".cache", ".npm", "snapshot", "debug", "skills", "plugins",
+)  # fmt: skip
 
 
 @dataclass

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
 
-from tests.fakellm.script import READ_FILE, Conversation, Reply, Tool, decide
+from tests.fakellm.script import READ_FILE, Conversation, Reply, Tool, decide, is_side_request
 from tests.fakellm.wire import JsonResponse, Request, Response, SseEvent, SseResponse, error, estimate_tokens
 from tests.fakellm.wire import new_id as _id
 
@@ -109,7 +109,7 @@ def aider_reply(body: dict[str, Any], conv: Conversation) -> Reply | None:
 
     None when the request is not one of those (the script decides as usual).
     """
-    if conv.tools or body.get("tools"):
+    if conv.tools or body.get("tools") or is_side_request(conv):
         return None
     asked = conv.prompt
     if asked.startswith(AIDER_ADDED):  # Aider's follow-up after adding the file: the ask came earlier

@@ -15,7 +15,8 @@ Each protocol module turns its request into a :class:`Conversation` and renders 
     Report ``n`` input tokens in the usage of this answer (to push an agent into auto-compaction).
 
 Once the conversation ends with a tool result, the answer is a final text quoting that result.
-Side requests (no tools offered, or a JSON answer asked for) get short text or valid JSON.
+Side requests get a fitting answer: a title request a title, a request for JSON (a schema, a JSON mode,
+or "json" in a tool-less prompt) valid JSON.
 """
 
 from __future__ import annotations
@@ -104,10 +105,12 @@ def _answer(conv: Conversation) -> Reply:
         return Reply(text=_after_tool(conv))
     if "<subagent_notification>" in conv.prompt:  # Codex tells the parent that a child finished
         return Reply(text="The subagent has finished; nothing more to do.")
-    if conv.json_schema is not None or _wants_json(conv):
+    if conv.json_schema is not None or conv.json_mode:
         return Reply(text=json.dumps(_json_answer(conv)))
-    if _is_title_request(conv):
+    if _is_title_request(conv):  # before the JSON guess: opencode's title prompt mentions JSON
         return Reply(text=TITLE)
+    if _wants_json(conv):
+        return Reply(text=json.dumps(_json_answer(conv)))
     call = None
     if conv.tools and (m := SPAWN_AGENT.search(conv.prompt)):
         call = _spawn_call(conv.tools, m.group(1))
@@ -194,6 +197,11 @@ COMPACTION_ASKS = (
 def _is_compaction(conv: Conversation) -> bool:
     text = conv.prompt.lower()
     return any(ask in text for ask in COMPACTION_ASKS)
+
+
+def is_side_request(conv: Conversation) -> bool:
+    """A request the agent makes beside the conversation: a title, a summary, a JSON classification."""
+    return conv.json_schema is not None or conv.json_mode or _is_title_request(conv) or _is_compaction(conv)
 
 
 def _is_title_request(conv: Conversation) -> bool:

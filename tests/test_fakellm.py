@@ -1,0 +1,140 @@
+"""The fake model server's Chat Completions and Gemini protocols, over HTTP (no agent needed)."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.fakellm import FakeLLM
+
+READ_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "read",
+        "parameters": {"type": "object", "properties": {"filePath": {"type": "string"}}},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+def post(llm: FakeLLM, path: str, body: dict[str, Any]) -> tuple[str, bytes]:
+    request = urllib.request.Request(
+        llm.base_url + path, json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.headers["Content-Type"], response.read()
+
+
+def sse(data: bytes) -> list[Any]:
+    lines = [line[6:] for line in data.decode().splitlines() if line.startswith("data: ")]
+    return [line if line == "[DONE]" else json.loads(line) for line in lines]
+
+
+def test_chat_streams_one_tool_call_then_quotes_the_result(llm: FakeLLM) -> None:
+    messages = [{"role": "user", "content": '"READ_FILE /tmp/x/notes.txt"'}]  # opencode quotes the prompt
+    body = {"model": "m", "messages": messages, "tools": [READ_TOOL], "stream": True}
+    kind, data = post(llm, "/v1/chat/completions", {**body, "stream_options": {"include_usage": True}})
+    chunks = sse(data)
+    assert kind == "text/event-stream" and chunks[-1] == "[DONE]"
+    assert chunks[-2]["choices"] == [] and chunks[-2]["usage"]["total_tokens"] > 0
+    assert chunks[-3]["choices"][0]["finish_reason"] == "tool_calls"
+    deltas = [c["choices"][0]["delta"].get("tool_calls") for c in chunks[:-2] if c["choices"]]
+    calls = [call for d in deltas if d for call in d]
+    assert calls[0]["id"].startswith("call_") and calls[0]["function"]["name"] == "read"
+    arguments = "".join(c["function"]["arguments"] for c in calls)
+    assert json.loads(arguments) == {"filePath": "/tmp/x/notes.txt"}
+
+    call = {"id": calls[0]["id"], "type": "function", "function": {"name": "read", "arguments": arguments}}
+    messages += [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": "The secret word is pelican."},
+    ]
+    _, data = post(llm, "/v1/chat/completions", {**body, "messages": messages, "stream": False})
+    choice = json.loads(data)["choices"][0]
+    assert choice["finish_reason"] == "stop"
+    assert choice["message"]["content"] == "The file says: The secret word is pelican."
+
+
+def test_chat_reasoning_json_and_titles(llm: FakeLLM) -> None:
+    think = {"model": "m", "messages": [{"role": "user", "content": "THINK then say hi"}], "stream": True}
+    deltas = [c["choices"][0]["delta"] for c in sse(post(llm, "/v1/chat/completions", think)[1])[:-1]]
+    assert any("reasoning_content" in d for d in deltas) and any(d.get("content") for d in deltas)
+
+    ask = {"model": "m", "messages": [{"role": "user", "content": "classify"}]}
+    fmt = {"type": "json_object"}
+    answer = json.loads(post(llm, "/v1/chat/completions", {**ask, "response_format": fmt})[1])
+    assert isinstance(json.loads(answer["choices"][0]["message"]["content"]), dict)
+
+    system = {"role": "system", "content": "You are a title generator. Answer JSON-free."}
+    title = {"model": "m", "messages": [system, {"role": "user", "content": "READ_FILE /a/b.txt"}]}
+    answer = json.loads(post(llm, "/v1/chat/completions", title)[1])
+    assert answer["choices"][0]["message"]["content"] == "Fake session title"
+
+
+def test_chat_without_tools_asks_for_the_file_then_quotes_it(llm: FakeLLM) -> None:
+    """Aider: no tools; it adds the named file to the chat and asks again."""
+    ask = [{"role": "user", "content": "READ_FILE /repo/notes.txt"}]
+    first = json.loads(post(llm, "/v1/chat/completions", {"model": "m", "messages": ask})[1])
+    assert "notes.txt" in first["choices"][0]["message"]["content"]
+    again = [
+        *ask,
+        {"role": "assistant", "content": first["choices"][0]["message"]["content"]},
+        {"role": "user", "content": "notes.txt\n```\nThe secret word is pelican.\n```\n"},
+        {"role": "assistant", "content": "Ok."},
+        {"role": "user", "content": "I added these files to the chat: notes.txt\nLet me know..."},
+    ]
+    answer = json.loads(post(llm, "/v1/chat/completions", {"model": "m", "messages": again})[1])
+    assert answer["choices"][0]["message"]["content"] == "The file says: The secret word is pelican."
+
+
+def test_gemini_router_json_tool_call_and_function_response(llm: FakeLLM) -> None:
+    schema = {
+        "type": "OBJECT",
+        "properties": {"complexity_reasoning": {"type": "STRING"}, "complexity_score": {"type": "INTEGER"}},
+    }
+    router = {
+        "contents": [{"role": "user", "parts": [{"text": "READ_FILE /r/notes.txt"}]}],
+        "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": schema},
+    }
+    answer = json.loads(post(llm, "/v1beta/models/gemini-x:generateContent", router)[1])
+    routed = json.loads(answer["candidates"][0]["content"]["parts"][0]["text"])
+    assert isinstance(routed["complexity_reasoning"], str) and 1 <= routed["complexity_score"] <= 100
+
+    tools = [{"functionDeclarations": [{"name": "read_file", "parametersJsonSchema": {
+        "type": "object", "properties": {"file_path": {"type": "string"}}}}]}]  # fmt: skip
+    turn = {"contents": router["contents"], "tools": tools}
+    path = "/v1beta/models/gemini-x:streamGenerateContent?alt=sse"
+    chunks = sse(post(llm, path, turn)[1])
+    parts = [p for c in chunks for p in c["candidates"][0]["content"]["parts"]]
+    assert parts == [{"functionCall": {"name": "read_file", "args": {"file_path": "/r/notes.txt"}}}]
+    assert chunks[-1]["candidates"][0]["finishReason"] == "STOP" and "usageMetadata" in chunks[-1]
+
+    response = {"functionResponse": {"name": "read_file", "response": {"output": "pelican"}}}
+    turn["contents"] = [
+        *turn["contents"],
+        {"role": "model", "parts": parts},
+        {"role": "user", "parts": [response]},
+    ]
+    final = json.loads(post(llm, "/v1beta/models/gemini-x:generateContent", turn)[1])
+    assert final["candidates"][0]["content"]["parts"] == [{"text": "The file says: pelican"}]
+
+    think = {"contents": [{"role": "user", "parts": [{"text": "THINK, then say hi"}]}]}
+    parts = json.loads(post(llm, "/v1beta/models/gemini-x:generateContent", think)[1])["candidates"][0]
+    assert parts["content"]["parts"][0]["thought"] is True
+
+
+def test_model_lists(llm: FakeLLM) -> None:
+    with urllib.request.urlopen(llm.base_url + "/v1beta/models", timeout=10) as response:
+        names = [m["name"] for m in json.loads(response.read())["models"]]
+    assert "models/fake-model" in names
+    with urllib.request.urlopen(llm.base_url + "/v1/models", timeout=10) as response:
+        assert json.loads(response.read())["object"] == "list"
