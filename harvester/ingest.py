@@ -160,7 +160,7 @@ class Ingestor:
         for item in found:
             cursor = known.get(str(item.path))
             try:
-                st = source_stat(item.path, item.spec.format)
+                st = source_stat(item.path, item.spec.format, item.spec.related)
             except OSError:
                 pending.append((item, cursor, 0))  # reading will say what is wrong
                 continue

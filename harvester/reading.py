@@ -72,7 +72,7 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
     path = str(found.path)
     fmt = found.spec.format
     try:
-        st = source_stat(path, fmt)
+        st = source_stat(path, fmt, found.spec.related)
     except FileNotFoundError:
         _vanished(outcome, cursor)
         return
@@ -159,8 +159,10 @@ def _document(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
     """A whole-document source (JSON rewritten in place), with the documents related to it: read it
     all; uids make re-reads harmless."""
     path = str(ref.path)
+    # Taken before reading, and over the related documents too: a change after this stat shows as a
+    # difference at the next check, never as something already seen.
+    st = source_stat(path, "json", found.spec.related)
     with open(path, "rb") as stream:
-        st = os.fstat(stream.fileno())
         data = stream.read()
     records = [Record(1, data)] if data.strip() else []
     for other in found.spec.related(found.path) if found.spec.related else ():

@@ -311,7 +311,11 @@ class Service:
         changes: list[tuple[int, str]] = []
         for session in sessions:
             key = (harness.name, session["native_id"])
-            mtime = _mtime(session["source_path"])
+            # When the session was last written: the earlier of its own last record's time and its
+            # file's mtime (one database holds every opencode session: the file says "some session
+            # was written", the session's time says which).
+            times = [t for t in (_epoch(session["updated_at"]), _mtime(session["source_path"])) if t is not None]
+            mtime = min(times) if times else None
             holder = _holder(session, mtime, running)
             verdict = judge(held=holder is not None, was_held=key in self._held and holder is None,
                             source_mtime=mtime, last_turn=session["last_turn"], recent_s=t.recent_minutes * 60,
@@ -477,6 +481,16 @@ def _libc_malloc_trim() -> Callable[[int], int] | None:
 
 
 _malloc_trim = _libc_malloc_trim() if sys.platform.startswith("linux") else None
+
+
+def _epoch(ts: str | None) -> float | None:
+    if not ts:
+        return None
+    try:
+        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def _mtime(path: str | None) -> float | None:

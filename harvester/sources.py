@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import BinaryIO
@@ -120,17 +120,18 @@ class Stat:
     st_mtime_ns: int
 
 
-def source_stat(path: str | Path, fmt: str) -> Stat:
+def source_stat(path: str | Path, fmt: str, related: Callable[[PurePath], list[PurePath]] | None = None) -> Stat:
     """A source's stat. A SQLite database's writes land in its -wal file first and leave the main
-    file untouched until a checkpoint: both count."""
+    file untouched until a checkpoint; a document's related documents change on their own: all count."""
     st = os.stat(path)
     size, mtime = st.st_size, st.st_mtime_ns
-    if fmt == "sqlite":
+    others = [f"{path}-wal"] if fmt == "sqlite" else [str(p) for p in related(PurePath(path))] if related else []
+    for other in others:
         try:
-            wal = os.stat(f"{path}-wal")
-            size, mtime = size + wal.st_size, max(mtime, wal.st_mtime_ns)
+            extra = os.stat(other)
         except FileNotFoundError:
-            pass
+            continue
+        size, mtime = size + extra.st_size, max(mtime, extra.st_mtime_ns)
     return Stat(st.st_dev, st.st_ino, size, mtime)
 
 

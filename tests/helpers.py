@@ -6,6 +6,7 @@ import os
 import shutil
 import sqlite3
 import uuid as uuidlib
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +51,15 @@ def claude_dir(home: Path, cwd: str) -> Path:
 class ClaudeSession:
     """Writes a Claude Code transcript the way Claude Code does: one JSON object per line."""
 
-    def __init__(self, home: Path, cwd: str, session_id: str | None = None, version: str = "2.1.197") -> None:
+    def __init__(self, home: Path, cwd: str, session_id: str | None = None, version: str = "2.1.197",
+                 live: bool = False) -> None:
         self.id = session_id or str(uuidlib.uuid4())
         self.cwd = cwd
         self.version = version
         self.path = claude_dir(home, cwd) / f"{self.id}.jsonl"
         self.parent: str | None = None
         self.n = 0
+        self.live = live  # timestamps of now, as an agent at work writes them (else fixed, deterministic)
 
     def _envelope(self, kind: str, **extra: Any) -> dict[str, Any]:
         self.n += 1
@@ -70,7 +73,8 @@ class ClaudeSession:
             "gitBranch": "main",
             "type": kind,
             "uuid": str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{self.id}/{self.n}")),
-            "timestamp": f"2026-11-01T10:{self.n // 60 % 60:02d}:{self.n % 60:02d}.000Z",
+            "timestamp": (datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z") if self.live
+                          else f"2026-11-01T10:{self.n // 60 % 60:02d}:{self.n % 60:02d}.000Z"),
         }
         record.update(extra)
         self.parent = record["uuid"]

@@ -80,3 +80,16 @@ def test_one_chunk_holding_several_versions_keeps_the_last(tmp_path: Path, revis
     )
     scan(home, bank, ("revising",))
     assert _texts(bank) == [(1, "a, revised", None), (2, "b", None)]
+
+
+def test_a_revision_that_changes_only_meta_is_kept(tmp_path: Path, revising: Harness) -> None:
+    """A rewind marks a message without changing its text: only its meta differs."""
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    (home / "store").mkdir(parents=True)
+    store = home / "store" / "s.jsonl"
+    store.write_text('{"id": "m1", "text": "same words"}\n')
+    scan(home, bank, ("revising",))
+    with store.open("a") as f:
+        f.write('{"id": "m1", "text": "same words", "rewound": true}\n')
+    scan(home, bank, ("revising",))
+    assert _texts(bank) == [(1, "same words", {"rewound": True})]

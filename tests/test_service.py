@@ -102,7 +102,7 @@ def test_session_is_ended_or_abandoned_when_its_agent_exits(
     agent = _fake_agent(daemon, "claude", repo)
     try:
         time.sleep(0.2)
-        s = ClaudeSession(daemon.home, str(repo))
+        s = ClaudeSession(daemon.home, str(repo), live=True)
         lines = [s.user("do the thing")]
         if finished:
             line = orjson.loads(s.assistant("done"))

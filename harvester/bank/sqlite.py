@@ -444,7 +444,7 @@ def _revise(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> int:
     sets = ", ".join(f"{c} = ?" for c in _REVISED_COLUMNS)
     return conn.executemany(
         f"UPDATE events SET {sets} WHERE session_id = ? AND uid = ? AND (content_hash IS NOT ? OR meta IS NOT ?)",
-        [(*row[1:], pk, row[0], row[-1], row[-3]) for row in rows]).rowcount
+        [(*row[1:], pk, row[0], row[-1], row[-2]) for row in rows]).rowcount  # (..., meta, content_hash)
 
 
 def _prepare_rows(events: list[Event]) -> list[tuple]:
