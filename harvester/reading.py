@@ -81,7 +81,7 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
         return
     if cursor is not None and unchanged(cursor, st):
         return
-    ref = SourceRef(found.path, found.root, found.spec.variant, _read_sidecar(found))
+    ref = SourceRef(found.path, found.root, found.spec.variant, _read_sidecar(found), st.st_mtime_ns)
     try:
         if fmt in ("jsonl", "lines"):
             with open(path, "rb") as stream:

@@ -56,7 +56,7 @@ def discover(harness: Harness, roots: list[Path]) -> Iterator[Found]:
         for spec in harness.sources:
             for path in sorted(root.glob(spec.pattern)):
                 key = str(path)
-                if key in seen or not path.is_file():
+                if key in seen or path.name in spec.ignore or not path.is_file():
                     continue
                 if spec.shadowed_by is not None and os.path.exists(spec.shadowed_by(path)):
                     continue
@@ -71,7 +71,7 @@ def match(harness: Harness, root: Path, path: Path) -> Found | None:
     except ValueError:
         return None
     for spec in harness.sources:
-        if _glob_match(rel.parts, tuple(spec.pattern.split("/"))):
+        if path.name not in spec.ignore and _glob_match(rel.parts, tuple(spec.pattern.split("/"))):
             if spec.shadowed_by is not None and os.path.exists(spec.shadowed_by(path)):
                 return None
             return Found(path, root, spec)

@@ -65,6 +65,8 @@ class SourceSpec:
     # json: other documents that belong to this one (opencode's storage/ tree keeps a session's
     # messages and parts in files of their own); each is handed to the parser after it.
     related: Callable[[PurePath], list[PurePath]] | None = None
+    # File names the pattern matches that are not sessions (Continue's sessions.json index).
+    ignore: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,7 @@ class SourceRef:
     root: PurePath
     variant: str = "main"
     sidecar: bytes | None = None
+    mtime_ns: int = 0  # when the source was last written (for formats whose records carry no time)
 
 
 @dataclass(frozen=True, slots=True)

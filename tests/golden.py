@@ -10,9 +10,14 @@ any change in what a parser produces shows up as a diff to review. After a delib
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 import sys
 import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +26,61 @@ import orjson
 from harvester.bank import open_bank
 from tests.helpers import FIXTURES, scan
 
-# harness -> (environment variable naming the agent's root, parser name)
-HARNESS_ROOT_ENV = {"claude_code": ("CLAUDE_CONFIG_DIR", "claude-code"), "codex": ("CODEX_HOME", "codex")}
 TEXT_KEPT = 160  # characters of each event's text in the expected file; content_hash covers the rest
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a fixture tree (laid out like the agent's own root) becomes what the agent would see."""
+
+    harness: str
+    place: Callable[[Path, Path], tuple[dict[str, str], dict[str, list[Path]]]]  # (copy, home) -> (env, roots)
+
+
+def _env(name: str) -> Callable[[Path, Path], tuple[dict[str, str], dict[str, list[Path]]]]:
+    return lambda tree, home: ({name: str(tree)}, {})
+
+
+def _gemini(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, list[Path]]]:
+    (home / ".gemini").symlink_to(tree, target_is_directory=True)  # GEMINI_CLI_HOME names the parent
+    return {}, {}
+
+
+def _database(app: str, db: str) -> Callable[[Path, Path], tuple[dict[str, str], dict[str, list[Path]]]]:
+    def place(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, list[Path]]]:
+        # Hand-written databases are kept as SQL text (no binary in the repository): build the file.
+        if (tree / f"{app}.sql").exists() and not (tree / db).exists():
+            conn = sqlite3.connect(tree / db)
+            conn.executescript((tree / f"{app}.sql").read_text())
+            conn.commit()
+            conn.close()
+        (home / ".local" / "share").mkdir(parents=True)
+        (home / ".local" / "share" / app).symlink_to(tree, target_is_directory=True)
+        return {}, {}
+    return place
+
+
+def _repositories(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, list[Path]]]:
+    """Aider keeps its history in each repository: every folder holding one is a configured root."""
+    return {}, {"aider": sorted(p.parent for p in tree.rglob(".aider.chat.history.md"))}
+
+
+LAYOUTS: dict[str, Layout] = {
+    "claude_code": Layout("claude-code", _env("CLAUDE_CONFIG_DIR")),
+    "codex": Layout("codex", _env("CODEX_HOME")),
+    "qwen_code": Layout("qwen-code", _env("QWEN_HOME")),
+    "gemini_cli": Layout("gemini-cli", _gemini),
+    "opencode": Layout("opencode", _database("opencode", "opencode.db")),
+    "kilo": Layout("kilo", _database("kilo", "kilo.db")),
+    "continue_cli": Layout("continue", _env("CONTINUE_GLOBAL_DIR")),
+    "aider": Layout("aider", _repositories),
+}
 
 
 def trees() -> list[tuple[str, str, Path]]:
     """(harness folder, tree name, root) for every fixture tree."""
     out = []
-    for folder in HARNESS_ROOT_ENV:
+    for folder in LAYOUTS:
         base = FIXTURES / folder
         if (base / "hand").is_dir():
             out.append((folder, "hand", base / "hand"))
@@ -39,60 +90,61 @@ def trees() -> list[tuple[str, str, Path]]:
 
 
 def reading(folder: str, root: Path) -> dict[str, Any]:
-    env_name, harness = HARNESS_ROOT_ENV[folder]
-    with tempfile.TemporaryDirectory() as tmp:
-        home, bank_path = Path(tmp) / "home", Path(tmp) / "bank.sqlite"
-        home.mkdir()
-        scan(home, bank_path, (harness,), env={"HOME": str(home), env_name: str(root)})
-        bank = open_bank(bank_path)
-        try:
-            sessions = []
-            for s in sorted(bank.list_sessions(), key=lambda s: s["native_id"]):
-                events = bank.events(s["id"])
-                for e in events:
-                    e["text"] = e["text"][:TEXT_KEPT]
-                    if e["tool_input"] is not None:
-                        e["tool_input"] = orjson.dumps(e["tool_input"]).decode()[:TEXT_KEPT]
-                sessions.append(
-                    {
-                        **{
-                            k: s[k]
-                            for k in (
-                                "native_id",
-                                "bank_id",
-                                "cwd",
-                                "title",
-                                "title_source",
-                                "model",
-                                "agent_version",
-                                "started_at",
-                                "updated_at",
-                                "parent_native_id",
-                                "parent_kind",
-                                "state",
-                                "event_count",
-                                "redactions",
-                                "branch",
-                                "commit_sha",
-                                "origin_url",
-                                "meta",
-                            )
-                        },
-                        "events": events,
-                    }
-                )
-            problems = [
-                dict(zip(("path", "line", "kind", "detail"), row, strict=True))
-                for row in bank.conn.execute(
-                    "SELECT source_path, line, kind, detail FROM problems ORDER BY source_path, line"
-                )
-            ]
-            for p in problems:
-                p["path"] = str(Path(p["path"]).relative_to(root))
-            sources = sorted(str(Path(c.path).relative_to(root)) for c in bank.cursors())
-        finally:
-            bank.close()
+    layout = LAYOUTS[folder]
+    zone = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"  # Aider writes local times: the expected readings assume UTC
+    time.tzset()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            home, bank_path, tree = Path(tmp) / "home", Path(tmp) / "bank.sqlite", Path(tmp) / "tree"
+            home.mkdir()
+            shutil.copytree(root, tree, ignore=shutil.ignore_patterns("*.db-wal", "*.db-shm"))
+            env, roots = layout.place(tree, home)
+            scan(home, bank_path, (layout.harness,), env={"HOME": str(home), **env}, extra_roots=roots)
+            return _normalized(_dump(bank_path, tree), tmp)
+    finally:
+        if zone is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = zone
+        time.tzset()
+
+
+def _dump(bank_path: Path, tree: Path) -> dict[str, Any]:
+    bank = open_bank(bank_path)
+    try:
+        sessions = []
+        for s in sorted(bank.list_sessions(), key=lambda s: s["native_id"]):
+            events = bank.events(s["id"])
+            for e in events:
+                e["text"] = e["text"][:TEXT_KEPT]
+                if e["tool_input"] is not None:
+                    e["tool_input"] = orjson.dumps(e["tool_input"]).decode()[:TEXT_KEPT]
+            sessions.append({
+                **{k: s[k] for k in ("native_id", "bank_id", "cwd", "title", "title_source", "model",
+                                     "agent_version", "started_at", "updated_at", "parent_native_id",
+                                     "parent_kind", "state", "event_count", "redactions", "branch",
+                                     "commit_sha", "origin_url", "meta")},
+                "events": events,
+            })
+        problems = [dict(zip(("path", "line", "kind", "detail"), row, strict=True)) for row in bank.conn.execute(
+            "SELECT source_path, line, kind, detail FROM problems ORDER BY source_path, line")]
+        sources = sorted(c.path for c in bank.cursors())
+    finally:
+        bank.close()
     return {"sources": sources, "sessions": sessions, "problems": problems}
+
+
+def _normalized(value: Any, tmp: str) -> Any:
+    """Paths of the temporary copy become <tmp>/..., so readings compare across machines and runs."""
+    real = os.path.realpath(tmp)
+    if isinstance(value, str):
+        return value.replace(real, "<tmp>").replace(tmp, "<tmp>")
+    if isinstance(value, list):
+        return [_normalized(v, tmp) for v in value]
+    if isinstance(value, dict):
+        return {k: _normalized(v, tmp) for k, v in value.items()}
+    return value
 
 
 def expected_path(folder: str, name: str) -> Path:
@@ -112,5 +164,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sqlite3.enable_callback_tracebacks(True)
+    from harvester import log
+
+    log.configure("error")
     main()

@@ -226,7 +226,7 @@ def test_reading_in_a_worker_process_gives_the_same_bank(tmp_path: Path) -> None
     b = scan(home, worker, parallel_bytes=0)  # always use the reader process
     assert a.events_added == b.events_added == 6 * 90 + 10
     assert bank_rows(inline) == bank_rows(worker)
-    assert [h.problems for h in a.harnesses.values()] == [h.problems for h in b.harnesses.values()] == [6, 0]
+    assert [(a.harnesses[n].problems, b.harnesses[n].problems) for n in ("claude-code", "codex")] == [(6, 6), (0, 0)]
     s.write(*s.conversation(2, start=100))  # and incremental reads through the worker
     assert scan(home, worker, parallel_bytes=0).events_added == 4
 

@@ -1,0 +1,529 @@
+"""opencode and Kilo CLI (an opencode fork): one SQLite database, or the older ``storage/`` JSON tree.
+
+Format facts and their sources: ``fixtures/opencode/SOURCE.md`` and ``fixtures/kilo/SOURCE.md``. In short:
+
+- Since opencode 1.2 every session lives in ``$XDG_DATA_HOME/opencode/opencode.db`` (Kilo:
+  ``.../kilo/kilo.db``; ``$OPENCODE_DB`` / ``$KILO_DB`` move it; other release channels write
+  ``opencode-<channel>.db``). Tables read: ``session`` (cwd = ``directory``, ``parent_id`` for
+  subagents, ``title``, ``version``), ``message`` and ``part`` (JSON in ``data``), ``project``
+  (worktree). Messages and parts are rewritten in place while they stream, so every query takes the
+  rows whose ``time_updated`` moved, and events are revised (``Batch.revise``), never duplicated.
+- One event per part, its uid the part's own id (``prt_...``); a tool part gives a call (``prt_...``)
+  and, once it finished, a result (``prt_...:result``). A message's error gives ``msg_...:error``.
+  ``step-start`` and ``snapshot`` parts are bookkeeping (``BOOKKEEPING_PARTS``); anything else
+  unknown is drift.
+- Before 1.2: ``storage/session/<projectID>/<sessionID>.json`` with the session's messages in
+  ``storage/message/<sessionID>/*.json`` and their parts in ``storage/part/<messageID>/*.json``
+  (same objects, with their ids inside). The JSON-to-SQLite migration (opencode 1.2 until it was
+  dropped; Kilo still) copies them into the database with the file names as ids, so both layouts give
+  the same uids: a migrated session is stored once, its database version winning.
+- Text opencode writes on the user's behalf (``synthetic`` parts, command templates of subtasks)
+  and the task a subagent gets from its parent are filed as ``system``, never as the user's words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path, PurePath
+from typing import Any
+
+import orjson
+
+from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage, clip
+from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, json_objects
+
+OPENCODE_NAME = "opencode"
+KILO_NAME = "kilo"
+
+
+def _data_dir(env: Mapping[str, str], home: Path, app: str) -> Path:
+    # xdg-basedir on every OS (macOS and Windows included): $XDG_DATA_HOME, else ~/.local/share.
+    return Path(env.get("XDG_DATA_HOME") or home / ".local" / "share") / app
+
+
+def _db_override(env: Mapping[str, str], variable: str, data: Path) -> list[Path]:
+    """The folder of the database ``$OPENCODE_DB``/``$KILO_DB`` names (absolute, or relative to the
+    data dir, as the agents resolve it). A root is a folder: there, files matching the SOURCES
+    patterns (``opencode*.db``, ``kilo*.db``) are read."""
+    value = env.get(variable)
+    if not value or value == ":memory:":
+        return []
+    path = Path(value)
+    return [(path if path.is_absolute() else data / path).parent]
+
+
+# The data dir first: its storage/ tree is then read before any database (see SOURCES).
+def opencode_roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    data = _data_dir(env, home, "opencode")
+    return [data, *_db_override(env, "OPENCODE_DB", data)]
+
+
+def kilo_roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    data = _data_dir(env, home, "kilo")
+    return [data, *_db_override(env, "KILO_DB", data)]
+
+
+def _storage_related(path: PurePath) -> list[PurePath]:
+    """A legacy session file's project, messages and their parts, in id (= time) order."""
+    storage = Path(path).parents[2]
+    out: list[PurePath] = [storage / "project" / f"{Path(path).parent.name}.json"]
+    for message in sorted((storage / "message" / Path(path).stem).glob("*.json")):
+        out.append(message)
+        out.extend(sorted((storage / "part" / message.stem).glob("*.json")))
+    return out
+
+
+# json_remove: drop the heavy fields nothing here reads (a user message's file diffs and system prompt).
+_SLIM = ("CASE WHEN json_valid({0}) THEN json_remove({0}, '$.summary.diffs', '$.system', '$.tools', "
+         "'$.structured', '$.format') ELSE {0} END")
+# A row's time_updated is taken (Date.now()) before its write waits for the lock (busy_timeout 5 s), so
+# a row can commit after a newer one was read: each read goes back 10 s (re-reads are harmless: uids).
+_SINCE = ":since - 10000"
+# Columns present since the first migration (opencode 1.2), so older databases read too.
+QUERIES = (
+    SqliteQuery(
+        "session",
+        "SELECT s.id, s.parent_id, s.slug, s.directory, s.title, s.version, s.time_created, s.time_updated, "
+        "s.time_archived, p.worktree FROM session s LEFT JOIN project p ON p.id = s.project_id "
+        f"WHERE s.time_updated >= {_SINCE} ORDER BY s.time_updated, s.id",
+        "time_updated",
+    ),
+    SqliteQuery(
+        "message",
+        f"SELECT m.id, m.session_id, m.time_created, m.time_updated, {_SLIM.format('m.data')} AS data, "
+        "(SELECT l.id FROM message l WHERE l.session_id = m.session_id "
+        "ORDER BY l.time_created DESC, l.id DESC LIMIT 1) = m.id AS is_last "
+        f"FROM message m WHERE m.time_updated >= {_SINCE} ORDER BY m.time_updated, m.id",
+        "time_updated",
+    ),
+    SqliteQuery(
+        "part",
+        f"SELECT p.id, p.message_id, p.session_id, p.time_updated, p.data, m.time_created AS message_time, "
+        f"{_SLIM.format('m.data')} AS message, s.parent_id AS session_parent, "
+        "(SELECT f.id FROM message f WHERE f.session_id = p.session_id "
+        "ORDER BY f.time_created, f.id LIMIT 1) AS first_message "
+        "FROM part p LEFT JOIN message m ON m.id = p.message_id LEFT JOIN session s ON s.id = p.session_id "
+        f"WHERE p.time_updated >= {_SINCE} ORDER BY p.time_updated, p.id",
+        "time_updated",
+    ),
+)
+
+# The storage/ tree is NOT shadowed by the database: opencode 1.18 no longer ships the JSON-to-SQLite
+# migration (Kilo 7.7 still does), so an install that skipped the 1.2-era versions keeps sessions only
+# there. Both layouts give the same native ids and uids, so a migrated session is stored once; the tree
+# comes first (spec and root order) so that the database's newer versions are the ones that stay.
+OPENCODE_SOURCES = (
+    SourceSpec("storage/session/*/*.json", "json", "legacy", related=_storage_related),
+    SourceSpec("opencode*.db", "sqlite", "db", watch=False, queries=QUERIES),
+)
+KILO_SOURCES = (
+    SourceSpec("storage/session/*/*.json", "json", "legacy", related=_storage_related),
+    SourceSpec("kilo*.db", "sqlite", "db", watch=False, queries=QUERIES),
+    # Kilo keeps using an opencode-<channel>.db it finds in its own data dir (non-release channels).
+    SourceSpec("opencode-*.db", "sqlite", "db", watch=False, queries=QUERIES),
+)
+
+# npm's node launchers (opencode-ai, @kilocode/cli) start native binaries named opencode and kilo.
+OPENCODE_PROCESSES = ("opencode", "opencode.exe")
+KILO_PROCESSES = ("kilo", "kilocode", "kilo.exe", "@kilocode/cli")
+
+# Parts with nothing for a transcript: a step's git snapshot hash. Skipped on purpose, not drift.
+BOOKKEEPING_PARTS = frozenset({"step-start", "snapshot"})
+# Tables never read: the event log and v2 projections repeat message/part; the rest is settings,
+# accounts, todos, permissions, shares, workspaces, Kilo's agent board (its messages are tool calls).
+TABLES_NOT_READ = frozenset({
+    "event", "event_sequence", "session_message", "session_input", "session_context_epoch", "todo",
+    "permission", "session_share", "workspace", "project_directory", "account", "account_state",
+    "control_account", "credential", "data_migration", "migration", "kilo_board", "kilo_board_message",
+})
+_DEFAULT_TITLE = ("New session - ", "Child session - ")  # + ISO time: opencode's placeholder titles
+_CALL_KEYS = ("command", "filePath", "pattern", "path", "url", "query", "description", "prompt")
+
+
+class _Reader:
+    """One parse call: rows of one snapshot, turned into patches and time-ordered events."""
+
+    def __init__(self) -> None:
+        self.batch = Batch(revise=True)  # parts grow while they stream: the last version wins
+        self.pending: list[tuple[tuple, Event]] = []
+        self.titled: set[str] = set()  # sessions offered their first prompt's line in this batch
+        self.line = 0
+
+    def problem(self, kind: ProblemKind, detail: str) -> None:
+        self.batch.problems.append(Problem(kind, self.line, detail))
+
+    def event(self, key: tuple, session: str, uid: str, role: Role, kind: Kind, text: str, **fields: Any) -> None:
+        self.pending.append((key, Event(session, uid, role, kind, clip(text), **fields)))
+
+
+def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
+    """Both harnesses, both layouts. Stateless: the queries bring what a row needs to be read alone
+    (its message's role, the session's parent and first message), so no per-session state grows."""
+    reader = _Reader()
+    rows = _legacy_rows if ref.variant == "legacy" else _db_rows
+    sessions, messages, parts = rows(reader, records)
+    for line, row in sessions:
+        reader.line = line
+        _session(reader, row)
+    # In time order (ids ascend with time), so the newest message speaks last and the first part first.
+    for line, row in sorted(messages, key=lambda r: (r[1].get("time_created") or 0, str(r[1].get("id")))):
+        reader.line = line
+        _message(reader, row)
+    for line, row in sorted(parts, key=lambda r: (r[1].get("message_time") or 0, str(r[1].get("message_id")),
+                                                  str(r[1].get("id")))):
+        reader.line = line
+        _part(reader, row)
+    reader.pending.sort(key=lambda item: item[0])
+    reader.batch.events.extend(event for _, event in reader.pending)
+    return reader.batch
+
+
+Rows = tuple[list[tuple[int, dict]], list[tuple[int, dict]], list[tuple[int, dict]]]
+
+
+def _db_rows(reader: _Reader, records: Iterable[Record]) -> Rows:
+    sessions, messages, parts = [], [], []
+    for record, data in json_objects(records, reader.batch.problems):
+        reader.line = record.line
+        table, row = data.get("table"), data.get("row")
+        if not isinstance(row, dict):
+            reader.problem("malformed", "row is not an object")
+            continue
+        if table == "session":
+            sessions.append((record.line, row))
+            continue
+        decoded = _decoded(reader, row, "data")
+        if decoded is None:
+            continue
+        if table == "message":
+            messages.append((record.line, {**row, "data": decoded, "is_last": bool(row.get("is_last"))}))
+        elif table == "part":
+            message = _decoded(reader, row, "message") if row.get("message") is not None else None
+            parts.append((record.line, {**row, "data": decoded, "message": message}))
+        else:
+            reader.problem("unknown_type", f"table={table!r}")
+    return sessions, messages, parts
+
+
+def _decoded(reader: _Reader, row: dict, column: str) -> dict | None:
+    value = row.get(column)
+    try:
+        data = orjson.loads(value) if isinstance(value, str) else value
+    except orjson.JSONDecodeError as exc:
+        reader.problem("malformed", f"{row.get('id')}: {column} is not JSON: {exc}")
+        return None
+    if not isinstance(data, dict):
+        reader.problem("malformed", f"{row.get('id')}: {column} is not an object")
+        return None
+    return data
+
+
+def _legacy_rows(reader: _Reader, records: Iterable[Record]) -> Rows:
+    """The storage/ tree as rows shaped like the database's (json-migration.ts maps them so)."""
+    session: dict | None = None
+    worktree = None
+    messages: list[tuple[int, dict]] = []
+    part_docs: list[tuple[int, dict]] = []
+    for record, doc in json_objects(records, reader.batch.problems):
+        reader.line = record.line
+        if record.line == 1 and not {"worktree", "role", "messageID"} & doc.keys():
+            session = doc  # the session file itself (an empty one is skipped: a related file comes first)
+        elif "messageID" in doc:
+            part_docs.append((record.line, doc))
+        elif "role" in doc:
+            if isinstance(doc.get("parts"), list):  # pre-2025-07 messages held their parts inline
+                reader.problem("unknown_type", "message with inline parts (storage format before MessageV2)")
+                continue
+            time = doc.get("time") if isinstance(doc.get("time"), dict) else {}
+            messages.append((record.line, {"id": doc.get("id"), "session_id": doc.get("sessionID"),
+                                           "time_created": time.get("created"), "data": doc}))
+        elif "worktree" in doc:
+            worktree = doc.get("worktree")
+        else:
+            reader.problem("unknown_type", f"storage document with keys {sorted(doc)[:6]}")
+    if session is None:
+        reader.line = 1
+        reader.problem("malformed", "session file empty or not a session")
+        return [], [], []
+    time = session.get("time") if isinstance(session.get("time"), dict) else {}
+    sid = session.get("id")
+    row = {"id": sid, "parent_id": session.get("parentID"), "slug": session.get("slug"),
+           "directory": session.get("directory"), "title": session.get("title"), "version": session.get("version"),
+           "time_created": time.get("created"), "time_updated": time.get("updated"),
+           "time_archived": time.get("archived"), "worktree": worktree}
+    order = sorted((m for _, m in messages if isinstance(m["id"], str)),
+                   key=lambda m: (m["time_created"] or 0, m["id"]))
+    by_id = {m["id"]: m for m in order}
+    for m in order:
+        m["is_last"] = m is order[-1]
+    parts = []
+    for line, doc in part_docs:
+        message = by_id.get(doc.get("messageID"))
+        parts.append((line, {"id": doc.get("id"), "message_id": doc.get("messageID"), "session_id": sid,
+                             "data": doc, "message": message["data"] if message else None,
+                             "message_time": message["time_created"] if message else None,
+                             "session_parent": session.get("parentID"),
+                             "first_message": order[0]["id"] if order else None}))
+    return [(1, row)], messages, parts
+
+
+# -- rows ----------------------------------------------------------------------------------
+def _session(reader: _Reader, row: dict) -> None:
+    sid = row.get("id")
+    if not isinstance(sid, str):
+        reader.problem("malformed", "session without an id")
+        return
+    patch = reader.batch.session(sid)
+    patch.cwd = row.get("directory") or None
+    patch.agent_version = row.get("version") or None
+    patch.started_at = _iso(row.get("time_created"))
+    patch.updated_at = _iso(row.get("time_updated"))
+    if row.get("parent_id"):
+        patch.parent_native_id, patch.parent_kind = row["parent_id"], "subagent"
+    title = row.get("title")
+    if isinstance(title, str) and title.strip() and not title.startswith(_DEFAULT_TITLE):
+        # Generated by the small model, set by the user, or "<task> (@agent subagent)": opencode does
+        # not record which, and all beat a first prompt.
+        patch.offer_title(title.strip(), "ai")
+    facts: dict[str, Any] = {}
+    if row.get("slug"):
+        facts["slug"] = row["slug"]
+    if row.get("worktree") and row["worktree"] not in ("/", row.get("directory")):
+        facts["worktree"] = row["worktree"]
+    if row.get("time_archived"):
+        facts["archived"] = _iso(row["time_archived"])
+    if facts:
+        patch.note(**facts)
+
+
+def _message(reader: _Reader, row: dict) -> None:
+    data, sid, mid = row["data"], row.get("session_id"), row.get("id")
+    role = data.get("role")
+    if not isinstance(sid, str) or not isinstance(mid, str):
+        reader.problem("malformed", "message without its ids")
+        return
+    if role not in ("user", "assistant"):
+        reader.problem("unknown_type", f"message role={role!r}")
+        return
+    patch = reader.batch.session(sid)
+    if role == "assistant" and data.get("modelID"):
+        patch.model = str(data["modelID"])
+    error = data.get("error")
+    if role == "assistant" and isinstance(error, dict):
+        name = error.get("name") or "error"
+        detail = (error.get("data") or {}).get("message") if isinstance(error.get("data"), dict) else None
+        time = data.get("time") if isinstance(data.get("time"), dict) else {}
+        reader.event((row.get("time_created") or 0, mid, "~"), sid, f"{mid}:error", "system", "meta",
+                     f"{name}: {detail}" if detail else str(name), ts=_iso(time.get("completed") or time.get("created")),
+                     meta={"error": name})
+    if row.get("is_last"):
+        patch.note(last_turn=_turn_state(data), **({"agent": data["agent"]} if data.get("agent") else {}))
+
+
+def _turn_state(data: dict) -> str:
+    """Whether the session's last turn finished: a user message waits for an answer; an assistant
+    message that stopped for tool calls is followed by another one."""
+    if data.get("role") == "user":
+        return "open"
+    error = data.get("error")
+    if isinstance(error, dict):
+        return "aborted" if error.get("name") == "MessageAbortedError" else "failed"
+    time = data.get("time") if isinstance(data.get("time"), dict) else {}
+    return "complete" if time.get("completed") and data.get("finish") != "tool-calls" else "open"
+
+
+class _Part:
+    """A part row and what it needs from its message and session."""
+
+    def __init__(self, reader: _Reader, row: dict) -> None:
+        self.reader = reader
+        self.data: dict = row["data"]
+        self.id: str = row["id"]
+        self.session: str = row["session_id"]
+        self.message_id: str = row.get("message_id") or ""
+        self.message: dict = row.get("message") or {}
+        self.message_time = row.get("message_time") or 0
+        self.role = self.message.get("role")
+        self.model = self.message.get("modelID") if self.role == "assistant" else None
+        self.first = row.get("first_message") == self.message_id
+        self.child = bool(row.get("session_parent"))
+
+    def ts(self, ms: Any = None) -> str | None:
+        time = self.message.get("time") if isinstance(self.message.get("time"), dict) else {}
+        return _iso(ms) or _iso(time.get("created"))
+
+    def emit(self, role: Role, kind: Kind, text: str, suffix: str = "", order: int = 0, **fields: Any) -> None:
+        uid = f"{self.id}:{suffix}" if suffix else self.id
+        self.reader.event((self.message_time, self.message_id, self.id, order), self.session, uid, role, kind,
+                          text, **fields)
+
+
+def _part(reader: _Reader, row: dict) -> None:
+    if not isinstance(row.get("id"), str) or not isinstance(row.get("session_id"), str):
+        reader.problem("malformed", "part without its ids")
+        return
+    if not row.get("message"):
+        reader.problem("malformed", f"{row['id']}: part of a message that is not there")
+        return
+    part = _Part(reader, row)
+    ptype = part.data.get("type")
+    handler = PART_HANDLERS.get(ptype) if isinstance(ptype, str) else None
+    if handler is None:
+        if ptype not in BOOKKEEPING_PARTS:
+            reader.problem("unknown_type", f"part type={ptype!r}")
+        return
+    try:
+        handler(part)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        reader.problem("malformed", f"{ptype} part of unexpected shape: {exc!r}")
+
+
+# -- parts ---------------------------------------------------------------------------------
+def _text(part: _Part) -> None:
+    data = part.data
+    text = data.get("text") or ""
+    if not text.strip():
+        return  # a text part just opened (it is revised once it has text), or an empty one
+    start = (data.get("time") or {}).get("start")
+    if part.role == "assistant":
+        if data.get("synthetic") or data.get("ignored"):  # Kilo's own notices (a length warning, an import)
+            part.emit("system", "text", text, ts=part.ts(start), meta={"injected": True})
+        elif part.message.get("summary") is True:  # the summary a compaction wrote
+            part.emit("system", "compaction", text, ts=part.ts(start), meta={"summary": True})
+        else:
+            part.emit("assistant", "text", text, ts=part.ts(start), model=part.model)
+    elif data.get("synthetic"):
+        meta = {"injected": True, **({"compaction_continue": True}
+                                     if (data.get("metadata") or {}).get("compaction_continue") else {})}
+        part.emit("system", "text", text, ts=part.ts(start), meta=meta)
+    elif part.child:
+        # A subagent session is prompted by its parent agent (the task, and a resumed task_id's next
+        # one): not the human's words.
+        part.emit("system", "text", text, ts=part.ts(start), meta={"from_agent": True})
+    else:
+        part.emit("user", "text", text, ts=part.ts(start), meta={"ignored": True} if data.get("ignored") else None)
+        if part.first and part.session not in part.reader.titled:
+            part.reader.titled.add(part.session)
+            first = text.strip().splitlines()[0]
+            part.reader.batch.session(part.session).offer_title(
+                first if len(first) <= 80 else first[:79] + "…", "first-prompt")
+
+
+def _reasoning(part: _Part) -> None:
+    text = part.data.get("text") or ""
+    if text.strip():  # encrypted-only reasoning has nothing readable to keep
+        part.emit("assistant", "thinking", text, ts=part.ts((part.data.get("time") or {}).get("start")),
+                  model=part.model)
+
+
+def _tool(part: _Part) -> None:
+    data = part.data
+    state = data.get("state") if isinstance(data.get("state"), dict) else {}
+    status = state.get("status")
+    name, call_id, tool_input = data.get("tool"), data.get("callID"), state.get("input")
+    time = state.get("time") if isinstance(state.get("time"), dict) else {}
+    meta = {k: v for k, v in (("status", status), ("title", state.get("title"))) if v}
+    part.emit("assistant", "tool_call", _render_call(name, tool_input), ts=part.ts(time.get("start")),
+              tool_name=name, tool_input=tool_input, tool_call_id=call_id, model=part.model, meta=meta)
+    if status in ("pending", "running"):
+        return  # the result comes with a later version of this part
+    if status not in ("completed", "error"):
+        part.reader.problem("unknown_type", f"tool state status={status!r}")
+        return
+    metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+    result_meta = {k: v for k, v in (("compacted", bool(time.get("compacted"))),
+                                     ("subagent_session", metadata.get("sessionId"))) if v}
+    failed = status == "error"
+    output = state.get("error") if failed else state.get("output")
+    part.emit("tool", "tool_result", output if isinstance(output, str) else orjson.dumps(output).decode(),
+              suffix="result", order=1, ts=part.ts(time.get("end")), tool_name=name, tool_call_id=call_id,
+              is_error=failed, meta=result_meta or None)
+
+
+def _file(part: _Part) -> None:
+    data = part.data
+    url = data.get("url") or ""
+    name = data.get("filename") or ("" if url.startswith("data:") else url)  # never the inlined bytes
+    role: Role = "assistant" if part.role == "assistant" else "user"
+    part.emit(role, "text", f"[file: {name or 'attachment'} ({data.get('mime') or '?'})]", ts=part.ts(),
+              meta={"part": "file"})
+
+
+def _agent(part: _Part) -> None:
+    part.emit("user", "meta", f"@{part.data.get('name')}", ts=part.ts(), meta={"part": "agent"})
+
+
+def _subtask(part: _Part) -> None:
+    # A command marked subtask: its template (not the human's words) becomes a subagent's prompt.
+    data = part.data
+    part.emit("system", "text", f"subtask for @{data.get('agent')}: {data.get('description') or ''}\n"
+              f"{data.get('prompt') or ''}".strip(), ts=part.ts(),
+              meta={"injected": True, "part": "subtask", "agent": data.get("agent"), "command": data.get("command")})
+
+
+def _compaction(part: _Part) -> None:
+    data = part.data
+    how = "auto" if data.get("auto") else "manual"
+    text = f"conversation compacted ({how}{', overflow' if data.get('overflow') else ''})"
+    part.emit("system", "compaction", text, ts=part.ts(), meta={"auto": bool(data.get("auto")),
+                                                                "overflow": bool(data.get("overflow"))})
+
+
+def _retry(part: _Part) -> None:
+    data = part.data
+    error = data.get("error") if isinstance(data.get("error"), dict) else {}
+    detail = (error.get("data") or {}).get("message") or error.get("name") or "error"
+    part.emit("system", "meta", f"retry {data.get('attempt')}: {detail}",
+              ts=part.ts((data.get("time") or {}).get("created")), meta={"part": "retry"})
+
+
+def _patch(part: _Part) -> None:
+    files = [str(f) for f in part.data.get("files") or []]
+    part.emit("system", "meta", "files changed: " + ", ".join(files), ts=part.ts(),
+              meta={"part": "patch", "hash": part.data.get("hash")})
+
+
+def _step_finish(part: _Part) -> None:
+    """The usage of one model call (opencode writes it on the part that ends the step)."""
+    data = part.data
+    tokens = data.get("tokens") if isinstance(data.get("tokens"), dict) else {}
+    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    usage = Usage(input=int(tokens.get("input") or 0), output=int(tokens.get("output") or 0),
+                  reasoning=int(tokens.get("reasoning") or 0), cache_read=int(cache.get("read") or 0),
+                  cache_write=int(cache.get("write") or 0))
+    message_time = part.message.get("time") if isinstance(part.message.get("time"), dict) else {}
+    end = (data.get("time") or {}).get("end") or message_time.get("completed")  # opencode: no time of its own
+    part.emit("assistant", "meta", f"step finished: {data.get('reason')}", ts=part.ts(end), model=part.model,
+              usage=usage, meta={"part": "step-finish", "cost": data.get("cost")})
+
+
+PART_HANDLERS: dict[str, Callable[[_Part], None]] = {
+    "text": _text,
+    "reasoning": _reasoning,
+    "tool": _tool,
+    "file": _file,
+    "agent": _agent,
+    "subtask": _subtask,
+    "compaction": _compaction,
+    "retry": _retry,
+    "patch": _patch,
+    "step-finish": _step_finish,
+}
+
+
+# -- helpers -------------------------------------------------------------------------------
+def _iso(ms: Any) -> str | None:
+    """opencode keeps epoch milliseconds."""
+    if not isinstance(ms, int | float) or isinstance(ms, bool) or ms <= 0:
+        return None
+    moment = datetime.fromtimestamp(ms / 1000, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms) % 1000:03d}Z"
+
+
+def _render_call(name: Any, tool_input: Any) -> str:
+    if isinstance(tool_input, dict):
+        for key in _CALL_KEYS:
+            if isinstance(tool_input.get(key), str):
+                return f"{name}: {tool_input[key]}"
+    return f"{name}: {orjson.dumps(tool_input).decode()}" if tool_input else str(name)
