@@ -37,6 +37,14 @@ class Expect:
 EXPECT: dict[str, Expect] = {
     "claude-code": Expect("claude-code", kill=True),
     "codex": Expect("codex", kill=True),
+    "qwen-code": Expect("qwen-code"),
+    "gemini-cli": Expect("gemini-cli"),
+    "opencode": Expect("opencode"),
+    "kilo": Expect("kilo"),
+    "continue-cli": Expect("continue"),
+    # Every Aider run starts a block of its own in the history file: two runs, two sessions. It has
+    # no tools: it asks for the file, the user's next turn (--yes-always) adds it to the chat.
+    "aider": Expect("aider", sessions=2, tools=False),
 }
 
 
@@ -134,16 +142,20 @@ def test_two_turns_are_captured_live_and_by_a_clean_scan(name: str, tmp_path: Pa
         live = _events(daemon.bank, expect.harness)
         assert len({e[0] for e in live}) == expect.sessions, live
         assert _duplicates(live) == []
+        # The agent has exited: a clean scan of its store into a fresh bank is the reference, and the
+        # live bank must reach exactly it (records written after the last reply, such as opencode's
+        # step-finish part, arrive with the next event or poll).
+        clean = tmp_path / "clean.sqlite"
+        env = {**realagents.agent_env(agent, home, llm.port), "HOME": str(home)}
+        scan(home, clean, (expect.harness,), env=env, extra_roots={"aider": [tmp_path]})
+        reference = _identities(clean, expect.harness)
+        wait_for(lambda: _identities(daemon.bank, expect.harness) == reference, 10,
+                 "the live bank to equal a clean scan")
         if expect.kill:
             _kill_mid_turn(agent, expect, daemon, repo, llm)
     finally:
         if daemon.proc is not None:
             assert daemon.stop() == 0, daemon.log.read_text()[-3000:]
-    # The same store, read by a clean scan into a fresh bank, gives the same events.
-    clean = tmp_path / "clean.sqlite"
-    env = {**realagents.agent_env(agent, home, llm.port), "HOME": str(home)}
-    scan(home, clean, (expect.harness,), env=env, extra_roots={"aider": [tmp_path]})
-    assert _identities(clean, expect.harness) == _identities(daemon.bank, expect.harness)
 
 
 def _kill_mid_turn(agent: realagents.Agent, expect: Expect, daemon: Daemon, repo: Path, llm: FakeLLM) -> None:
