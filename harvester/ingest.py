@@ -229,7 +229,7 @@ class Ingestor:
             try:
                 added = self.bank.apply(Write(chunk.cursor, self._identify(harness, chunk), chunk.batch.events,
                                               chunk.batch.problems, chunk.is_new_source, chunk.prepared,
-                                              excluded, revise=chunk.batch.revise))
+                                              excluded, revise=chunk.batch.revise, marks=chunk.batch.marks))
             except CursorMoved:  # another writer (the service beside a scan) got there first
                 log.info("another writer advanced this source first", path=outcome.path)
                 result.outcome = "raced"
@@ -282,9 +282,9 @@ class Ingestor:
     def _identify(self, harness: Harness, chunk: Chunk) -> list[SessionWrite]:
         """File each session under its repository the first time its cwd is known."""
         batch = chunk.batch
-        for event in batch.events:  # every session an event names gets a row
-            if event.session not in batch.sessions:
-                batch.session(event.session)
+        for named in [*(e.session for e in batch.events), *(m.session for m in batch.marks)]:
+            if named not in batch.sessions:  # every session an event or a mark names gets a row
+                batch.session(named)
         heads = self.bank.session_heads(harness.name, list(batch.sessions))
         writes = []
         for native_id, patch in batch.sessions.items():

@@ -49,10 +49,12 @@ def agent_processes(harnesses: Iterable[Harness]) -> list[AgentProcess]:
 
 
 def _is_agent(name: str, cmdline: list[str], marks: tuple[str, ...]) -> bool:
-    # The executable's own name, or the script a runtime runs (node .../bin/claude), or a package
-    # path in the command line. Only the first two arguments: a shell running `grep claude` is not
-    # Claude Code.
+    # The executable's own name, or the script a runtime runs (node .../bin/claude, python -m aider),
+    # or a package path in the command line. Only those first arguments: a shell running
+    # `grep claude` is not Claude Code.
     heads = [os.path.basename(a) for a in cmdline[:2]]
+    if len(cmdline) > 2 and cmdline[1] == "-m":
+        heads.append(cmdline[2])
     return any(m == name or m in heads or ("/" in m and any(m in a for a in cmdline[:2])) for m in marks)
 
 

@@ -160,6 +160,21 @@ class Problem:
     detail: str
 
 
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """Facts learned later about events the bank may already hold (a rewind abandons the messages
+    after a point: they stay, marked). ``meta`` is merged into each matching event's meta.
+
+    Matches ``uids`` (and their sub-events ``<uid>:...``), or the events from ``since`` (included)
+    up to ``until`` (excluded; open-ended without it), in session order."""
+
+    session: str
+    meta: dict[str, Any]
+    uids: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+
+
 @dataclass(slots=True)
 class Batch:
     sessions: dict[str, SessionPatch] = field(default_factory=dict)
@@ -170,6 +185,7 @@ class Batch:
     # opencode updates a part while it streams): an event whose uid the bank holds replaces it.
     # False (append-only stores): the first version stays, a re-read changes nothing.
     revise: bool = False
+    marks: list[Mark] = field(default_factory=list)
 
     def session(self, native_id: str) -> SessionPatch:
         patch = self.sessions.get(native_id)

@@ -308,6 +308,12 @@ class Service:
         sources = {s["source_path"] for s in sessions if s["source_path"]}
         roots = self._roots(harness)
         self._read_many(harness, [f for f in (self._found(harness, Path(p), roots) for p in sorted(sources)) if f])
+        # A source can hold many sessions (Aider's history file has a block per run; opencode's one
+        # database has them all): a running agent works on the newest of them, not on every one.
+        newest: dict[str, str] = {}
+        for session in sorted(sessions, key=lambda s: s["updated_at"] or ""):
+            if session["source_path"]:
+                newest[session["source_path"]] = session["native_id"]
         changes: list[tuple[int, str]] = []
         for session in sessions:
             key = (harness.name, session["native_id"])
@@ -316,7 +322,8 @@ class Service:
             # was written", the session's time says which).
             times = [t for t in (_epoch(session["updated_at"]), _mtime(session["source_path"])) if t is not None]
             mtime = min(times) if times else None
-            holder = _holder(session, mtime, running)
+            holder = (_holder(session, mtime, running)
+                      if newest.get(session["source_path"], session["native_id"]) == session["native_id"] else None)
             verdict = judge(held=holder is not None, was_held=key in self._held and holder is None,
                             source_mtime=mtime, last_turn=session["last_turn"], recent_s=t.recent_minutes * 60,
                             idle_end_s=t.idle_end_minutes * 60)

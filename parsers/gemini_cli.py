@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, Problem, SessionPatch, Usage, clip, record_uid
+from harvester.model import Batch, Event, Mark, Problem, SessionPatch, Usage, clip, record_uid
 from parsers.base import Record, SourceRef, SourceSpec, json_objects
 
 NAME = "gemini-cli"
@@ -229,8 +229,8 @@ def _rewind(reader: _Reader, target: str, raw: bytes) -> None:
         reader.gone.add(mid)
         for event in reader.emitted.pop(mid, []):
             reader.batch.events.append(dataclasses.replace(event, meta={**(event.meta or {}), "rewound": True}))
-    # Events committed by an earlier read cannot be marked without their content (see SOURCE.md):
-    # this record names them all.
+    # Events committed by an earlier read are marked by the bank (it needs no content for that).
+    reader.batch.marks.append(Mark(reader.session_id, {"rewound": True}, uids=tuple(removed)))
     uid = record_uid(raw, context=reader.state.get("last_id"))
     reader.batch.events.append(Event(
         reader.session_id, uid, "system", "meta", text=f"rewound: {len(removed)} message(s) left the conversation",

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip
+from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, clip
 from parsers.base import Record, SourceRef, SourceSpec, json_objects
 
 NAME = "qwen-code"
@@ -375,6 +375,9 @@ def _rewind(reader: _Reader, data: dict, payload: dict) -> None:
         start = next((i for i, e in enumerate(events) if e.uid.split(":")[0] == first), 0)
         for event in events[start:]:
             event.meta = {**(event.meta or {}), "rewound": True}
+    if first is not None:  # events an earlier read committed are marked by the bank
+        reader.batch.marks.append(Mark(reader.session_id, {"rewound": True}, since=str(first),
+                                       until=str(data["uuid"])))
     count = payload.get("truncatedCount")
     reader.event(data, str(data["uuid"]), role="system", kind="meta",
                  text=f"conversation rewound ({count} items removed)" if count is not None else "conversation rewound",

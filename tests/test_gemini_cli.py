@@ -206,11 +206,13 @@ def test_rewind_read_after_its_messages_is_recorded_not_lost(tmp_path: Path) -> 
     scan(tmp_path / "home", bank, (NAME,), env={"HOME": str(tmp_path / "home")})
     events = events_of(bank, C)
     rewind = next(e for e in events if (e["meta"] or {}).get("rewind_to"))
-    # The bank holds the rewound messages from the earlier read: still there, and named by the
-    # rewind record (marking them would need their content again; see SOURCE.md).
+    # The bank holds the rewound messages from the earlier read: still there, named by the rewind
+    # record, and marked by the bank from the ids alone (a Mark needs no content).
     assert rewind["meta"]["rewound_ids"] == [events[3]["uid"], "44d6f8b0-2c4e-4a6d-bf8b-0d2c4e6a8d04"]
     assert [e["text"][:20] for e in events[3:6]] == ["Also update the docs", "write_file: /home/de",
                                                      "Successfully overwro"]
+    assert [bool((e["meta"] or {}).get("rewound")) for e in events[3:6]] == [True, True, True]
+    assert not (events[2]["meta"] or {}).get("rewound")
     assert len(events) == 19
 
 

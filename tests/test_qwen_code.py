@@ -138,13 +138,16 @@ def _split_at_rewind(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_rewind_read_in_a_later_chunk(harness: Harness, tmp_path: Path) -> None:
-    """Events filed before the rewind was seen cannot be re-emitted: the rewind event names the first."""
+    """Events filed before the rewind was seen are marked by the bank (a Mark from the first abandoned
+    turn up to the rewind record), just as a re-read from the start marks them."""
     bank, _ = _split_at_rewind(tmp_path)
     events = events_of(bank, A)
     rewind = next(e for e in events if (e["meta"] or {}).get("subtype") == "rewind")
     first = next(e for e in events if e["uid"] == rewind["meta"]["rewound_from"])
     assert first["text"] == "Now add a regression test"
-    assert not any((e["meta"] or {}).get("rewound") for e in events)
+    marked = [e for e in events if (e["meta"] or {}).get("rewound")]
+    assert len(marked) == 5 and marked[0]["uid"] == first["uid"]
+    assert all(e["seq"] < rewind["seq"] for e in marked)  # the new branch after the rewind is not marked
 
 
 def test_rewind_marks_arrive_with_a_reread(harness: Harness, tmp_path: Path) -> None:

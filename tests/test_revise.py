@@ -93,3 +93,36 @@ def test_a_revision_that_changes_only_meta_is_kept(tmp_path: Path, revising: Har
         f.write('{"id": "m1", "text": "same words", "rewound": true}\n')
     scan(home, bank, ("revising",))
     assert _texts(bank) == [(1, "same words", {"rewound": True})]
+
+
+def test_marks_reach_events_stored_by_an_earlier_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rewind read after the events it abandons were committed: the bank marks them by uid."""
+    from harvester.model import Mark
+
+    def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
+        batch = Batch(state=state)
+        batch.session("s1").cwd = "/work/app"
+        for _record, data in json_objects(records, batch.problems):
+            if "mark" in data:
+                batch.marks.append(Mark("s1", {"rewound": True}, uids=tuple(data["mark"])))
+            elif "since" in data:
+                batch.marks.append(Mark("s1", {"rewound": True}, since=data["since"], until=data["id"]))
+                batch.events.append(Event("s1", data["id"], "system", "meta", "rewind"))
+            else:
+                batch.events.append(Event("s1", data["id"], "assistant", "text", data["text"]))
+        return batch
+
+    harness = Harness("marking", lambda env, home: [home / "store"], (SourceSpec("*.jsonl", "jsonl"),), parse)
+    monkeypatch.setitem(parsers.HARNESSES, "marking", harness)
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    (home / "store").mkdir(parents=True)
+    store = home / "store" / "s.jsonl"
+    store.write_text("".join(f'{{"id": "m{i}", "text": "t{i}"}}\n' for i in range(1, 6))
+                     + '{"id": "m3:0", "text": "part of m3"}\n')
+    scan(home, bank, ("marking",))
+    with store.open("a") as f:  # read later: a mark by uid, then a range from m4 to the rewind itself
+        f.write('{"mark": ["m3"]}\n{"since": "m4", "id": "r1"}\n{"id": "m6", "text": "after"}\n')
+    scan(home, bank, ("marking",))
+    marked = [(t, (m or {}).get("rewound", False)) for _seq, t, m in _texts(bank)]
+    assert marked == [("t1", False), ("t2", False), ("t3", True), ("t4", True), ("t5", True),
+                      ("part of m3", True), ("rewind", False), ("after", False)]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harvester.gitident import RepoIdentity
-from harvester.model import Event, Problem, SessionPatch
+from harvester.model import Event, Mark, Problem, SessionPatch
 
 
 class CursorMoved(Exception):
@@ -69,6 +69,7 @@ class Write:
     prepared: Any = None  # Bank.prepare_rows(events), when the reader computed it already
     excluded: list[str] = field(default_factory=list)  # sessions to forget and never store (config)
     revise: bool = False  # events whose uid the bank holds replace it (agents that rewrite records)
+    marks: list[Mark] = field(default_factory=list)  # meta for events already stored (rewinds)
 
 
 @dataclass(slots=True)

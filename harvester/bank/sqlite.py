@@ -16,7 +16,7 @@ from harvester.bank import BankError, Cursor, CursorMoved, SessionHead, Write
 from harvester.bank.migrations import MIGRATIONS, search_text
 from harvester.bank.sqlite_read import SqliteReads
 from harvester.gitident import RepoIdentity
-from harvester.model import Event, Problem, title_rank
+from harvester.model import Event, Mark, Problem, title_rank
 
 # The imports table feeds "recently imported" in status; older rows carry no information.
 IMPORTS_KEPT = 5000
@@ -203,6 +203,9 @@ class SqliteBank(SqliteReads):
                         "last_imported_at = ? WHERE id = ?", (inserted, seq, now, pk))
                     self._record_import(conn, cur.harness, pk, cur.path, inserted, now)
 
+            for mark in write.marks:
+                if mark.session in pks:
+                    _mark(conn, pks[mark.session], mark)
             if any(revised.values()):
                 conn.executemany("UPDATE sessions SET last_imported_at = ? WHERE id = ?",
                                  [(now, pks[n]) for n, k in revised.items() if k])
@@ -445,6 +448,26 @@ def _revise(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> int:
     return conn.executemany(
         f"UPDATE events SET {sets} WHERE session_id = ? AND uid = ? AND (content_hash IS NOT ? OR meta IS NOT ?)",
         [(*row[1:], pk, row[0], row[-1], row[-2]) for row in rows]).rowcount  # (..., meta, content_hash)
+
+
+def _mark(conn: sqlite3.Connection, pk: int, mark: Mark) -> None:
+    patch = orjson.dumps(mark.meta).decode()
+    # An event of a record, or of one of its parts (uids <record id>:<part>).
+    one = "(uid = ? OR uid LIKE ? ESCAPE '\\')"
+
+    def like(uid: str) -> str:
+        return uid.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%"
+
+    if mark.since is not None:
+        bound, args = "", [patch, pk, pk, mark.since, like(mark.since)]
+        if mark.until is not None:
+            bound = f" AND seq < coalesce((SELECT min(seq) FROM events WHERE session_id = ? AND {one}), seq + 1)"
+            args += [pk, mark.until, like(mark.until)]
+        conn.execute("UPDATE events SET meta = json_patch(coalesce(meta, '{}'), ?) WHERE session_id = ? AND seq >= "
+                     f"(SELECT min(seq) FROM events WHERE session_id = ? AND {one}){bound}", args)
+    for uid in mark.uids:
+        conn.execute(f"UPDATE events SET meta = json_patch(coalesce(meta, '{{}}'), ?) WHERE session_id = ? AND {one}",
+                     (patch, pk, uid, like(uid)))
 
 
 def _prepare_rows(events: list[Event]) -> list[tuple]:

@@ -1,0 +1,30 @@
+"""Telling a session in use from an ended one."""
+
+from __future__ import annotations
+
+from harvester.liveness import _is_agent, judge
+
+
+def test_agent_processes_are_recognized_by_name_script_or_module() -> None:
+    assert _is_agent("claude", ["claude", "-p", "hi"], ("claude",))
+    assert _is_agent("node", ["node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js"],
+                     ("claude", "@anthropic-ai/claude-code"))
+    assert _is_agent("python3", ["python3", "-m", "aider", "--yes-always"], ("aider",))
+    assert _is_agent("aider", ["/home/u/.venv/bin/aider"], ("aider",))
+    assert not _is_agent("bash", ["bash", "-c", "grep claude notes.txt"], ("claude",))
+    assert not _is_agent("python3", ["python3", "script.py", "-m", "aider"], ("aider",))
+
+
+def test_states() -> None:
+    now = 10_000.0
+    recent, idle = 600.0, 1800.0
+    assert judge(held=True, was_held=False, source_mtime=0, last_turn=None, recent_s=recent, idle_end_s=idle,
+                 now=now).state == "live"
+    assert judge(held=False, was_held=True, source_mtime=now, last_turn="open", recent_s=recent, idle_end_s=idle,
+                 now=now).state == "abandoned"
+    assert judge(held=False, was_held=True, source_mtime=now, last_turn="complete", recent_s=recent,
+                 idle_end_s=idle, now=now).state == "ended"
+    assert judge(held=False, was_held=False, source_mtime=now - 10, last_turn=None, recent_s=recent,
+                 idle_end_s=idle, now=now).state == "live"
+    assert judge(held=False, was_held=False, source_mtime=now - 3600, last_turn=None, recent_s=recent,
+                 idle_end_s=idle, now=now).state == "ended"
