@@ -167,7 +167,7 @@ class Ingestor:
             if cursor is not None and unchanged(cursor, st):
                 yield item, SourceResult(str(item.path), "unchanged")
                 continue
-            offset = cursor.offset if cursor is not None and item.spec.format in ("jsonl", "lines") else 0
+            offset = cursor.offset if cursor is not None and item.spec.format in ("jsonl", "lines", "zstd-frames") else 0
             pending.append((item, cursor, max(st.st_size - offset, 0)))
         to_read = sum(size for _, _, size in pending)
         if to_read < self.parallel_bytes or (os.cpu_count() or 1) < 2:

@@ -25,11 +25,13 @@ from harvester.bank import Cursor
 from harvester.model import Batch, Event, Problem
 from harvester.sources import (
     Found,
+    Lines,
     Plan,
     Stat,
     fingerprints,
     open_zst,
     plan_jsonl,
+    read_frames,
     read_lines,
     source_stat,
     unchanged,
@@ -83,12 +85,13 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
         return
     ref = SourceRef(found.path, found.root, found.spec.variant, _read_sidecar(found), st.st_mtime_ns)
     try:
-        if fmt in ("jsonl", "lines"):
+        if fmt in ("jsonl", "lines", "zstd-frames"):
             with open(path, "rb") as stream:
                 st = os.fstat(stream.fileno())
-                plan = plan_jsonl(cursor, st, stream)
+                plan = plan_jsonl(cursor, st, stream)  # offsets of a frame chain are compressed bytes
                 stream.seek(plan.offset)
-                yield from _consume(harness, ref, cursor, st, plan, stream, True, outcome, prepare)
+                yield from _consume(harness, ref, cursor, st, plan, stream, True, outcome, prepare,
+                                    read_frames if fmt == "zstd-frames" else read_lines)
         elif fmt == "jsonl.zst":
             # Never appended in place (Codex decompresses it back to .jsonl to resume): any change
             # means reading it again from the start, which uids make harmless.
@@ -110,15 +113,17 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
 
 
 def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_result | Stat, plan: Plan,
-             stream: BinaryIO, seekable: bool, outcome: Outcome, prepare: Prepare | None) -> Iterator[Chunk]:
+             stream: BinaryIO, seekable: bool, outcome: Outcome, prepare: Prepare | None,
+             lines_of: Callable[[BinaryIO, int, int], Iterator[Lines]] = read_lines) -> Iterator[Chunk]:
     path = str(ref.path)
     outcome.restart_reason = plan.reason if plan.restart else ""
-    new = _new_cursor(harness.name, path, "jsonl" if seekable else "jsonl.zst", cursor, st)
+    fmt = "zstd-frames" if lines_of is read_frames else ("jsonl" if seekable else "jsonl.zst")
+    new = _new_cursor(harness.name, path, fmt, cursor, st)
     new.offset, new.line = plan.offset, plan.line
     new.state = {} if plan.restart or cursor is None else dict(cursor.state)
     is_new = cursor is None
     outcome.outcome = "new" if is_new else ("restarted" if plan.restart else "read")
-    pieces = read_lines(stream, plan.offset, plan.line)
+    pieces = lines_of(stream, plan.offset, plan.line)
     piece = next(pieces, None)
     committed_any = False
     while piece is not None:

@@ -226,6 +226,45 @@ def read_lines(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHUN
         yield Lines(records, consumed, line, problems)
 
 
+def read_frames(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Lines]:
+    """Complete lines from a chain of zstd frames appended one after another (DeepSeek Harness),
+    from the compressed ``offset`` (already positioned) on. Offsets are compressed bytes: a cursor
+    moves frame by frame. A last frame not yet complete (still being written, or torn by a crash)
+    waits for a later read, like a last line without its newline."""
+    decompressor = zstandard.ZstdDecompressor()
+    data = stream.read()
+    position = 0
+    records: list[Record] = []
+    text = b""
+    consumed = offset
+    while position < len(data):
+        frame = decompressor.decompressobj()
+        try:
+            out = frame.decompress(data[position:])
+        except zstandard.ZstdError:
+            break  # not (yet) a whole frame here: treated like a torn tail
+        if not frame.eof:
+            break
+        used = len(data) - position - len(frame.unused_data)
+        position += used
+        consumed = offset + position
+        text += out
+        for raw in text.split(b"\n")[:-1]:
+            line += 1
+            if raw.strip():
+                records.append(Record(line, raw[:-1] if raw.endswith(b"\r") else raw))
+        text = text[text.rfind(b"\n") + 1:] if b"\n" in text else text
+        if sum(len(r.raw) for r in records) >= chunk_bytes and not text:
+            yield Lines(records, consumed, line)
+            records = []
+    if records or consumed != offset:
+        # Frames end on line ends in practice; a frame that ends mid-line keeps its tail for the
+        # next frame, which is read with it (the cursor then stays before both).
+        if text:
+            return
+        yield Lines(records, consumed, line)
+
+
 def open_zst(path: str | PurePath) -> BinaryIO:
     """A decompressed read stream over a .zst file (all frames, as Codex may append frames)."""
     raw = open(path, "rb")  # noqa: SIM115 - closed with the returned reader

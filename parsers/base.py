@@ -30,9 +30,11 @@ import orjson
 from harvester.model import Batch, Problem
 
 # jsonl / lines: append-only, one record per complete line (lines: any text, e.g. Markdown).
-# jsonl.zst: the same, zstd-compressed. json: a whole document, rewritten in place.
+# jsonl.zst: the same, zstd-compressed whole (read again from the start when it changes).
+# zstd-frames: JSONL in a chain of zstd frames, appended frame by frame (read from the last one).
+# json: a whole document, rewritten in place.
 # sqlite: a database the agent keeps open; read through SourceSpec.queries.
-Format = Literal["jsonl", "lines", "jsonl.zst", "json", "sqlite"]
+Format = Literal["jsonl", "lines", "jsonl.zst", "zstd-frames", "json", "sqlite"]
 
 
 @dataclass(frozen=True, slots=True)
