@@ -230,39 +230,72 @@ def read_frames(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHU
     """Complete lines from a chain of zstd frames appended one after another (DeepSeek Harness),
     from the compressed ``offset`` (already positioned) on. Offsets are compressed bytes: a cursor
     moves frame by frame. A last frame not yet complete (still being written, or torn by a crash)
-    waits for a later read, like a last line without its newline."""
+    waits for a later read, like a last line without its newline; a complete frame that does not
+    decompress is corrupt: counted and skipped. Linear in the file: each frame is located by its
+    own block headers and decompressed from an exact slice."""
+    data = memoryview(stream.read())
     decompressor = zstandard.ZstdDecompressor()
-    data = stream.read()
     position = 0
     records: list[Record] = []
-    text = b""
-    consumed = offset
+    problems: list[Problem] = []
+    size = 0
+    pending = b""  # a frame that ends mid-line leaves its tail here, for the next frame
+    # The cursor can only stand after a frame that ends on a line end: what is handed out stops there.
+    committed, safe, safe_line = offset, 0, line
     while position < len(data):
-        frame = decompressor.decompressobj()
+        length = _frame_length(data, position)
+        if length is None:
+            break  # not complete yet
+        frame = data[position:position + length]
+        position += length
         try:
-            out = frame.decompress(data[position:])
-        except zstandard.ZstdError:
-            break  # not (yet) a whole frame here: treated like a torn tail
-        if not frame.eof:
-            break
-        used = len(data) - position - len(frame.unused_data)
-        position += used
-        consumed = offset + position
-        text += out
-        for raw in text.split(b"\n")[:-1]:
+            text = pending + decompressor.decompressobj().decompress(frame)
+        except zstandard.ZstdError as exc:
+            problems.append(Problem("malformed", line + 1,
+                                    f"corrupt zstd frame at byte {offset + position - length}: {exc}"))
+            text = b""  # skipped, with whatever partial line it would have finished
+        cut = text.rfind(b"\n")
+        pending = text[cut + 1:]
+        for raw in text[:cut].split(b"\n") if cut >= 0 else ():
             line += 1
             if raw.strip():
                 records.append(Record(line, raw[:-1] if raw.endswith(b"\r") else raw))
-        text = text[text.rfind(b"\n") + 1:] if b"\n" in text else text
-        if sum(len(r.raw) for r in records) >= chunk_bytes and not text:
-            yield Lines(records, consumed, line)
-            records = []
-    if records or consumed != offset:
-        # Frames end on line ends in practice; a frame that ends mid-line keeps its tail for the
-        # next frame, which is read with it (the cursor then stays before both).
-        if text:
-            return
-        yield Lines(records, consumed, line)
+                size += len(raw)
+        if not pending:
+            committed, safe, safe_line = offset + position, len(records), line
+            if size >= chunk_bytes:
+                yield Lines(records, committed, line, problems)
+                records, problems, size, safe = [], [], 0, 0
+    if safe or problems or committed != offset:
+        yield Lines(records[:safe], committed, safe_line, problems)
+
+
+def _frame_length(data: memoryview, start: int) -> int | None:
+    """Compressed length of the zstd frame at ``start`` (RFC 8878), or None when it is cut short."""
+    if len(data) - start < 8:
+        return None
+    magic = int.from_bytes(data[start:start + 4], "little")
+    if 0x184D2A50 <= magic <= 0x184D2A5F:  # a skippable frame: size in its header
+        length = 8 + int.from_bytes(data[start + 4:start + 8], "little")
+        return length if start + length <= len(data) else None
+    head = bytes(data[start:start + 18])
+    try:
+        position = start + zstandard.frame_header_size(head)
+        checksum = zstandard.get_frame_parameters(head).has_checksum
+    except zstandard.ZstdError:
+        return None if len(data) - start < 18 else len(data) - start  # too short, or garbage: all of it
+    while True:
+        if position + 3 > len(data):
+            return None
+        header = int.from_bytes(data[position:position + 3], "little")
+        last, kind, block = header & 1, (header >> 1) & 3, header >> 3
+        position += 3 + (1 if kind == 1 else block)  # an RLE block stores one byte
+        if position > len(data):
+            return None
+        if last:
+            break
+    position += 4 if checksum else 0
+    return position - start if position <= len(data) else None
 
 
 def open_zst(path: str | PurePath) -> BinaryIO:

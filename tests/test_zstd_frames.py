@@ -61,3 +61,30 @@ def test_a_recompressed_chain_is_read_again_without_duplicates(tmp_path: Path, f
     os.replace(tmp, store)
     assert scan(home, bank, ("framed",)).events_added == 2
     assert bank_rows(bank)[: len(before)] == before
+
+
+def test_a_corrupt_frame_is_counted_and_the_rest_still_imports(tmp_path: Path, framed: Harness) -> None:
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    (home / "frames").mkdir(parents=True)
+    s = ClaudeSession(tmp_path / "unused", "/work/app")
+    good, bad, after = _frame(*s.conversation(1)), bytearray(_frame(*s.conversation(1, start=1))), _frame(
+        *s.conversation(1, start=2))
+    bad[-6] ^= 0xFF  # one flipped byte inside a complete frame: its checksum no longer matches
+    (home / "frames" / f"{s.id}.jsonl.zstd").write_bytes(good + bytes(bad) + after)
+    report = scan(home, bank, ("framed",))
+    assert (report.events_added, report.harnesses["framed"].problems) == (4, 1)
+
+
+def test_a_frame_may_end_in_the_middle_of_a_line(tmp_path: Path, framed: Harness) -> None:
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    (home / "frames").mkdir(parents=True)
+    s = ClaudeSession(tmp_path / "unused", "/work/app")
+    text = b"".join(s.conversation(2))
+    cut = len(text) // 2 + 7  # not on a line end
+    store = home / "frames" / f"{s.id}.jsonl.zstd"
+    store.write_bytes(_frame(text[:cut]))
+    first = scan(home, bank, ("framed",)).events_added
+    with store.open("ab") as f:
+        f.write(_frame(text[cut:]))
+    assert first + scan(home, bank, ("framed",)).events_added == 4
+    assert len(events_of(bank)) == 4
