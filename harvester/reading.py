@@ -192,7 +192,10 @@ def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
     the read), every query in one read transaction: one consistent snapshot of a live database.
     The cursor keeps each query's watermark beside the parser's state."""
     path = str(ref.path)
-    state = cursor.state if cursor is not None else {}
+    # A database replaced by another file (restored, recreated) is read from the start: its rows
+    # need not be above the old file's watermarks.
+    replaced = cursor is not None and (cursor.device, cursor.inode) != (st.st_dev, st.st_ino)
+    state = cursor.state if cursor is not None and not replaced else {}
     marks: dict[str, Any] = dict(state.get("watermarks", {}))
     records: list[Record] = []
     try:

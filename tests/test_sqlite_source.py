@@ -100,3 +100,23 @@ def test_a_locked_database_is_read_at_the_next_poll(tmp_path: Path, store: sqlit
     assert report.events_added == 0 and report.harnesses["dbagent"].problems == 0
     store.execute("COMMIT")
     assert scan(home, bank, ("dbagent",)).events_added == 2
+
+
+def test_a_replaced_database_is_read_from_the_start(tmp_path: Path, store: sqlite3.Connection) -> None:
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    scan(home, bank, ("dbagent",))
+    db = tmp_path / "home" / ".local/share/dbagent" / "agent.db"
+    store.close()
+    other = tmp_path / "restored.db"  # another file put in its place, with rows below the watermarks
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, time_updated INTEGER)")
+    conn.execute("CREATE TABLE part (id TEXT PRIMARY KEY, session_id TEXT, text TEXT, time_updated INTEGER)")
+    conn.execute("INSERT INTO session VALUES ('ses_1', '/work/app', 1)")
+    conn.execute("INSERT INTO part VALUES ('prt_9', 'ses_1', 'older but new to us', 2)")
+    conn.commit()
+    conn.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    other.replace(db)
+    assert scan(home, bank, ("dbagent",)).events_added == 1
+    assert "older but new to us" in _texts(bank)
