@@ -45,6 +45,7 @@ class SourceResult:
     events_added: int = 0
     sessions: dict[str, int] = field(default_factory=dict)  # native id -> events added
     problems: int = 0
+    ended: set[str] = field(default_factory=set)  # sessions whose store said, last in this read, they ended
 
 
 @dataclass(slots=True)
@@ -239,8 +240,12 @@ class Ingestor:
             for native_id, n in added.items():
                 result.sessions[native_id] = result.sessions.get(native_id, 0) + n
                 result.events_added += n
-            for native_id in chunk.batch.sessions:
+            for native_id, patch in chunk.batch.sessions.items():
                 result.sessions.setdefault(native_id, 0)
+                if patch.state is not None and patch.state != "live":
+                    result.ended.add(native_id)
+                elif patch.state == "live":
+                    result.ended.discard(native_id)
             result.problems += len(chunk.batch.problems)
         if outcome.restart_reason:
             log.info("re-read source from the start", path=outcome.path, reason=outcome.restart_reason)

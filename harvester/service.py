@@ -44,7 +44,7 @@ from watchdog.observers import Observer
 from harvester import __version__
 from harvester.bank import Bank, open_bank
 from harvester.config import Settings, runtime_dir
-from harvester.ingest import Ingestor
+from harvester.ingest import Ingestor, SourceResult
 from harvester.liveness import AgentProcess, agent_processes, judge
 from harvester.sources import Found, discover, match
 from parsers import HARNESSES
@@ -107,6 +107,11 @@ def service_alive(beat: Mapping[str, Any]) -> bool:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _written(result: SourceResult) -> list[str]:
+    """Sessions written to that are live again: not those whose own store just said they ended."""
+    return [sid for sid, n in result.sessions.items() if n and sid not in result.ended]
 
 
 @dataclass
@@ -250,8 +255,7 @@ class Service:
             return
         if result.events_added:
             self.last_activity = _now()
-            written = [sid for sid, n in result.sessions.items() if n]
-            self.bank.reopen(harness.name, written)
+            self.bank.reopen(harness.name, _written(result))
             log.info("imported", harness=harness.name, path=str(found.path), events=result.events_added)
 
     def _read_many(self, harness: Harness, found: list[Found]) -> None:
@@ -264,7 +268,7 @@ class Service:
         for result in results:
             if result.events_added:
                 self.last_activity = _now()
-                self.bank.reopen(harness.name, [sid for sid, n in result.sessions.items() if n])
+                self.bank.reopen(harness.name, _written(result))
                 log.info("imported", harness=harness.name, path=result.path, events=result.events_added)
 
     # -- jobs ------------------------------------------------------------------------------
