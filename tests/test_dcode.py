@@ -1,0 +1,209 @@
+"""DeepAgents Code (dcode): what the hand-written profile must read as (fixtures/dcode/hand/README.md).
+
+``hand/`` is laid out like ``~/.deepagents``: ``.state/*.sql`` (the LangGraph checkpoint store as SQL
+text, blobs as X'..' literals) and ``transcripts/`` (the Hooks v2 projection). Each test copies it under a
+temporary home and builds ``.state/sessions.db`` from the SQL it needs.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import parsers
+from harvester.bank import open_bank
+from parsers import dcode
+from parsers.base import Harness
+from tests.helpers import FIXTURES, event_identities, events_of, scan, sessions_of
+
+HAND = FIXTURES / "dcode" / "hand"
+T1 = "0196f3a2-7c4e-7b1a-9e3f-2d8c5a1b4e70"  # DeltaChannel era: messages in writes, one snapshot
+T2 = "0196f3b0-2a4b-7c6d-8e0f-1a2b3c4d5e6f"  # before DeltaChannel: every checkpoint holds the list
+T3 = "0196f3c1-5b6c-7d8e-9f0a-1b2c3d4e5f6a"  # a seeded thread: one checkpoint, no writes
+T4 = "0196f3d7-8e9f-7a0b-8c1d-2e3f4a5b6c7d"  # only in transcripts/
+AGENT = f"{T4}/general-purpose:call_7f3e"
+CWD = "/home/dev/src/demo-repo"
+
+
+@pytest.fixture(autouse=True)
+def _registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    harness = Harness(dcode.NAME, dcode.roots, dcode.SOURCES, dcode.parse, "DeepAgents Code", dcode.PROCESSES)
+    monkeypatch.setitem(parsers.HARNESSES, dcode.NAME, harness)
+
+
+def profile(tmp: Path, *sql: str) -> Path:
+    """``~/.deepagents`` under a temporary home, its database built from the named SQL files (none: no
+    database at all)."""
+    root = tmp / "home" / ".deepagents"
+    shutil.copytree(HAND, root, ignore=shutil.ignore_patterns("*.sql", "*.md"))
+    if sql:
+        apply(root, *sql)
+    return root
+
+
+def apply(root: Path, *sql: str) -> None:
+    conn = sqlite3.connect(root / ".state" / "sessions.db")
+    try:
+        for name in sql:
+            conn.executescript((HAND / ".state" / name).read_text())
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def read(tmp: Path, env: dict[str, str] | None = None, bank_name: str = "bank.sqlite") -> tuple[Path, int]:
+    bank = tmp / bank_name
+    report = scan(tmp / "home", bank, (dcode.NAME,), env={"HOME": str(tmp / "home"), **(env or {})})
+    return bank, report.harnesses[dcode.NAME].problems
+
+
+def session(bank: Path, sid: str) -> dict:
+    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
+
+
+def shape(bank: Path, sid: str) -> list[tuple]:
+    return [(e["role"], e["kind"], e["text"][:24]) for e in events_of(bank, sid)]
+
+
+@pytest.fixture
+def db_bank(tmp_path: Path) -> Path:
+    profile(tmp_path, "sessions.sql")
+    bank, problems = read(tmp_path)
+    assert problems == 0
+    return bank
+
+
+def test_threads_of_the_database(db_bank: Path) -> None:
+    # transcripts/ is not read beside a database: T4 is not there.
+    assert {s["native_id"] for s in sessions_of(db_bank)} == {T1, T2, T3}
+    got = {s["native_id"]: (s["cwd"], s["title"], s["title_source"], s["model"], s["agent_version"])
+           for s in sessions_of(db_bank)}
+    assert got == {
+        T1: (CWD, "Fix parse_row on empty lines", "ai", "claude-sonnet-4-5", "0.2.2"),  # thread_name
+        T2: (CWD, "Run the benchmarks and summarize them.", "first-prompt", "gpt-5.1", "0.1.40"),
+        T3: (CWD, "List the TODOs in src.", "first-prompt", "claude-sonnet-4-5", None),
+    }
+    s1 = session(db_bank, T1)
+    assert (s1["branch"], s1["commit_sha"]) == ("main", "3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39")
+    assert (s1["started_at"], s1["updated_at"]) == ("2026-11-20T09:00:00.000Z", "2026-11-20T09:00:20.000Z")
+    assert s1["meta"] == {"agent": "agent", "last_turn": "complete"}
+    assert session(db_bank, T3)["meta"]["last_turn"] == "open"  # ends with dcode's interruption notice
+
+
+def test_delta_channel_thread_in_order(db_bank: Path) -> None:
+    assert shape(db_bank, T1) == [
+        ("user", "text", "Why does parse_row fail "),  # from the input checkpoint's snapshot
+        ("system", "text", "<local_context>cwd: /hom"),  # a middleware's message: not the user's words
+        ("assistant", "thinking", "The split keeps an empty"),
+        ("assistant", "text", "Let me run the failing t"),
+        ("assistant", "tool_call", "execute: pytest -q tests"),
+        ("tool", "tool_result", "F.\nFAILED tests/test_par"),
+        ("assistant", "tool_call", "read_file: /home/dev/src"),
+        ("tool", "tool_result", "Error: File '/home/dev/s"),
+        ("assistant", "text", "Fixed: `parse_row('')` n"),
+    ]
+    events = events_of(db_bank, T1)
+    calls = {e["tool_call_id"]: e for e in events if e["kind"] == "tool_call"}
+    results = [e for e in events if e["kind"] == "tool_result"]
+    assert [(r["tool_name"], r["tool_call_id"], r["is_error"]) for r in results] == [
+        ("execute", "toolu_01", False), ("read_file", "toolu_02", True)]
+    assert all(calls[r["tool_call_id"]]["tool_name"] == r["tool_name"] for r in results)
+    assert calls["toolu_01"]["tool_input"] == {"command": "pytest -q tests/test_parser.py"}
+    assert calls["toolu_01"]["usage"] == {"in": 2100, "out": 180, "cache_read": 1200, "reasoning": 40}
+    assert events[0]["uid"] == "3b9e2f1a-6c7d-4e8f-9a0b-1c2d3e4f5a6b"  # the message's own id
+    assert events[1]["meta"] == {"injected": True, "source": "local_context"}
+    assert [e["ts"] for e in events[:3]] == ["2026-11-20T09:00:00.000Z", "2026-11-20T09:00:01.000Z",
+                                             "2026-11-20T09:00:01.000Z"]  # the step's checkpoint id (UUIDv6)
+
+
+def test_inline_lists_and_seeded_threads(db_bank: Path) -> None:
+    # T2 repeats its whole list in every checkpoint: each message once; the raw input (no id) is skipped.
+    assert shape(db_bank, T2) == [
+        ("user", "text", "Run the benchmarks and s"),
+        ("assistant", "text", "Benchmarks: parse 1.8 ms"),
+        ("system", "compaction", "Here is a summary of the"),  # the _summarization_event channel
+    ]
+    assert events_of(db_bank, T2)[2]["meta"] == {"cutoff_index": 1,
+                                                 "file_path": "/conversation_history/0196f3b0.md"}
+    assert shape(db_bank, T3) == [
+        ("user", "text", "List the TODOs in src."),
+        ("assistant", "tool_call", "grep: src"),
+        ("tool", "tool_result", "src/parser.py:3: # TODO:"),
+        ("system", "text", "[SYSTEM] Task interrupte"),  # dcode's notice, a HumanMessage all the same
+    ]
+
+
+def test_a_new_checkpoint_adds_only_new_messages(tmp_path: Path) -> None:
+    root = profile(tmp_path, "sessions.sql")
+    bank, _ = read(tmp_path)
+    before = [(e["uid"], e["seq"]) for e in events_of(bank, T1)]
+    # Turn 2: a prompt and an answer as writes, the answer rewritten under its id by an Overwrite of the
+    # whole list, then a snapshot checkpoint holding all nine messages again.
+    apply(root, "turn2.sql")
+    bank, problems = read(tmp_path)
+    assert problems == 0
+    after = events_of(bank, T1)
+    assert [(e["uid"], e["seq"]) for e in after[:len(before)]] == before
+    assert [(e["role"], e["kind"], e["text"]) for e in after[len(before):]] == [
+        ("user", "text", "Also handle whitespace-only lines."),
+        ("assistant", "text", "Done: whitespace-only lines now parse to `[]`."),  # revised, not added
+    ]
+    assert session(bank, T1)["meta"]["last_turn"] == "complete"
+    # A fresh bank reading both at once holds the very same events.
+    fresh, problems = read(tmp_path, bank_name="fresh.sqlite")
+    assert problems == 0 and event_identities(fresh) == event_identities(bank)
+
+
+def test_an_unknown_message_type_is_drift(tmp_path: Path) -> None:
+    profile(tmp_path, "sessions.sql", "drift.sql")
+    bank, problems = read(tmp_path)
+    assert problems == 1
+    with open_bank(bank) as b:
+        assert b.harness_stats()[dcode.NAME]["drift"] == {"message type='function'": 1}
+    assert len(events_of(bank, T3)) == 4  # the rest still imports
+
+
+def test_transcripts_are_read_only_without_the_database(tmp_path: Path) -> None:
+    profile(tmp_path)  # no .state/sessions.db
+    bank, problems = read(tmp_path)
+    assert problems == 0
+    assert {s["native_id"] for s in sessions_of(bank)} == {T4, AGENT}
+    assert shape(bank, T4) == [
+        ("user", "text", "Rename parse_row to pars"),
+        ("assistant", "text", "Renaming it everywhere."),
+        ("assistant", "tool_call", "edit_file: src/parser.py"),  # from the content's tool_use block
+        ("tool", "tool_result", "Successfully replaced 3 "),
+        ("system", "text", "[SYSTEM] Task interrupte"),
+        ("assistant", "text", "Renamed; tests pass."),
+    ]
+    agent = session(bank, AGENT)
+    assert (agent["parent_native_id"], agent["parent_kind"]) == (T4, "subagent")
+    assert [(e["role"], e["meta"]) for e in events_of(bank, AGENT)] == [("system", {"from_agent": True}),
+                                                                       ("assistant", None)]
+
+
+def test_deepagents_home_moves_the_root(tmp_path: Path) -> None:
+    home = tmp_path
+    assert dcode.roots({}, home) == [home / ".deepagents"]
+    assert dcode.roots({"DEEPAGENTS_HOME": "/srv/profiles/work"}, home) == [Path("/srv/profiles/work")]
+    assert dcode.roots({"DEEPAGENTS_HOME": "~/profiles/work"}, home) == [home / "profiles/work"]
+    assert dcode.roots({"DEEPAGENTS_HOME": "rel/dir"}, home) == [home / ".deepagents"]  # dcode refuses it
+    # Read end to end from a relocated profile.
+    other = tmp_path / "elsewhere"
+    shutil.copytree(HAND, other, ignore=shutil.ignore_patterns("*.sql", "*.md"))
+    apply(other, "sessions.sql")
+    bank, problems = read(tmp_path, env={"DEEPAGENTS_HOME": str(other)})
+    assert problems == 0 and {s["native_id"] for s in sessions_of(bank)} == {T1, T2, T3}
+
+
+def test_msgpack_formats() -> None:
+    assert dcode.unpack(bytes.fromhex("93c0c3c2")) == [None, True, False]
+    assert dcode.unpack(bytes.fromhex("82a161cd0100a162d1ff00")) == {"a": 256, "b": -256}
+    assert dcode.unpack(bytes.fromhex("cb3ff8000000000000")) == 1.5
+    assert dcode.unpack(b"\xd9\x20" + b"x" * 32) == "x" * 32
+    assert dcode.unpack(bytes.fromhex("d40790")) == dcode.Snapshot([])  # an empty DeltaChannel snapshot
+    with pytest.raises(ValueError, match="incomplete input"):
+        dcode.unpack(bytes.fromhex("92c0"))
