@@ -6,7 +6,24 @@ line to ``HARNESSES`` below.
 
 from __future__ import annotations
 
-from parsers import aider, claude_code, codex, continue_cli, gemini_cli, opencode, qwen_code
+from parsers import (
+    aider,
+    antigravity,
+    claude_code,
+    cline,
+    codex,
+    continue_cli,
+    copilot_cli,
+    cursor,
+    dcode,
+    deepseek_harness,
+    devin,
+    gemini_cli,
+    grok,
+    opencode,
+    pi,
+    qwen_code,
+)
 from parsers.base import Harness
 
 HARNESSES: dict[str, Harness] = {
@@ -27,5 +44,29 @@ HARNESSES: dict[str, Harness] = {
                 continue_cli.PROCESSES),
         Harness(aider.NAME, aider.roots, aider.SOURCES, aider.parse, "Aider", aider.PROCESSES,
                 roots_in_repositories=True),
+        Harness(cline.CLINE_NAME, cline.cline_roots, cline.CLINE_SOURCES, cline.parse, "Cline",
+                cline.CLINE_PROCESSES),
+        Harness(cline.CLINE_LEGACY_NAME, cline.cline_legacy_roots, cline.CLINE_LEGACY_SOURCES, cline.parse,
+                "Cline (legacy tasks)", cline.CLINE_LEGACY_PROCESSES),
+        Harness(cline.ROO_NAME, cline.roo_roots, cline.ROO_SOURCES, cline.parse, "Roo Code", cline.ROO_PROCESSES),
+        Harness(cline.KILO_CODE_NAME, cline.kilo_code_roots, cline.KILO_CODE_SOURCES, cline.parse,
+                "Kilo Code (legacy extension)", cline.KILO_CODE_PROCESSES),
+        Harness(pi.PI_NAME, pi.pi_roots, pi.PI_SOURCES, pi.parse, "pi", pi.PI_PROCESSES),
+        Harness(pi.PRIME_NAME, pi.prime_roots, pi.PRIME_SOURCES, pi.parse, "Prime Agent", pi.PRIME_PROCESSES),
+        Harness(pi.OMP_NAME, pi.omp_roots, pi.OMP_SOURCES, pi.parse, "oh-my-pi", pi.OMP_PROCESSES),
+        Harness(pi.OPENCLAW_NAME, pi.openclaw_roots, pi.OPENCLAW_SOURCES, pi.parse, "OpenClaw",
+                pi.OPENCLAW_PROCESSES),
+        Harness(copilot_cli.NAME, copilot_cli.roots, copilot_cli.SOURCES, copilot_cli.parse, "Copilot CLI",
+                copilot_cli.PROCESSES),
+        Harness(cursor.CLI_NAME, cursor.cli_roots, cursor.CLI_SOURCES, cursor.parse, "Cursor CLI",
+                cursor.CLI_PROCESSES),
+        Harness(cursor.IDE_NAME, cursor.ide_roots, cursor.IDE_SOURCES, cursor.parse, "Cursor", cursor.IDE_PROCESSES),
+        Harness(antigravity.NAME, antigravity.roots, antigravity.SOURCES, antigravity.parse, "Antigravity CLI",
+                antigravity.PROCESSES),
+        Harness(grok.NAME, grok.roots, grok.SOURCES, grok.parse, "Grok Build", grok.PROCESSES),
+        Harness(devin.NAME, devin.roots, devin.SOURCES, devin.parse, "Devin CLI", devin.PROCESSES),
+        Harness(deepseek_harness.NAME, deepseek_harness.roots, deepseek_harness.SOURCES, deepseek_harness.parse,
+                "DeepSeek Harness", deepseek_harness.PROCESSES),
+        Harness(dcode.NAME, dcode.roots, dcode.SOURCES, dcode.parse, "DeepAgents Code", dcode.PROCESSES),
     )
 }

@@ -26,6 +26,7 @@ import orjson
 from harvester.bank import open_bank
 from tests.helpers import FIXTURES, scan
 
+FIXED_MTIME = 1_790_000_000  # 2026-09-21T14:13:20Z: every file of a copied tree, so readings are stable
 TEXT_KEPT = 160  # characters of each event's text in the expected file; content_hash covers the rest
 
 
@@ -35,6 +36,11 @@ class Layout:
 
     harness: str
     place: Callable[[Path, Path], tuple[dict[str, str], dict[str, list[Path]]]]  # (copy, home) -> (env, roots)
+    folder: str = ""  # fixtures/<folder>; the LAYOUTS key when empty
+    hand: str = "hand"  # the hand-written tree inside it (a family may keep one per member)
+
+    def base(self, key: str) -> Path:
+        return FIXTURES / (self.folder or key)
 
 
 def _env(name: str) -> Callable[[Path, Path], tuple[dict[str, str], dict[str, list[Path]]]]:
@@ -60,6 +66,35 @@ def _database(app: str, db: str) -> Callable[[Path, Path], tuple[dict[str, str],
     return place
 
 
+def _link(relative: str) -> Callable[[Path, Path], tuple[dict[str, str], dict[str, list[Path]]]]:
+    """The tree is where the agent keeps it under the home directory (``relative`` to it)."""
+    def place(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, list[Path]]]:
+        (home / relative).parent.mkdir(parents=True, exist_ok=True)
+        (home / relative).symlink_to(tree, target_is_directory=True)
+        return {}, {}
+    return place
+
+
+def _built(sql: str, db: str, then: Callable[[Path, Path], tuple[dict[str, str], dict[str, list[Path]]]],
+           ) -> Callable[[Path, Path], tuple[dict[str, str], dict[str, list[Path]]]]:
+    """Hand-written databases are kept as SQL text: every file named ``sql`` becomes ``db`` beside it."""
+    def place(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, list[Path]]]:
+        for text in tree.rglob(sql):
+            conn = sqlite3.connect(text.with_name(db))
+            conn.executescript(text.read_text())
+            conn.commit()
+            conn.close()
+        return then(tree, home)
+    return place
+
+
+def _cursor_ide(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, list[Path]]]:
+    """The tree is Cursor's ``User`` folder's parent, named ``Cursor`` under ``$VSCODE_APPDATA``."""
+    (home / "appdata").mkdir()
+    (home / "appdata" / "Cursor").symlink_to(tree, target_is_directory=True)
+    return {"VSCODE_APPDATA": str(home / "appdata")}, {}
+
+
 def _repositories(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, list[Path]]]:
     """Aider keeps its history in each repository: every folder holding one is a configured root."""
     return {}, {"aider": sorted(p.parent for p in tree.rglob(".aider.chat.history.md"))}
@@ -74,18 +109,37 @@ LAYOUTS: dict[str, Layout] = {
     "kilo": Layout("kilo", _database("kilo", "kilo.db")),
     "continue_cli": Layout("continue", _env("CONTINUE_GLOBAL_DIR")),
     "aider": Layout("aider", _repositories),
+    "copilot_cli": Layout("copilot-cli", _env("COPILOT_HOME")),
+    "grok": Layout("grok", _env("GROK_HOME")),
+    "antigravity": Layout("antigravity", _link(".gemini/antigravity-cli")),
+    "deepseek_harness": Layout("deepseek-harness", _env("DSH_HOME")),
+    "devin": Layout("devin", _built("sessions.sql", "sessions.db", _link(".local/share/devin/cli"))),
+    "dcode": Layout("dcode", _built("sessions.sql", "sessions.db", _env("DEEPAGENTS_HOME"))),
+    "cline": Layout("cline", _built("sessions.sql", "sessions.db", _env("CLINE_DATA_DIR")), hand="hand/sdk"),
+    "cline-legacy": Layout("cline-legacy", _env("CLINE_DATA_DIR"), "cline", "hand/legacy"),
+    "roo-code": Layout("roo-code", _link(".config/Code/User/globalStorage/rooveterinaryinc.roo-cline"), "cline",
+                       "hand/roo"),
+    "kilo-code": Layout("kilo-code", _link(".config/Code/User/globalStorage/kilocode.kilo-code"), "cline",
+                        "hand/kilo"),
+    "cursor-cli": Layout("cursor-cli", _built("store.sql", "store.db", _env("CURSOR_CONFIG_DIR")), "cursor/cli"),
+    "cursor": Layout("cursor", _built("state.sql", "state.vscdb", _cursor_ide), "cursor/ide"),
+    "pi": Layout("pi", _env("PI_CODING_AGENT_DIR"), "pi/pi"),
+    "prime-agent": Layout("prime-agent", _env("PRIME_AGENT_CODING_AGENT_DIR"), "pi/prime_agent"),
+    "oh-my-pi": Layout("oh-my-pi", _env("PI_CODING_AGENT_DIR"), "pi/oh_my_pi"),
+    "openclaw": Layout("openclaw", _env("OPENCLAW_STATE_DIR"), "pi/openclaw"),
 }
 
 
 def trees() -> list[tuple[str, str, Path]]:
-    """(harness folder, tree name, root) for every fixture tree."""
+    """(layout key, tree name, root) for every fixture tree."""
     out = []
-    for folder in LAYOUTS:
-        base = FIXTURES / folder
-        if (base / "hand").is_dir():
-            out.append((folder, "hand", base / "hand"))
-        for scenario in sorted(p for p in (base / "real").glob("*") if p.is_dir()):
-            out.append((folder, f"real-{scenario.name}", scenario))
+    for key, layout in LAYOUTS.items():
+        base = layout.base(key)
+        if (base / layout.hand).is_dir():
+            out.append((key, layout.hand.replace("/", "-"), base / layout.hand))
+        if layout.hand == "hand":  # captured runs belong to the folder's one layout
+            for scenario in sorted(p for p in (base / "real").glob("*") if p.is_dir()):
+                out.append((key, f"real-{scenario.name}", scenario))
     return out
 
 
@@ -100,6 +154,8 @@ def reading(folder: str, root: Path) -> dict[str, Any]:
             home.mkdir()
             shutil.copytree(root, tree, ignore=shutil.ignore_patterns("*.db-wal", "*.db-shm"))
             env, roots = layout.place(tree, home)
+            for path in [tree, *tree.rglob("*")]:  # stores without times of their own fall back to mtimes
+                os.utime(path, (FIXED_MTIME, FIXED_MTIME), follow_symlinks=False)
             scan(home, bank_path, (layout.harness,), env={"HOME": str(home), **env}, extra_roots=roots)
             return _normalized(_dump(bank_path, tree), tmp)
     finally:
@@ -147,8 +203,8 @@ def _normalized(value: Any, tmp: str) -> Any:
     return value
 
 
-def expected_path(folder: str, name: str) -> Path:
-    return FIXTURES / folder / "expected" / f"{name}.json"
+def expected_path(key: str, name: str) -> Path:
+    return LAYOUTS[key].base(key) / "expected" / f"{name}.json"
 
 
 def dumps(value: Any) -> bytes:

@@ -7,6 +7,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -208,3 +209,32 @@ def test_excluded_directories_are_never_captured(daemon: Daemon) -> None:
     assert {r[0] for r in daemon.query("SELECT native_id FROM sessions")} == {kept.id}
     assert not any("secret" in t for t in daemon.texts())
     assert claude_dir(daemon.home, "/work/secret/client").exists()  # nothing was touched there
+
+
+def test_a_session_its_store_says_ended_stays_ended_until_written_to_again(daemon: Daemon) -> None:
+    """Copilot CLI writes `session.shutdown`: the service must not reopen the session it just imported."""
+    sid = "3f2b9c1e-8d4a-4e6b-9f0c-1a2b3c4d5e6f"
+    state_dir = daemon.home / ".copilot" / "session-state"
+    state_dir.mkdir(parents=True)
+    fixture = Path(__file__).parent.parent / "fixtures" / "copilot_cli" / "hand" / "session-state" / sid
+    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    lines = [orjson.dumps({**orjson.loads(line), "timestamp": now}) + b"\n"  # a session happening now
+             for line in (fixture / "events.jsonl").read_bytes().splitlines()]
+    shutdown = next(i for i, line in enumerate(lines) if b'"type":"session.shutdown"' in line)
+    (state_dir / sid).mkdir()
+    events = state_dir / sid / "events.jsonl"
+    events.write_bytes(b"".join(lines[:shutdown]))
+    daemon.start()
+    wait_for(lambda: daemon.state(sid) == "live", 5, "the session to be imported live")
+    with open(events, "ab") as f:
+        f.write(lines[shutdown])
+    wait_for(lambda: daemon.state(sid) == "ended", 3, "session.shutdown to end it")
+    time.sleep(1.5)  # several unfinished-session rescans and liveness judgements later
+    assert daemon.state(sid) == "ended"
+    resumed = orjson.loads(next(line for line in lines if b'"type":"user.message"' in line))
+    resumed["id"] = "0b5e6a3c-0000-4000-8000-00000000beef"
+    resumed["data"]["content"] = "one more thing"
+    with open(events, "ab") as f:
+        f.write(orjson.dumps(resumed) + b"\n")
+    wait_for(lambda: daemon.state(sid) == "live", 3, "a new message to make it live again")
+    assert daemon.stop() == 0
