@@ -29,7 +29,7 @@ class ScanProgress:
 
     def start(self, harness: Harness, found: list[Found]) -> None:
         self.finish()
-        self.bar = click.progressbar(length=len(found), label=f"{harness.name:<12}", file=sys.stderr,
+        self.bar = click.progressbar(length=len(found), label=f"{harness.name:<16}", file=sys.stderr,
                                      show_pos=True)
         self.bar.__enter__()
 
@@ -69,11 +69,12 @@ def scan_report_dict(report: ScanReport, bank_path: Path) -> dict[str, Any]:
 
 def scan_report_text(report: ScanReport, bank_path: Path) -> str:
     lines = []
+    width = max((len(name) for name in report.harnesses), default=0)
     for h in report.harnesses.values():
         if not h.roots:
-            lines.append(f"{h.harness:<12} no store found")
+            lines.append(f"{h.harness:<{width}} no store found")
             continue
-        line = (f"{h.harness:<12} {h.sources} sources ({h.sources_read} read), {len(h.sessions)} sessions, "
+        line = (f"{h.harness:<{width}} {h.sources} sources ({h.sources_read} read), {len(h.sessions)} sessions, "
                 f"+{h.events_added} events")
         if h.problems:
             line += f", {h.problems} records skipped (see `harvester status`)"
