@@ -46,7 +46,7 @@ from harvester.bank import Bank, open_bank
 from harvester.config import Settings, runtime_dir
 from harvester.ingest import Ingestor, SourceResult
 from harvester.liveness import AgentProcess, agent_processes, judge
-from harvester.sources import Found, discover, match
+from harvester.sources import Found, discover, match, owner
 from parsers import HARNESSES
 from parsers.base import Harness
 
@@ -361,13 +361,13 @@ class Service:
         for raw in paths:
             path = Path(os.fsdecode(raw))
             for harness, root in self._root_pairs():
-                found = match(harness, root, path)
+                found = match(harness, root, path) or owner(harness, root, path)
                 if found is None or not found.spec.watch:
                     continue
                 with self._cond:
-                    if str(path) not in self._pending:
-                        self._pending[str(path)] = _Pending(found, harness,
-                                                            time.monotonic() + self.timings.debounce_ms / 1000)
+                    if str(found.path) not in self._pending:
+                        self._pending[str(found.path)] = _Pending(
+                            found, harness, time.monotonic() + self.timings.debounce_ms / 1000)
                         self._cond.notify()
                 break
 

@@ -78,6 +78,27 @@ def match(harness: Harness, root: Path, path: Path) -> Found | None:
     return None
 
 
+def owner(harness: Harness, root: Path, path: Path) -> Found | None:
+    """The source a changed sidecar or related document belongs to, when it sits beside it (Cline's
+    ui_messages.json, Copilot's workspace.yaml): a change to it alone is a change to that source."""
+    if root not in path.parents or not any(spec.sidecar or spec.related for spec in harness.sources):
+        return None
+    try:
+        with os.scandir(path.parent) as entries:
+            siblings = [Path(e.path) for e in entries if e.name != path.name and e.is_file()]
+    except OSError:
+        return None
+    for sibling in siblings:
+        found = match(harness, root, sibling)
+        if found is None:
+            continue
+        spec = found.spec
+        if (spec.sidecar is not None and Path(spec.sidecar(sibling)) == path) or (
+                spec.related is not None and path in {Path(p) for p in spec.related(sibling)}):
+            return found
+    return None
+
+
 def _glob_match(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
     if not pattern:
         return not parts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import threading
@@ -237,4 +238,26 @@ def test_a_session_its_store_says_ended_stays_ended_until_written_to_again(daemo
     with open(events, "ab") as f:
         f.write(orjson.dumps(resumed) + b"\n")
     wait_for(lambda: daemon.state(sid) == "live", 3, "a new message to make it live again")
+    assert daemon.stop() == 0
+
+
+def test_a_change_to_a_related_document_alone_reads_its_source(daemon: Daemon) -> None:
+    """Cline finishes a task by writing ui_messages.json, beside the history it belongs to; the
+    unfinished-session rescan is far off here, so only the file event can bring the change in."""
+    daemon.config.write_text(FAST.replace("unfinished_seconds = 0.3", "unfinished_seconds = 600"))
+    tree = Path(__file__).parent.parent / "fixtures" / "cline" / "hand" / "legacy"
+    shutil.copytree(tree, daemon.home / ".cline" / "data")
+    task = daemon.home / ".cline" / "data" / "tasks" / "1745000000000"
+
+    def last_turn() -> str | None:
+        rows = daemon.query("SELECT meta FROM sessions WHERE native_id = '1745000000000'")
+        return orjson.loads(rows[0][0]).get("last_turn") if rows and rows[0][0] else None
+
+    daemon.start()
+    wait_for(lambda: last_turn() == "aborted", 5, "the task to be imported")
+    time.sleep(0.5)  # past the startup's own re-read of unfinished sessions
+    ui = orjson.loads((task / "ui_messages.json").read_bytes())
+    ui.append({"ts": ui[-1]["ts"] + 1000, "type": "say", "say": "completion_result", "text": "Done."})
+    (task / "ui_messages.json").write_bytes(orjson.dumps(ui))
+    assert wait_for(lambda: last_turn() == "complete", 2, "the completion to be read") < 2
     assert daemon.stop() == 0
