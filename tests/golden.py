@@ -137,9 +137,9 @@ def trees() -> list[tuple[str, str, Path]]:
         base = layout.base(key)
         if (base / layout.hand).is_dir():
             out.append((key, layout.hand.replace("/", "-"), base / layout.hand))
-        if layout.hand == "hand":  # captured runs belong to the folder's one layout
-            for scenario in sorted(p for p in (base / "real").glob("*") if p.is_dir()):
-                out.append((key, f"real-{scenario.name}", scenario))
+        real = layout.hand.replace("hand", "real", 1)  # captured runs: real/<scenario>, or real/sdk/<scenario>
+        for scenario in sorted(p for p in (base / real).glob("*") if p.is_dir()):
+            out.append((key, f"{real.replace('/', '-')}-{scenario.name}", scenario))
     return out
 
 
