@@ -251,6 +251,8 @@ class Ingestor:
             log.info("re-read source from the start", path=outcome.path, reason=outcome.restart_reason)
         result.outcome = outcome.outcome
         self.bytes_read += outcome.bytes_read
+        if outcome.outcome in ("new", "read", "restarted") and not any(p.line == 0 for p in outcome.problems):
+            self.bank.resolve_read_problems(outcome.path)
         if outcome.problems:
             for problem in outcome.problems:
                 log.warning("source problem", harness=harness.name, path=outcome.path, line=problem.line,

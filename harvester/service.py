@@ -505,12 +505,15 @@ def _epoch(ts: str | None) -> float | None:
 
 
 def _mtime(path: str | None) -> float | None:
+    """When the source was last written: a SQLite database in WAL mode is written in its -wal file,
+    and its main file keeps an old time until a checkpoint."""
     if not path:
         return None
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return None
+    times = []
+    for candidate in (path, f"{path}-wal"):
+        with contextlib.suppress(OSError):
+            times.append(os.stat(candidate).st_mtime)
+    return max(times) if times else None
 
 
 def _nearest_existing(path: Path) -> Path | None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from harvester.liveness import _is_agent, judge
 
 
@@ -28,3 +31,17 @@ def test_states() -> None:
                  idle_end_s=idle, now=now).state == "live"
     assert judge(held=False, was_held=False, source_mtime=now - 3600, last_turn=None, recent_s=recent,
                  idle_end_s=idle, now=now).state == "ended"
+
+
+def test_a_wal_databases_last_write_is_its_wal_files(tmp_path: Path) -> None:
+    """The agent holds its session while it writes: for SQLite in WAL mode that is the -wal file."""
+    from harvester.service import _mtime
+
+    db = tmp_path / "sessions.db"
+    db.write_bytes(b"")
+    os.utime(db, (1_000_000, 1_000_000))
+    assert _mtime(str(db)) == 1_000_000
+    (tmp_path / "sessions.db-wal").write_bytes(b"x")
+    os.utime(tmp_path / "sessions.db-wal", (2_000_000, 2_000_000))
+    assert _mtime(str(db)) == 2_000_000
+    assert _mtime(str(tmp_path / "gone.db")) is None and _mtime(None) is None

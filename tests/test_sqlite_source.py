@@ -120,3 +120,21 @@ def test_a_replaced_database_is_read_from_the_start(tmp_path: Path, store: sqlit
     other.replace(db)
     assert scan(home, bank, ("dbagent",)).events_added == 1
     assert "older but new to us" in _texts(bank)
+
+
+def test_a_database_caught_before_its_tables_exist_is_not_left_as_a_problem(
+        tmp_path: Path, store: sqlite3.Connection) -> None:
+    """An agent creates its database, then its tables: a poll in between sees no such table. That is
+    shown while it lasts (status says why nothing is read) and gone once the database reads cleanly."""
+    store.execute("ALTER TABLE part RENAME TO part_being_created")
+    bank = tmp_path / "bank.sqlite"
+    scan(tmp_path / "home", bank, ("dbagent",))
+    with open_bank(bank) as b:
+        rows = b.conn.execute("SELECT line, kind, detail FROM problems").fetchall()
+    assert rows == [(0, "malformed", "unexpected database shape: no such table: part")]
+    store.execute("ALTER TABLE part_being_created RENAME TO part")
+    scan(tmp_path / "home", bank, ("dbagent",))
+    with open_bank(bank) as b:
+        assert b.conn.execute("SELECT count(*) FROM problems").fetchone()[0] == 0
+        assert b.harness_stats()["dbagent"]["malformed"] == 0
+    assert _texts(bank) == ["hello", "wor"]

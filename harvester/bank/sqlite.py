@@ -119,6 +119,14 @@ class SqliteBank(SqliteReads):
         with self.transaction() as conn:
             self._insert_problems(conn, harness, path, problems, utcnow())
 
+    def resolve_read_problems(self, path: str) -> None:
+        # Only the reader's own line-0 problems (a database caught mid-creation, a file that could not
+        # be opened) describe a condition that ends; a bad record stays a bad record.
+        if self.conn.execute("SELECT 1 FROM problems WHERE source_path = ? AND line = 0", (path,)).fetchone():
+            with self.transaction() as conn:
+                conn.execute("DELETE FROM problems WHERE source_path = ? AND line = 0 AND (kind = 'unreadable' "
+                             "OR detail LIKE 'unexpected database shape:%')", (path,))
+
     # -- sessions --------------------------------------------------------------------------
     def session_heads(self, harness: str, native_ids: list[str]) -> dict[str, SessionHead]:
         out: dict[str, SessionHead] = {}
