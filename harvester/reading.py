@@ -207,7 +207,13 @@ def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
         conn.execute("BEGIN")
         for query in found.spec.queries:
             since = marks.get(query.name, 0)
-            for row in conn.execute(query.sql, {"since": since}):
+            try:
+                rows = conn.execute(query.sql, {"since": since})
+            except sqlite3.OperationalError as exc:
+                if query.optional and "no such table" in str(exc):
+                    continue
+                raise
+            for row in rows:
                 data = dict(row)
                 records.append(Record(len(records) + 1, orjson.dumps({"table": query.name, "row": data},
                                                                      default=_bytes_as_text)))

@@ -46,6 +46,9 @@ class SqliteQuery:
     name: str  # handed to the parser as {"table": name, "row": {...}}
     sql: str
     watermark: str  # a column that grows whenever a row is written (time_updated, rowid)
+    # The table comes with a later version of the agent: a database without it has no such rows (rather
+    # than an unexpected shape). OpenClaw's agent database existed before it held transcripts.
+    optional: bool = False
 
 
 @dataclass(frozen=True, slots=True)

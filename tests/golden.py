@@ -126,7 +126,8 @@ LAYOUTS: dict[str, Layout] = {
     "pi": Layout("pi", _env("PI_CODING_AGENT_DIR"), "pi/pi"),
     "prime-agent": Layout("prime-agent", _env("PRIME_AGENT_CODING_AGENT_DIR"), "pi/prime_agent"),
     "oh-my-pi": Layout("oh-my-pi", _env("PI_CODING_AGENT_DIR"), "pi/oh_my_pi"),
-    "openclaw": Layout("openclaw", _env("OPENCLAW_STATE_DIR"), "pi/openclaw"),
+    "openclaw": Layout("openclaw", _built("openclaw-agent.sql", "openclaw-agent.sqlite", _env("OPENCLAW_STATE_DIR")),
+                       "pi/openclaw"),
 }
 
 

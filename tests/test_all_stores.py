@@ -56,7 +56,7 @@ PLACES = {
 }
 # Hand-written databases are kept as SQL text; each becomes the file the agent writes.
 DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql": "sessions.db",
-             "store.sql": "store.db", "state.sql": "state.vscdb"}
+             "store.sql": "store.db", "state.sql": "state.vscdb", "openclaw-agent.sql": "openclaw-agent.sqlite"}
 
 
 def _machine(home: Path) -> None:
