@@ -13,79 +13,31 @@ Format facts and their sources: ``fixtures/pi/<member>/SOURCE.md``. In short:
   header): the copies are the parent's and are skipped; the fork is linked to its parent.
 - Loading a v1/v2 file rewrites it as v3 (the core reads it again from the start). v2 entries keep
   their ids; v1 entries get random ids, so a v1-era entry is identified by its content (``_uid``).
-- Members (stores: the ``*_roots`` functions and ``*_SOURCES``): pi; Prime Agent (RLM children in
-  ``session-artifacts/``); oh-my-pi (a fixed-width title slot as line 1, subagents beside the session);
-  OpenClaw before v2026.8.1, which moved its transcripts into SQLite.
+- Members (stores: the ``*_roots`` functions in ``pi_roots``, and ``*_SOURCES``): pi; Prime Agent (RLM
+  children in ``session-artifacts/``); oh-my-pi (a fixed-width title slot as line 1, subagents beside the
+  session, a ``session_exit`` record when its process goes); OpenClaw before v2026.8.1, which moved its
+  transcripts into SQLite.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path, PurePath
+from collections.abc import Callable, Iterable
+from pathlib import PurePath
 from typing import Any
 
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, clip, record_uid
 from parsers.base import Record, SourceRef, SourceSpec, json_objects
+from parsers.pi_roots import omp_roots as omp_roots
+from parsers.pi_roots import openclaw_roots as openclaw_roots
+from parsers.pi_roots import pi_roots as pi_roots
+from parsers.pi_roots import prime_roots as prime_roots
 
 PI_NAME, PRIME_NAME, OMP_NAME, OPENCLAW_NAME = "pi", "prime-agent", "oh-my-pi", "openclaw"
 
-
-# -- roots ------------------------------------------------------------------------------------
-def _dedup(paths: Iterable[Path | None]) -> list[Path]:
-    return list(dict.fromkeys(p for p in paths if p is not None))
-
-
-def _absolute(value: str | None, home: Path) -> Path | None:
-    """``~`` expanded; a relative value is resolved by the agent against its own cwd: not followable."""
-    value = (value or "").strip()
-    if value == "~" or value.startswith(("~/", "~\\")):
-        return home / value[2:]
-    return Path(value) if value and Path(value).is_absolute() else None
-
-
-def pi_roots(env: Mapping[str, str], home: Path) -> list[Path]:
-    """``PI_CODING_AGENT_SESSION_DIR`` holds sessions flat; ``PI_CODING_AGENT_DIR`` moves ``~/.pi/agent``.
-    The default stays a root: sessions written before a variable was set are still there."""
-    agent = _absolute(env.get("PI_CODING_AGENT_DIR"), home)
-    return _dedup([_absolute(env.get("PI_CODING_AGENT_SESSION_DIR"), home),
-                    agent / "sessions" if agent else None, home / ".pi" / "agent" / "sessions"])
-
-
-def prime_roots(env: Mapping[str, str], home: Path) -> list[Path]:
-    """Each sessions folder, and the ``session-artifacts`` beside it that holds RLM children."""
-    agent = _absolute(env.get("PRIME_AGENT_CODING_AGENT_DIR"), home)
-    moved = env.get("PRIME_AGENT_SESSION_DIR") or env.get("PRIME_AGENT_CODING_AGENT_SESSION_DIR")
-    sessions = [_absolute(moved, home), agent / "sessions" if agent else None,
-                home / ".prime" / "agent" / "sessions"]
-    return _dedup(x for s in sessions if s is not None for x in (s, s.parent / "session-artifacts"))
-
-
-def omp_roots(env: Mapping[str, str], home: Path) -> list[Path]:
-    """A named profile (``OMP_PROFILE``, else the legacy ``PI_PROFILE``) has its own tree; the default
-    one honours ``PI_CODING_AGENT_DIR``; ``$XDG_DATA_HOME/omp`` holds sessions once omp migrated there."""
-    config = home / (env.get("PI_CONFIG_DIR") or ".omp")
-    profile = (env["OMP_PROFILE"] if "OMP_PROFILE" in env else env.get("PI_PROFILE") or "").strip()
-    xdg = _absolute(env.get("XDG_DATA_HOME"), home)
-    if profile and profile != "default":
-        return _dedup([xdg / "omp" / "profiles" / profile / "sessions" if xdg else None,
-                        config / "profiles" / profile / "agent" / "sessions"])
-    agent = _absolute(env.get("PI_CODING_AGENT_DIR"), home)
-    return _dedup([xdg / "omp" / "sessions" if xdg and not agent else None,
-                    (agent or config / "agent") / "sessions", config / "agent" / "sessions"])
-
-
-def openclaw_roots(env: Mapping[str, str], home: Path) -> list[Path]:
-    """``OPENCLAW_STATE_DIR`` (legacy ``CLAWDBOT_STATE_DIR``), else ``~/.openclaw`` or a state dir of
-    its earlier names; ``OPENCLAW_HOME`` replaces the home directory."""
-    base = _absolute(env.get("OPENCLAW_HOME"), home) or home
-    state = _absolute(env.get("OPENCLAW_STATE_DIR") or env.get("CLAWDBOT_STATE_DIR"), home)
-    return _dedup([state / "agents" if state else None,
-                    *(base / d / "agents" for d in (".openclaw", ".clawdbot", ".moldbot", ".moltbot"))])
-
-
+# -- stores (the roots functions are in pi_roots: named here too, as parsers/__init__.py uses them)
 _UUID = "????????-????-????-????-????????????"
 PI_SOURCES = (SourceSpec("*/*.jsonl", "jsonl", "pi"), SourceSpec("*.jsonl", "jsonl", "pi"))
 PRIME_SOURCES = (
@@ -105,8 +57,9 @@ PRIME_PROCESSES = ("prime-agent",)
 OMP_PROCESSES = ("omp", "@oh-my-pi/pi-coding-agent")
 OPENCLAW_PROCESSES = ("openclaw", "openclaw-gateway", "openclaw-tui")
 
-# Entries with nothing for a transcript: extension state (custom), Prime's usage folded into a parent
-# message (the child sessions carry it themselves), omp's rule-injection and account-pin records.
+# Entries with nothing for a transcript: extension state and omp's tool-start markers (custom; omp's
+# session_exit is read), Prime's usage folded into a parent message (the child sessions carry it
+# themselves), omp's rule-injection and account-pin records.
 BOOKKEEPING = frozenset({"custom", "child_usage_attributed", "ttsr_injection", "credential_pin"})
 SIDE_ENTRIES = frozenset({"model_usage"})  # omp writes them beside the leaf without moving it
 _PATH_KEPT, _OFF_KEPT = 2000, 1000  # branch bookkeeping kept in the cursor state
@@ -117,6 +70,7 @@ _FILE_ARG = re.compile(r'<file name="[^"]*">(?:\n[\s\S]*?\n)?</file>\n')
 _ENVELOPE = re.compile(r"^\[([^\]\n]*?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}[^\]\n]*)\] ")
 _TURN_AFTER = {"toolUse": "open", "deferred": "open", "aborted": "aborted", "error": "error"}  # stopReason
 _NOT_SESSIONS = (".trajectory.jsonl", ".checkpoint.")  # OpenClaw sidecars the topic glob could match
+_PROMPTS = ("user", "bashExecution", "pythonExecution")  # what the user typed
 
 
 class _Reader:
@@ -205,6 +159,12 @@ def _entry(reader: _Reader, data: dict, raw: bytes) -> None:
         patch.updated_at = ts
     uid = _uid(reader, data, raw)
     branched_from = _track(reader, data)
+    if state.get("exited") and kind == "message" and data["message"].get("role") in _PROMPTS:
+        del state["exited"]  # a prompt after omp's exit record (not its teardown's aborted reply): resumed
+        patch.state = "live"
+    if kind == "custom" and data.get("customType") == "session_exit":
+        _session_exit(reader, data, uid)
+        return
     if kind in BOOKKEEPING:
         return
     handler = TYPES.get(kind) if isinstance(kind, str) else None
@@ -483,7 +443,7 @@ def _compaction(reader: _Reader, data: dict, uid: str) -> None:
     before = data.get("tokensBefore")
     reader.say(data, uid, data.get("summary") or f"conversation compacted ({before} tokens)", "compaction",
                data.get("usage"), tokens_before=before, tokens_after=data.get("tokensAfter"),
-               first_kept=data.get("firstKeptEntryId"),
+               first_kept=data.get("firstKeptEntryId"), method=data.get("method"),  # omp: soft, handoff...
                from_hook=bool(data.get("fromHook") or data.get("fromExtension")))
 
 
@@ -520,6 +480,22 @@ def _session_state(reader: _Reader, data: dict, uid: str) -> None:
 def _git(reader: _Reader, git: Any) -> None:
     if isinstance(git, dict) and any(git.get(k) for k in ("branch", "commit", "repoUrl")):
         reader.patch.git = GitFacts(git.get("branch"), git.get("commit"), git.get("repoUrl"))
+
+
+def _session_exit(reader: _Reader, data: dict, uid: str) -> None:
+    """omp's record of its process going away: ``normal`` (disposed), ``signal``, ``fatal`` or
+    ``process_exit``, with the tool calls left without a result. Like omp itself, a turn counts as
+    interrupted only after an abnormal exit or with calls pending; a clean exit is the session's end."""
+    info = data.get("data") if isinstance(data.get("data"), dict) else {}
+    kind = info.get("kind")
+    pending = [str(p.get("toolName")) for p in info.get("pendingToolCalls") or [] if isinstance(p, dict)]
+    interrupted = kind != "normal" or bool(pending)
+    reader.state["exited"] = True
+    reader.patch.state = "abandoned" if interrupted and reader.state.get("last_turn") == "open" else "ended"
+    if interrupted:
+        text = f"process exit ({kind}: {info.get('reason')})" + (f"; tools left running: {', '.join(pending)}"
+                                                                 if pending else "")
+        reader.say(data, uid, text, record="session_exit", exit_kind=kind)
 
 
 def _session_init(reader: _Reader, data: dict, uid: str) -> None:
@@ -581,7 +557,8 @@ def _usage(raw: Any) -> Usage | None:
         return None
     usage = Usage(input=int(raw.get("input") or 0), output=int(raw.get("output") or 0),
                   cache_read=int(raw.get("cacheRead") or 0), cache_write=int(raw.get("cacheWrite") or 0),
-                  reasoning=int(raw.get("reasoning") or 0))  # reasoning is part of output in pi's Usage
+                  # part of output; pi names it reasoning, omp reasoningTokens
+                  reasoning=int(raw.get("reasoning") or raw.get("reasoningTokens") or 0))
     return usage if usage.as_dict() else None
 
 

@@ -13,6 +13,7 @@ import pytest
 import parsers
 from harvester.bank import open_bank
 from harvester.liveness import _is_agent
+from harvester.model import Usage
 from parsers import pi
 from parsers.base import Harness
 from tests.helpers import FIXTURES, events_of, scan, sessions_of
@@ -320,6 +321,139 @@ def test_omp_title_slot_rewritten_in_place(registered: None, tmp_path: Path) -> 
     _, problems = _scan(tmp_path, "oh_my_pi", root)
     assert problems == 0 and len(events_of(bank, OMP)) == count
     assert _session(bank, OMP)["title"] == "CSV loader: reuse one row buffer"
+
+
+def _exit(eid: str, parent: str, n: int, kind: str, reason: str) -> dict:
+    data = {"reason": reason, "kind": kind, "recordedAt": f"2026-11-01T10:00:{n:02d}.000Z"}
+    return {"type": "custom", "customType": "session_exit", "data": data, "id": eid, "parentId": parent,
+            "timestamp": f"2026-11-01T10:00:{n:02d}.000Z"}
+
+
+def test_omp_exit_record_ends_or_abandons_the_session(registered: None, tmp_path: Path) -> None:
+    """The shapes omp 18.2.3 wrote: a clean exit after each print-mode run; on SIGTERM mid-turn the exit
+    record (kind signal), then its teardown's aborted reply (which is not a resume)."""
+    folder = tmp_path / "agent" / "sessions" / "-w"
+    folder.mkdir(parents=True)
+    store = folder / "2026-11-01T10-00-00-000Z_s3.jsonl"
+    first = [_header("s3"), _entry("e1", None, 1, "user", "say hi"), _entry("e2", "e1", 2, "assistant", "hi"),
+             _exit("x1", "e2", 3, "normal", "dispose")]
+    _write(store, first)
+    bank, problems = _scan(tmp_path, "oh_my_pi", tmp_path / "agent")
+    assert problems == 0 and _session(bank, "s3")["state"] == "ended"
+    assert not [e for e in events_of(bank, "s3") if _meta(e).get("record") == "session_exit"]  # clean: silent
+    with store.open("ab") as f:  # resumed (--continue): the prompt makes it live again
+        f.write(orjson.dumps(_entry("e3", "x1", 4, "user", "SLOW 20 a turn that never finishes")) + b"\n")
+    _scan(tmp_path, "oh_my_pi", tmp_path / "agent")
+    assert _session(bank, "s3")["state"] == "live"
+    aborted = _entry("e4", "x2", 6, "assistant", "")
+    aborted["message"].update(content=[], stopReason="aborted", errorMessage="Request was aborted")
+    with store.open("ab") as f:
+        f.write(orjson.dumps(_exit("x2", "e3", 5, "signal", "sigterm")) + b"\n" + orjson.dumps(aborted) + b"\n")
+    _scan(tmp_path, "oh_my_pi", tmp_path / "agent")
+    s = _session(bank, "s3")
+    assert (s["state"], s["meta"]["last_turn"]) == ("abandoned", "aborted")
+    assert [e["text"] for e in events_of(bank, "s3") if e["role"] == "system"] == [
+        "process exit (signal: sigterm)", "aborted: Request was aborted"]
+
+
+def test_omp_usage_names_reasoning_tokens_its_own_way() -> None:
+    raw = {"input": 16962, "output": 40, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 17002,
+           "reasoningTokens": 15}  # omp 18.2.3; pi 1.6.0 writes "reasoning"
+    assert pi._usage(raw) == Usage(input=16962, output=40, reasoning=15)
+    assert pi._usage({**raw, "reasoningTokens": None, "reasoning": 7}) == Usage(input=16962, output=40, reasoning=7)
+
+
+# -- real runs: fixtures/pi/<member>/real/<scenario>, captured by tests.realagents_capture -----------------
+def _real(tmp: Path, member: str, scenario: str) -> Path:
+    bank, problems = _scan(tmp, member, BASE / member / "real" / scenario)
+    assert problems == 0
+    return bank
+
+
+def test_pi_real_resume_appends_to_the_same_file(registered: None, tmp_path: Path) -> None:
+    bank = _real(tmp_path, "pi", "two_turns")
+    [s] = sessions_of(bank)
+    assert (s["model"], s["agent_version"], s["meta"]["format_version"]) == ("fake-model", None, 3)
+    assert s["cwd"].endswith("/demo-repo") and s["title"] == "say hi"
+    events = events_of(bank, s["native_id"])
+    assert [e["text"] for e in events[:3]] == [  # each run's start: model, thinking level, pi's prompt
+        "model: fakellm/fake-model", "thinking level: medium",
+        "sections: preamble, tools, rules, docs, cwd\ntools +read, +bash, +edit, +write"]
+    assert [(e["role"], e["kind"]) for e in events[3:]] == [
+        ("user", "text"), ("assistant", "text"), ("user", "text"), ("assistant", "tool_call"),
+        ("tool", "tool_result"), ("assistant", "text")]  # the --continue run: the same session, appended
+    call, result = events[6], events[7]
+    assert (call["tool_name"], call["tool_call_id"]) == (result["tool_name"], result["tool_call_id"])
+    assert "pelican" in result["text"] and call["usage"]["out"] == 53
+
+
+def test_real_thinking_and_tool_errors(registered: None, tmp_path: Path) -> None:
+    for member, level in (("pi", "medium"), ("oh_my_pi", "high")):
+        bank = _real(tmp_path / member / "t", member, "thinking")
+        [s] = sessions_of(bank)
+        events = events_of(bank, s["native_id"])
+        assert f"thinking level: {level}" in [e["text"] for e in events]
+        thinking = next(e for e in events if e["kind"] == "thinking")
+        assert thinking["text"].endswith("I will think briefly, then answer.")
+        assert thinking["usage"]["reasoning"] == 15
+        bank = _real(tmp_path / member / "e", member, "tool_error")
+        [s] = sessions_of(bank)
+        [result] = [e for e in events_of(bank, s["native_id"]) if e["kind"] == "tool_result"]
+        assert result["is_error"] and "missing.txt" in result["text"]
+
+
+def test_omp_real_runs(registered: None, tmp_path: Path) -> None:
+    bank = _real(tmp_path / "two", "oh_my_pi", "two_turns")
+    [s] = sessions_of(bank)
+    assert (s["state"], s["title"], s["model"]) == ("ended", "say hi", "fake-model")  # title slot left empty
+    assert [e["text"] for e in events_of(bank, s["native_id"]) if e["role"] == "user"] == [
+        "say hi", f"READ_FILE {s['cwd']}/notes.txt"]
+    bank = _real(tmp_path / "sub", "oh_my_pi", "subagent")
+    parent, child = sorted(sessions_of(bank), key=lambda x: len(x["native_id"]))
+    assert (child["native_id"], child["parent_native_id"], child["parent_kind"]) == (
+        f"{parent['native_id']}:{child['native_id'].rsplit(':', 1)[1]}", parent["native_id"], "subagent")
+    assert child["meta"]["agent"] == "task" and child["title"] == "task: Complete assignment thoroughly:"
+    events = events_of(bank, child["native_id"])
+    assert (events[1]["role"], events[1]["meta"]) == ("system", {"from_agent": "parent"})  # the task
+    assert next(e["meta"] for e in events if _meta(e).get("developer")) == {"injected": True, "developer": True}
+    assert [e["tool_name"] for e in events_of(bank, parent["native_id"]) if e["kind"] == "tool_call"] == [
+        "task", "hub"]
+
+
+def test_real_rpc_sessions(registered: None, tmp_path: Path) -> None:
+    """Driven over --mode rpc: a thinking level and a model chosen mid-session, a !command, a name, a
+    compaction, and a fork at the second prompt (its copies of the parent's entries are skipped)."""
+    for member, copied, role in (("pi", 8, None), ("oh_my_pi", 7, "default")):
+        bank = _real(tmp_path / member, member, "rpc")
+        forks = [s for s in sessions_of(bank) if s["parent_kind"] == "fork"]
+        [main] = [s for s in sessions_of(bank) if s["parent_kind"] is None]
+        [fork] = forks
+        assert (main["title"], main["title_source"], main["model"]) == ("rpc demo", "custom", "fake-model-2")
+        events = events_of(bank, main["native_id"])
+        changes = [(e["text"], _meta(e).get("role")) for e in events if _meta(e).get("record")]
+        assert changes[-2:] == [("thinking level: low", None), ("model: fakellm/fake-model-2", role)]
+        bash = [(e["role"], e["text"]) for e in events if _meta(e).get("bash") or e["tool_name"] == "bash"]
+        assert bash == [("user", "!echo rpc bash"), ("tool", "rpc bash\n")]
+        [compaction] = [e for e in events if e["kind"] == "compaction"]
+        assert compaction["text"].startswith("<analysis>") and compaction["meta"]["tokens_before"] > 0
+        assert compaction["meta"].get("method") == (None if member == "pi" else "soft")
+        assert [e["text"] for e in events if e["role"] == "user"][-1] == "say bye"
+        assert (fork["parent_native_id"], fork["meta"]["copied_records"]) == (main["native_id"], copied)
+        assert [e["text"] for e in events_of(bank, fork["native_id"]) if e["role"] == "user"] == [
+            "say hi from the fork"]
+
+
+def test_real_interrupted_turns(registered: None, tmp_path: Path) -> None:
+    """SIGTERM while the model is answering: both write an aborted, empty reply; omp first its exit record."""
+    bank = _real(tmp_path / "pi", "pi", "interrupted")
+    [s] = sessions_of(bank)
+    assert (s["state"], s["meta"]["last_turn"]) == ("unknown", "aborted")
+    assert events_of(bank, s["native_id"])[-1]["text"] == "aborted: Request aborted"
+    bank = _real(tmp_path / "omp", "oh_my_pi", "interrupted")
+    [s] = sessions_of(bank)
+    assert (s["state"], s["meta"]["last_turn"]) == ("abandoned", "aborted")
+    assert [e["text"] for e in events_of(bank, s["native_id"])][-2:] == [
+        "process exit (signal: sigterm)", "aborted: Request was aborted"]
 
 
 # -- OpenClaw ------------------------------------------------------------------------------------
