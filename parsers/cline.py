@@ -21,61 +21,26 @@ from __future__ import annotations
 import contextlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, Problem, SessionPatch, Usage, clip, record_uid
+from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
 from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, json_objects
+
+# where: the roots functions are in cline_roots (named here too: parsers/__init__.py uses them)
+from parsers.cline_roots import cline_legacy_roots as cline_legacy_roots
+from parsers.cline_roots import cline_roots as cline_roots
+from parsers.cline_roots import kilo_code_roots as kilo_code_roots
+from parsers.cline_roots import roo_roots as roo_roots
 
 CLINE_NAME = "cline"
 CLINE_LEGACY_NAME = "cline-legacy"
 ROO_NAME = "roo-code"
 KILO_CODE_NAME = "kilo-code"
-
-# -- where ---------------------------------------------------------------------------------------
-EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor")  # VS Code builds' user-data folder names
-
-
-def _global_storage(env: Mapping[str, str], home: Path, extension: str) -> list[Path]:
-    """Every OS's place (they need not exist): Electron's appData is $XDG_CONFIG_HOME or ~/.config on Linux,
-    ~/Library/Application Support on macOS, %APPDATA% on Windows; Remote-SSH keeps ~/.vscode-server/data."""
-    linux = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
-    windows = Path(env["APPDATA"]) if env.get("APPDATA") else home / "AppData" / "Roaming"
-    users = [base / app / "User" for base in (linux, home / "Library/Application Support", windows) for app in EDITORS]
-    return [user / "globalStorage" / extension for user in [*users, home / ".vscode-server/data/User"]]
-
-
-def _cline_data(env: Mapping[str, str], home: Path) -> Path:
-    """CLINE_DATA_DIR, else $CLINE_DIR/data, else ~/.cline/data (the SDK's and the standalone's rule)."""
-    if (env.get("CLINE_DATA_DIR") or "").strip():
-        return Path(env["CLINE_DATA_DIR"].strip())
-    return Path((env.get("CLINE_DIR") or "").strip() or home / ".cline") / "data"
-
-
-def cline_roots(env: Mapping[str, str], home: Path) -> list[Path]:
-    """The sessions dir and the db dir, each movable on its own (paths.ts resolveSessionDataDir, resolveDbDataDir)."""
-    data = _cline_data(env, home)
-    return [Path(env[v].strip()) if (env.get(v) or "").strip() else data / sub
-            for v, sub in (("CLINE_SESSION_DATA_DIR", "sessions"), ("CLINE_DB_DATA_DIR", "db"))]
-
-
-def cline_legacy_roots(env: Mapping[str, str], home: Path) -> list[Path]:
-    # The standalone core (CLI 1-2, JetBrains) used the data dir as VS Code's globalStorage.
-    return [_cline_data(env, home), *_global_storage(env, home, "saoudrizwan.claude-dev")]
-
-
-def roo_roots(env: Mapping[str, str], home: Path) -> list[Path]:
-    # The Roo CLI runs the extension on a VS Code shim storing under ~/.vscode-mock/global-storage.
-    return [*_global_storage(env, home, "rooveterinaryinc.roo-cline"), home / ".vscode-mock" / "global-storage"]
-
-
-def kilo_code_roots(env: Mapping[str, str], home: Path) -> list[Path]:
-    return _global_storage(env, home, "kilocode.kilo-code")
-
 
 # -- what ----------------------------------------------------------------------------------------
 def _manifest(path: PurePath) -> PurePath:
@@ -251,6 +216,12 @@ def _message(r: _Reader, message: dict, role: str, keyed: bool) -> None:
     ts = message.get("ts") if isinstance(message.get("ts"), int) and keyed else None
     when = _iso(message.get("ts"))
     info, meta = _d(message.get("modelInfo")), _d(message.get("metadata"))
+    if role == "assistant" and meta.get("displayOnly"):  # the runtime's notice (a run's error), never sent on
+        text = "\n\n".join(_text_of(b) for b in blocks)
+        r.event(_uid(r, ts, role, {"display": text}, Counter()), "system", "meta", text, ts=when,
+                meta={"display_role": meta.get("displayRole")})
+        r.turn = "failed" if meta.get("displayRole") == "error" else r.turn
+        return
     if role == "assistant" and (info.get("id") or info.get("modelId")):  # the SDK's id, Cline legacy's modelId
         r.model = str(info.get("id") or info.get("modelId"))
     injected = role == "user" and (meta.get("kind") in SDK_SYNTHETIC_KINDS or meta.get("displayRole") in DISPLAY_SYSTEM)
@@ -320,7 +291,8 @@ def _tool_result(r: _Reader, block: dict, uid: str, when: str | None) -> None:
     name = r.calls.get(call, ("", None))[1] or block.get("name") or None
     text = _text_of(block)
     body = _XML_RESULT.sub("", text, count=1).lstrip() if text.startswith("[") else text
-    failed = block.get("is_error") is True or body.startswith(_ERROR_STARTS)
+    failed = block.get("is_error") is True or body.startswith(_ERROR_STARTS) or any(
+        _d(part).get("success") is False for part in _parts(block.get("content")))  # SDK: an operation failed
     parsed: Any = None
     with contextlib.suppress(orjson.JSONDecodeError):
         parsed = orjson.loads(body) if body.startswith("{") else None
@@ -456,6 +428,9 @@ def _sdk_session(patch: SessionPatch, row: Any, from_db: bool = False) -> None:
     if row.get("parent_session_id") or fork:
         patch.parent_native_id = row.get("parent_session_id") or fork
         patch.parent_kind = "subagent" if row.get("parent_session_id") else "fork"
+    git = _d(meta.get("git"))  # {branch?, url?}: the repository's at the session's start
+    if git.get("branch") or git.get("url"):
+        patch.git = GitFacts(branch=git.get("branch") or None, origin_url=git.get("url") or None)
     if _d(meta.get("sessionHistoryOrigin")).get("version"):
         patch.agent_version = str(meta["sessionHistoryOrigin"]["version"])
     if isinstance(meta.get("title"), str) and meta["title"].strip():
@@ -463,7 +438,8 @@ def _sdk_session(patch: SessionPatch, row: Any, from_db: bool = False) -> None:
         patch.offer_title(meta["title"].strip(), "summary")
     facts = {"source": row.get("source"), "provider": row.get("provider"), "agent_id": row.get("agent_id"),
              "workspace_root": row.get("workspace_root") if row.get("workspace_root") != patch.cwd else None,
-             "legacy_task": True if meta.get("legacyTask") else None}
+             "legacy_task": True if meta.get("legacyTask") else None,
+             "terminal_marker": meta.get("terminal_marker")}  # set by the sweep that fails a dead process's session
     if from_db:
         facts.update(status=row.get("status"), exit_code=row.get("exit_code"), ended_at=_iso(row.get("ended_at")))
         patch.state = "ended" if row.get("status") in SDK_TERMINAL else None
@@ -570,8 +546,26 @@ def _text_of(block: Any) -> str:
         return "\n\n".join(str(_d(s).get("text") or "") for s in block.get("summary") or [])
     if btype in ("tool_result", "xml_result"):
         content = block.get("content")
-        return content if isinstance(content, str) else "\n".join(_text_of(c) for c in content or [])
+        return content if isinstance(content, str) else "\n".join(_output(c) for c in _parts(content))
     return f"[{btype}]"
+
+
+def _parts(content: Any) -> list:
+    return content if isinstance(content, list) else []
+
+
+def _output(part: Any) -> str:
+    """A part of a tool result: a content block, or (the SDK keeps a tool's array output as it is) one of the
+    built-in tools' ToolOperationResult {query, result, error?, success}; any other value as JSON."""
+    if not isinstance(part, dict) or "type" in part:
+        return _text_of(part)
+    if "success" not in part:
+        return orjson.dumps(part).decode()
+    result = part.get("result")
+    body = result if isinstance(result, str) else "\n".join(_output(c) for c in result) if isinstance(
+        result, list) else "" if result is None else orjson.dumps(result).decode()
+    body = "\n".join(str(x) for x in (body, part.get("error")) if x)
+    return f"{part['query']}\n{body}" if part.get("query") else body
 
 
 def _iso(value: Any) -> str | None:

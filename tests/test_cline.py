@@ -216,6 +216,93 @@ def test_sdk_database_is_read_by_watermark(tmp_path: Path) -> None:
     assert (session(bank, S2)["state"], session(bank, S2)["meta"]["status"]) == ("ended", "cancelled")
 
 
+# -- captured runs of the real CLI 3.0.65 (real/sdk/<scenario>, see real/CAPTURE.md) ----------------
+REAL = FIXTURES / "cline" / "real" / "sdk"
+
+
+def read_real(tmp: Path, scenario: str, edit: Any = None) -> tuple[Path, str]:
+    """A copy of a captured data dir, ``edit(data, session id)`` applied, read: (bank, the session's id)."""
+    data, home = tmp / "cline-data", tmp / "home"
+    shutil.copytree(REAL / scenario, data)
+    home.mkdir()
+    sid = next((data / "sessions").iterdir()).name
+    if edit:
+        edit(data, sid)
+    bank = tmp / "bank.sqlite"
+    report = scan(home, bank, (cline.CLINE_NAME,), env={"HOME": str(home), "CLINE_DATA_DIR": str(data)})
+    assert report.harnesses[cline.CLINE_NAME].problems == 0 and problems(bank) == []
+    return bank, sid
+
+
+def test_real_tool_result_is_the_tools_operation_results(tmp_path: Path) -> None:
+    """The SDK keeps a built-in tool's array output as it is: [{query, result, error?, success}], no is_error."""
+    bank, sid = read_real(tmp_path, "two_turns")
+    result = next(e for e in events_of(bank, sid) if e["kind"] == "tool_result")
+    assert (result["tool_name"], result["is_error"]) == ("read_files", False)
+    assert result["text"].endswith("/demo-repo/notes.txt\n1 | These are the demo notes.\n2 | The secret word is pelican.")
+    bank, sid = read_real(tmp_path / "error", "tool_error")
+    result = next(e for e in events_of(bank, sid) if e["kind"] == "tool_result")
+    assert result["is_error"] is True and "/missing.txt\nError reading file: ENOENT" in result["text"]
+
+
+@pytest.mark.parametrize(("content", "text"), [
+    ([{"query": "ls", "result": "a\nb", "success": True}, {"query": "pwd", "result": "", "error": "boom",
+                                                           "success": False}], "ls\na\nb\npwd\nboom"),
+    ([{"query": "/x.png", "result": [{"type": "text", "text": "an image:"}, {"type": "image"}], "success": True}],
+     "/x.png\nan image:\n[image]"),
+    ([{"result": {"n": 1}, "success": True}, {"other": 2}], '{"n":1}\n{"other":2}'),
+    ("plain text", "plain text"),
+])
+def test_sdk_tool_output_parts(content: Any, text: str) -> None:
+    assert cline._text_of({"type": "tool_result", "content": content}) == text
+
+
+def test_real_sessions_status_branch_and_usage(tmp_path: Path) -> None:
+    bank, sid = read_real(tmp_path, "two_turns")  # a one-shot run, then a turn over ACP: left "idle"
+    s = session(bank, sid)
+    assert (s["state"], s["meta"]["status"], s["meta"]["last_turn"], s["branch"], s["model"]) == (
+        "unknown", "idle", "complete", "main", "fake-model")
+    assert [e["usage"] for e in events_of(bank, sid) if e["usage"]] == [
+        {"in": 5444, "out": 20}, {"in": 3074, "out": 59}, {"in": 3195, "out": 53}]  # every model reply has metrics
+    bank, sid = read_real(tmp_path / "thinking", "thinking")
+    assert [(e["kind"], e["text"][:20]) for e in events_of(bank, sid)][1:] == [
+        ("thinking", "The user wrote 6 wor"), ("text", "Hi! I am the fake mo")]
+    assert (session(bank, sid)["state"], session(bank, sid)["meta"]["exit_code"]) == ("ended", 0)
+
+
+def test_real_run_error_is_a_notice_that_fails_the_turn(tmp_path: Path) -> None:
+    """A run that fails appends a display-only assistant message (never sent to the model) with its error."""
+    def cline_provider(data: Path, sid: str) -> None:  # such a message names the model of the failed run
+        path = data / "sessions" / sid / f"{sid}.messages.json"
+        doc = orjson.loads(path.read_bytes())
+        doc["messages"][1]["modelInfo"] = {"id": "anthropic/claude-sonnet-5", "provider": "cline"}
+        path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+
+    bank, sid = read_real(tmp_path, "api_error", cline_provider)
+    assert [(e["role"], e["kind"], e["text"][:22], e["meta"]) for e in events_of(bank, sid)] == [
+        ("user", "text", "say hi", None),
+        ("system", "meta", "Cannot connect to API:", {"display_role": "error"})]
+    s = session(bank, sid)
+    assert (s["state"], s["meta"]["status"], s["meta"]["exit_code"], s["meta"]["last_turn"], s["model"]) == (
+        "ended", "failed", 1, "failed", "fake-model")
+
+
+def test_real_git_origin_and_terminal_marker_from_the_manifest(tmp_path: Path) -> None:
+    def reconciled(data: Path, sid: str) -> None:  # what the next start's sweep and a remote make of it
+        conn = sqlite3.connect(data / "db" / "sessions.db")
+        meta = orjson.loads(conn.execute("SELECT metadata_json FROM sessions").fetchone()[0])
+        meta.update(git={"branch": "main", "url": "https://example.invalid/demo.git"},
+                    terminal_marker="failed_external_process_exit")
+        conn.execute("UPDATE sessions SET status = 'failed', metadata_json = ?", (orjson.dumps(meta).decode(),))
+        conn.commit()
+        conn.close()
+
+    bank, sid = read_real(tmp_path, "two_turns", reconciled)
+    s = session(bank, sid)
+    assert (s["state"], s["branch"], s["origin_url"], s["meta"]["terminal_marker"]) == (
+        "ended", "main", "https://example.invalid/demo.git", "failed_external_process_exit")
+
+
 # -- legacy Cline task folders --------------------------------------------------------------------
 @pytest.fixture
 def legacy_bank(tmp_path: Path) -> Path:
