@@ -1,12 +1,14 @@
 """GitHub Copilot CLI: ``~/.copilot/session-state/<id>/events.jsonl`` (+ ``workspace.yaml``), older layouts.
 
-Format facts, their sources (the npm bundle @github/copilot 0.0.340 … 1.0.62, read as text) and the
-versions of each layout: ``fixtures/copilot_cli/SOURCE.md``. In short:
+Format facts, their sources (the npm bundle @github/copilot 0.0.340 … 1.0.62 and the app 1.0.102 unpacks,
+read as text; real 1.0.102 runs in ``fixtures/copilot_cli/real``) and the versions of each layout:
+``fixtures/copilot_cli/SOURCE.md``. In short:
 
 - 0.0.343+: one ``{type, data, id, timestamp, parentId}`` event per line, in ``session-state/<id>.jsonl``
   (to 0.0.376) or ``session-state/<id>/events.jsonl`` (0.0.380+; a flat file is moved there when its session
-  is next written). A subagent's events sit in its parent's file, tagged with the spawning tool call
-  (``agentId``, before ``data.parentToolCallId``): they become session ``<id>:<toolCallId>``. Text the CLI
+  is next written). A subagent's events sit in its parent's file, tagged ``agentId`` (the spawning tool
+  call's id; 1.0.102: the instance's own id, which its ``subagent.started`` pairs with the call) or
+  ``data.parentToolCallId``: they become session ``<id>:<toolCallId>``. Text the CLI
   sends by itself (``system.message``, a ``user.message`` with a ``source``) is injected system text.
   ``session.shutdown`` ends a session; ``/fork`` copies the source's events (ids kept) before a
   ``session.info`` of infoType ``fork``: the copies are the source's, dropped here.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePath
 from typing import Any
@@ -69,6 +72,15 @@ PROCESSES = ("copilot", "@github/copilot")
 BOOKKEEPING = frozenset({
     "session.compaction_start", "session.workspace_file_changed", "session.remote_steerable_changed",
     "hook.start", "hook.end", "permission.requested", "permission.completed", "external_tool.requested",
+    # 1.0.102: receipts, restore state, HydraFusion phases (the answer is an assistant.message), ask_user.
+    *"""subagent.configured session.usage_checkpoint session.completion_receipt session.binary_asset
+    session.request_body_compression_disabled session.session_limits_changed session.mode_notice_delivered
+    session.schedule_rearmed session.canvas.recorded session.canvas.removed tool_search.activated
+    mcp.oauth_recovery_completed human_response.recorded skill.context_delivered_ref permission.assentDetected
+    permission.carriedForward permission.contextualAuthorization permission.messageAuthorization
+    permission.messageAuthorizationDegraded permission.messageAuthorizationRead session.fusion_change_checkpoint
+    session.fusion_commit_started session.fusion_completed session.fusion_handoff session.fusion_resolved
+    session.fusion_route_failed assistant.fusion_phase_completed assistant.fusion_phase_failed""".split(),
     *"""session.idle session.title_changed session.usage_info session.snapshot_rewind session.todos_changed
     pending_messages.modified assistant.intent assistant.reasoning_delta assistant.streaming_delta
     assistant.message_start assistant.message_delta assistant.usage model.call_failure hook.progress
@@ -182,14 +194,14 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
 
 
 def _record(reader: _Reader, data: dict, raw: bytes) -> None:
+    if data.get("ephemeral") is True:
+        return  # never written by the CLI; a copy from elsewhere (an SDK replay) has nothing to keep
     kind = data.get("type")
     handler = HANDLERS.get(kind) if isinstance(kind, str) else None
     if handler is None:
         if kind not in BOOKKEEPING:
             reader.drift(f"type={kind!r}")
         return
-    if data.get("ephemeral") is True:
-        return  # never written by the CLI; a copy from elsewhere (an SDK replay) has nothing to keep
     payload = data.get("data") if isinstance(data.get("data"), dict) else {}
     reader.kind = kind
     reader.uid = str(data["id"]) if data.get("id") else record_uid(raw, context=reader.state.get("last_id"))
@@ -197,9 +209,13 @@ def _record(reader: _Reader, data: dict, raw: bytes) -> None:
     reader.ts = data["timestamp"] if isinstance(data.get("timestamp"), str) else None
     if reader.ts:
         reader.main().updated_at = reader.ts
-    # A subagent's event is tagged with the tool call that spawned it; subagent.* name it in the payload.
+    # Tagged with the spawning call, or (1.0.102) an id its subagent.started pairs with the call.
+    agent, aliases = data.get("agentId"), reader.state.setdefault("aliases", {})
     key = payload.get("toolCallId") if kind in SUBAGENT_LIFECYCLE else (
-        data.get("agentId") or payload.get("parentToolCallId"))
+        aliases.get(str(agent), agent) if agent else payload.get("parentToolCallId"))
+    if agent and key and kind in SUBAGENT_LIFECYCLE:
+        aliases[str(agent)] = str(key)
+        _trim(aliases, 32)
     reader.target = reader.child(str(key)) if key else reader.sid
     handler(reader, payload)
 
@@ -318,10 +334,22 @@ def _assistant(reader: _Reader, p: dict) -> None:
     for r in requests:
         call_id = r.get("toolCallId")
         reader.call(str(call_id), call_id, r.get("name"), r.get("arguments"), model=model)
-    if isinstance(p.get("outputTokens"), int) and len(reader.batch.events) > start:
-        reader.batch.events[start].usage = Usage(output=p["outputTokens"])
+    counts = reader.state.setdefault("usage", {}).pop(reader.target, None) or [0] * 5  # its usage_record
+    if isinstance(p.get("outputTokens"), int):  # before 1.0.102 the message's own count
+        counts[1] = p["outputTokens"]
+    if (any(counts) or isinstance(p.get("outputTokens"), int)) and len(reader.batch.events) > start:
+        reader.batch.events[start].usage = Usage(*counts)
     if reader.target == reader.sid:
         reader.state["pending"] = bool(requests)  # the agent loop goes on after the tool results
+
+
+def _usage_record(reader: _Reader, p: dict) -> None:
+    """1.0.102: one per model call, before the (countless) assistant.message; input includes the cache."""
+    u = p.get("usage") if isinstance(p.get("usage"), dict) else {}
+    n = {k: u[k] if isinstance(u.get(k), int) else 0 for k in (
+        "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")}
+    uncached = max(n["inputTokens"] - n["cacheReadTokens"] - n["cacheWriteTokens"], 0)
+    reader.state.setdefault("usage", {})[reader.target] = [uncached, *list(n.values())[1:]]
 
 
 def _thinking(reader: _Reader, text: Any, suffix: str | None, model: Any) -> None:
@@ -391,13 +419,8 @@ def _subagent(reader: _Reader, p: dict) -> None:
     reader.meta(f"subagent failed: {p.get('error')}" if reader.kind.endswith(".failed") else done)
 
 
-class _Fields(dict):
-    def __missing__(self, key: str) -> str:
-        return "?"
-
-
 def _notice(reader: _Reader, p: dict) -> None:
-    reader.meta(NOTICES[reader.kind].format_map(_Fields(p)))
+    reader.meta(NOTICES[reader.kind].format_map(defaultdict(lambda: "?", p)))
     if reader.kind == "abort":
         reader.turn("aborted")
     elif reader.kind == "session.model_change":
@@ -529,6 +552,10 @@ NOTICES: dict[str, str] = {
     "subagent.selected": "custom agent: {agentDisplayName}",
     "custom_agent.selected": "custom agent: {agentDisplayName}",
     "subagent.deselected": "custom agent deselected",
+    "session.context_cleared": "context cleared: {messagesCleared} messages",
+    "session.model_deselected": "model {previousModel} withdrawn: {reason}",
+    "session.auto_mode_resolved": "auto model: {chosenModel}",
+    "skill.invoked_ref": "skill invoked again: {name}",
 }
 
 HANDLERS: dict[str, Handler] = {
@@ -551,6 +578,8 @@ HANDLERS: dict[str, Handler] = {
     "system.message": _injected,
     "system.notification": _injected,
     "skill.invoked": _injected,
+    "skill.context_delivered": _injected,
+    "session.usage_record": _usage_record,
     "session.compaction_complete": _compaction,
     **dict.fromkeys(SUBAGENT_LIFECYCLE, _subagent),
     # The agent's own closing summary of a task (autopilot).

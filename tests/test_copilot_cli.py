@@ -11,11 +11,13 @@ import pytest
 
 import parsers
 from harvester.bank import open_bank
+from harvester.model import Batch, Usage
 from parsers import copilot_cli
 from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, event_identities, events_of, scan, sessions_of
 
 HAND = FIXTURES / "copilot_cli" / "hand"
+REAL = FIXTURES / "copilot_cli" / "real"
 HARNESS = Harness(copilot_cli.NAME, copilot_cli.roots, copilot_cli.SOURCES, copilot_cli.parse, "Copilot CLI",
                   copilot_cli.PROCESSES)
 NAME = copilot_cli.NAME
@@ -332,3 +334,43 @@ def test_reasoning_once_and_ephemeral_records_skipped() -> None:
     batch = copilot_cli.parse(ref, [Record(i + 1, orjson.dumps(x)) for i, x in enumerate(lines)], {})
     assert [(e.uid, e.kind) for e in batch.events] == [("e1", "thinking"), ("e2", "text")]
     assert batch.problems == [] and set(batch.sessions) == {"s1"}
+
+
+def _parse(lines: list[dict], sid: str = "s1") -> Batch:
+    ref = SourceRef(Path(f"/c/session-state/{sid}/events.jsonl"), Path("/c/session-state"), "events")
+    return copilot_cli.parse(ref, [Record(i + 1, orjson.dumps(x)) for i, x in enumerate(lines)], {})
+
+
+def test_real_subagent_events_join_the_spawning_call() -> None:
+    """1.0.102 (real run): a subagent's events carry an ``agentId`` of the instance's own, which only its
+    ``subagent.started`` pairs with the spawning ``task`` call; every one belongs to ``<sid>:<callId>``."""
+    path = next((REAL / "subagent" / "session-state").glob("*/events.jsonl"))
+    records = [Record(i + 1, raw) for i, raw in enumerate(path.read_bytes().splitlines())]
+    batch = copilot_cli.parse(SourceRef(path, path.parent.parent, "events"), records, {})
+    sid = path.parent.name
+    call = next(e.tool_call_id for e in batch.events if e.tool_name == "task" and e.kind == "tool_call")
+    assert set(batch.sessions) == {sid, f"{sid}:{call}"} and batch.problems == []
+    sub = [(e.role, e.kind, e.tool_name) for e in batch.events if e.session == f"{sid}:{call}"]
+    assert sub[-4:] == [("assistant", "tool_call", "view"), ("tool", "tool_result", "view"),
+                        ("assistant", "text", None), ("system", "meta", None)]
+    assert batch.sessions[f"{sid}:{call}"].parent_native_id == sid
+
+
+def test_usage_record_counts_the_next_message_and_new_types_are_known() -> None:
+    """1.0.102: session.usage_record precedes the message it counts (inputTokens include the cache)."""
+    usage = {"model": "m", "inputTokens": 1000, "outputTokens": 40, "cacheReadTokens": 600,
+             "cacheWriteTokens": 100, "reasoningTokens": 15}
+    batch = _parse([
+        {"type": "session.usage_record", "id": "u1", "data": {"usage": usage}},
+        {"type": "assistant.message", "id": "a1", "data": {"content": "Done.", "toolRequests": []}},
+        {"type": "assistant.message", "id": "a2", "data": {"content": "Again.", "outputTokens": 7}},
+        {"type": "session.context_cleared", "id": "c1", "data": {"messagesCleared": 4}},
+        {"type": "session.completion_receipt", "id": "r1", "data": {"stopReason": "end_turn"}},
+        {"type": "subagent.configured", "id": "r2", "data": {"model": "m"}},
+        {"type": "model.call_start", "id": "x1", "data": {}, "ephemeral": True},  # a type never listed
+    ])
+    assert batch.problems == []
+    assert [(e.uid, e.kind, e.text) for e in batch.events] == [
+        ("a1", "text", "Done."), ("a2", "text", "Again."), ("c1", "meta", "context cleared: 4 messages")]
+    assert batch.events[0].usage == Usage(input=300, output=40, cache_read=600, cache_write=100, reasoning=15)
+    assert batch.events[1].usage == Usage(output=7)  # before 1.0.102: the message's own count
