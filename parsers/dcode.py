@@ -6,16 +6,18 @@ Format facts and their sources: ``fixtures/dcode/SOURCE.md``. In short:
   ``.state/sessions.db`` is LangGraph's ``SqliteSaver`` store: ``checkpoints`` (one row per super-step;
   ``metadata`` JSON with ``cwd``, ``git_branch``, ``git_commit_sha``, ``repository_url``, ``agent_name``,
   ``updated_at``, ``thread_name``, ``ls_integration_version``) and ``writes`` (each task's channel
-  writes). A thread (``thread_id``) is a session; only the root namespace (``checkpoint_ns = ''``) is read.
+  writes). A thread (``thread_id``) is a session; a subagent's run inside it (``checkpoint_ns`` =
+  ``tools:<task id>``) is its child session ``<thread>/<namespace>``, less what a forked one inherited.
 - Blobs are ``(type, bytes)`` from ``JsonPlusSerializer``: ``msgpack`` with LangGraph's ext types (a
   LangChain message is ext 5, ``(module, class, model_dump(), method)``; ext 7 is a ``DeltaChannel``
   snapshot). They are decoded with ``msgpack`` (:func:`unpack`), never by importing LangGraph: no
   class from the store is ever constructed.
 - Messages: since deepagents 0.6 ``messages`` is a ``DeltaChannel``. A checkpoint carries the whole
   list only every 50 updates (a snapshot) or when a thread is seeded; in between each message is a
-  ``writes`` row of channel ``messages``. Both are read (rowid watermarks) and every message keeps its
-  own id as the event uid, so a new checkpoint or write adds only messages the bank lacks, and a
-  message rewritten under its id revises its event.
+  ``writes`` row of channel ``messages`` (the first prompt too: a write on the step -1 checkpoint).
+  Both are read (rowid watermarks) and every message keeps its own id as the event uid, so a new
+  checkpoint or write adds only messages the bank lacks, and a message rewritten under its id revises
+  its event.
 - Human messages dcode writes itself (``additional_kwargs.lc_source``: goal notices, local context,
   pinned skills, shell commands; text starting ``[SYSTEM]``) are ``system``, never the user's words.
   A summarization is the ``_summarization_event`` channel: a compaction event.
@@ -71,16 +73,18 @@ CHANNELS_READ = ("messages", "_summarization_event")  # the rest is agent state 
 QUERIES = (
     SqliteQuery(
         "checkpoint",
-        f"SELECT c.rowid AS rid, c.thread_id, c.checkpoint_id, c.type, CASE WHEN {_HAS_LIST} "
-        "THEN hex(c.checkpoint) END AS blob, CAST(c.metadata AS TEXT) AS metadata FROM checkpoints c "
-        f"WHERE c.checkpoint_ns = '' AND c.rowid >= {_since('checkpoints')} ORDER BY c.rowid",
+        f"SELECT c.rowid AS rid, c.thread_id, c.checkpoint_ns AS ns, c.checkpoint_id, c.type, CASE WHEN "
+        f"{_HAS_LIST} THEN hex(c.checkpoint) END AS blob, CAST(c.metadata AS TEXT) AS metadata "
+        f"FROM checkpoints c WHERE c.rowid >= {_since('checkpoints')} ORDER BY c.rowid",
         "rid",
     ),
     SqliteQuery(
         "write",
-        "SELECT w.rowid AS rid, w.thread_id, w.checkpoint_id, w.task_id, w.idx, w.channel, w.type, "
-        f"hex(w.value) AS blob FROM writes w WHERE w.checkpoint_ns = '' AND w.channel IN {CHANNELS_READ} "
-        f"AND w.rowid >= {_since('writes')} ORDER BY w.rowid",
+        "SELECT w.rowid AS rid, w.thread_id, w.checkpoint_ns AS ns, w.checkpoint_id, w.task_id, w.idx, "
+        "w.channel, w.type, hex(w.value) AS blob, (SELECT json_extract(CAST(c.metadata AS TEXT), '$.step') "
+        "FROM checkpoints c WHERE c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns "
+        "AND c.checkpoint_id = w.checkpoint_id) AS step "
+        f"FROM writes w WHERE w.channel IN {CHANNELS_READ} AND w.rowid >= {_since('writes')} ORDER BY w.rowid",
         "rid",
     ),
 )
@@ -101,8 +105,10 @@ SOURCES = (
                shadowed_by=_db_of_agent_transcript),
 )
 
-# Tables never read: dcode's caches (the name is stamped on the checkpoint too).
-TABLES_NOT_READ = frozenset({"dcode_thread_names", "dcode_thread_message_counts"})
+# Tables never read: dcode's caches (the name is stamped on the checkpoint too), its workspace bindings
+# (cwd and project root, also in every checkpoint's metadata) and side-question costs.
+TABLES_NOT_READ = frozenset({"dcode_thread_names", "dcode_thread_message_counts", "dcode_thread_workspaces",
+                             "dcode_workspace_snapshots", "dcode_btw_costs"})
 # Message types (model_dump()'s "type"); the *Chunk forms are the same messages, streamed.
 MESSAGE_TYPES = frozenset({"human", "ai", "tool", "system", "remove"})
 _ALIASES = {"user": "human", "assistant": "ai", "AIMessageChunk": "ai", "HumanMessageChunk": "human",
@@ -114,6 +120,8 @@ SKIPPED_BLOCKS = frozenset({"tool_use", "tool_call", "tool_call_chunk", "server_
                             "redacted_thinking", "web_search_tool_result", "server_tool_result"})
 ATTACHMENT_BLOCKS = frozenset({"image", "image_url", "file", "audio", "input_audio", "video", "document"})
 SYSTEM_PREFIX = "[SYSTEM]"
+# A forked subagent's history: the parent's messages (their ids too), then its task behind this preamble.
+FORK_PREAMBLE = "[The messages above are a prior conversation you are continuing as the subagent"
 REMOVE_ALL = "__remove_all__"
 _CALL_KEYS = ("command", "file_path", "path", "pattern", "query", "url", "description")
 
@@ -194,18 +202,35 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
             _write(reader, row)
         else:
             reader.problem("unknown_type", f"table={table!r}")
-    for thread, items in reader.messages.items():
-        _emit_thread(reader, thread, items)
+    for sid, items in reader.messages.items():
+        _emit_thread(reader, sid, items)
     return reader.batch
 
 
+def _session_of(reader: _Reader, row: dict) -> str:
+    """A thread is a session; a subagent's run inside it (namespace ``tools:<task id>``, nested ones
+    joined by ``|``) is a child session ``<thread>/<namespace>``."""
+    thread, ns = row["thread_id"], str(row.get("ns") or "")
+    if not ns:
+        return thread
+    sid = f"{thread}/{ns}"
+    patch = reader.batch.session(sid)
+    patch.parent_native_id = f"{thread}/{ns.rpartition('|')[0]}" if "|" in ns else thread
+    patch.parent_kind = "subagent"
+    return sid
+
+
 def _checkpoint(reader: _Reader, row: dict) -> None:
-    thread, cid = row["thread_id"], str(row.get("checkpoint_id") or "")
+    sid, cid = _session_of(reader, row), str(row.get("checkpoint_id") or "")
     meta = _json_object(row.get("metadata"))
-    patch = reader.batch.session(thread)
-    ts = _iso_text(meta.get("updated_at")) or _uuid6_time(cid)
-    patch.started_at = patch.started_at or ts  # rows come in rowid order: the first is the oldest
-    patch.updated_at = ts
+    patch = reader.batch.session(sid)
+    # updated_at is stamped when a run starts (a subagent's: its parent's run); the checkpoint id (UUIDv6)
+    # is when the step was saved.
+    child = sid != row["thread_id"]
+    times = sorted(t for t in (None if child else _iso_text(meta.get("updated_at")), _uuid6_time(cid)) if t)
+    if times:
+        patch.started_at = patch.started_at or times[0]  # rows come in rowid order: the first is the oldest
+        patch.updated_at = max(patch.updated_at or "", times[-1])
     patch.cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) and meta.get("cwd") else None
     if isinstance(meta.get("ls_integration_version"), str):
         patch.agent_version = meta["ls_integration_version"]
@@ -213,11 +238,12 @@ def _checkpoint(reader: _Reader, row: dict) -> None:
                    meta.get("repository_url") or None)
     if git.branch or git.commit or git.origin_url:
         patch.git = git
-    if isinstance(meta.get("thread_name"), str) and meta["thread_name"].strip():
+    if not child and isinstance(meta.get("thread_name"), str) and meta["thread_name"].strip():
         # Generated by the small model or typed by the user: dcode does not record which.
         patch.offer_title(meta["thread_name"].strip(), "ai")
-    if isinstance(meta.get("agent_name"), str):
-        patch.note(agent=meta["agent_name"])
+    agent = meta.get("lc_agent_name") if child else meta.get("agent_name")
+    if isinstance(agent, str):
+        patch.note(agent=agent)  # a subagent: its type ("general-purpose")
     ok, value = _blob(reader, row)
     if not ok or value is None:
         return
@@ -226,12 +252,12 @@ def _checkpoint(reader: _Reader, row: dict) -> None:
     if isinstance(listed, Snapshot):
         listed = listed.value
     if isinstance(listed, list):
-        for index, message in enumerate(listed):
-            _add(reader, thread, (cid, 0, "", index), message, _uuid6_time(cid), seeded=True)
+        for index, message in _own(child, listed):
+            _add(reader, sid, (cid, 0, "", index), message, _uuid6_time(cid), seeded=True)
 
 
 def _write(reader: _Reader, row: dict) -> None:
-    thread, cid = row["thread_id"], str(row.get("checkpoint_id") or "")
+    sid, cid = _session_of(reader, row), str(row.get("checkpoint_id") or "")
     ok, value = _blob(reader, row)
     if not ok:
         return
@@ -244,13 +270,33 @@ def _write(reader: _Reader, row: dict) -> None:
             uid = str(summary.get("id") or "") if summary else ""
             meta = {"cutoff_index": value.get("cutoff_index"), "file_path": value.get("file_path")}
             uid = uid or f"summary:{cid}:{key[2]}:{key[3]}"
-            event = Event(thread, uid, "system", "compaction", clip(text), ts=ts, meta=meta)
-            reader.messages.setdefault(thread, []).append((key, {"__event__": event}, ts))
+            event = Event(sid, uid, "system", "compaction", clip(text), ts=ts, meta=meta)
+            reader.messages.setdefault(sid, []).append((key, {"__event__": event}, ts))
         return
     if isinstance(value, LgObject) and value.name == "Overwrite" and isinstance(value.value, dict):
         value = value.value.get("value")  # replaces the whole list: its messages are read like any other
-    for index, message in enumerate(value if isinstance(value, list) else [value]):
-        _add(reader, thread, (*key[:3], key[3] * 1000 + index), message, ts, seeded=False)
+    # The input of a thread's first run is written on its first checkpoint (step -1): the first prompt.
+    first = row.get("step") == -1 and sid == row["thread_id"]
+    for index, message in _own(sid != row["thread_id"], value if isinstance(value, list) else [value]):
+        _add(reader, sid, (*key[:3], key[3] * 1000 + index), message, ts, seeded=False, first=first)
+
+
+def _own(child: bool, messages: list) -> list[tuple[int, Any]]:
+    """(index, message) of a list, less what a forked subagent inherited: everything before its task. A
+    subagent's human messages come from the agent that called it (``subagent_task``), not the user."""
+    start = 0
+    for index, raw in enumerate(messages if child else []):
+        message = _message(raw)
+        if message and message["type"] == "human" and str(message.get("content")).startswith(FORK_PREAMBLE):
+            start = index
+    out = []
+    for index, raw in list(enumerate(messages))[start:]:
+        message = _message(raw)
+        if child and message and message["type"] == "human":
+            kwargs = message.get("additional_kwargs") if isinstance(message.get("additional_kwargs"), dict) else {}
+            raw = {**message, "additional_kwargs": {"lc_source": "subagent_task", **kwargs}}
+        out.append((index, raw))
+    return out
 
 
 def _message(value: Any) -> dict | None:
@@ -262,7 +308,8 @@ def _message(value: Any) -> dict | None:
     return {**data, "type": _ALIASES.get(kind, kind)}
 
 
-def _add(reader: _Reader, thread: str, key: tuple, raw: Any, ts: str | None, seeded: bool) -> None:
+def _add(reader: _Reader, thread: str, key: tuple, raw: Any, ts: str | None, seeded: bool,
+         first: bool = False) -> None:
     message = _message(raw)
     if message is None:
         if isinstance(raw, str) and not seeded:
@@ -278,7 +325,7 @@ def _add(reader: _Reader, thread: str, key: tuple, raw: Any, ts: str | None, see
             return  # raw input before DeltaChannel: add_messages gave it its id in the next checkpoint
         reader.problem("malformed", f"{thread}: a {kind} message without an id")
         return
-    message["__whole__"] = seeded
+    message["__whole__"] = seeded or first
     reader.messages.setdefault(thread, []).append((key, message, ts))
 
 

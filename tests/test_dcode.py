@@ -207,3 +207,69 @@ def test_msgpack_formats() -> None:
     assert dcode.unpack(bytes.fromhex("d40790")) == dcode.Snapshot([])  # an empty DeltaChannel snapshot
     with pytest.raises(ValueError, match="incomplete input"):
         dcode.unpack(bytes.fromhex("92c0"))
+
+
+# -- real stores (fixtures/dcode/real/, captured from deepagents-code 0.1.88; see real/CAPTURE.md) -----------
+REAL = FIXTURES / "dcode" / "real"
+
+
+def real_bank(tmp: Path, scenario: str) -> Path:
+    shutil.copytree(REAL / scenario, tmp / "home" / ".deepagents", ignore=shutil.ignore_patterns("dump.json"))
+    bank, problems = read(tmp)
+    assert problems == 0
+    return bank
+
+
+def test_real_first_prompt_is_a_write_on_the_first_checkpoint(tmp_path: Path) -> None:
+    # No checkpoint holds the list: "say hi" is a write of task __start__ on the step -1 checkpoint, the
+    # only place that says it is the thread's first prompt (the resumed run's input is at step 21).
+    bank = real_bank(tmp_path, "two_turns")
+    (s,) = sessions_of(bank)
+    assert (s["title"], s["title_source"]) == ("say hi", "first-prompt")
+    assert [(e["role"], e["kind"]) for e in events_of(bank, s["native_id"])] == [
+        ("user", "text"), ("assistant", "text"), ("user", "text"), ("assistant", "tool_call"),
+        ("tool", "tool_result"), ("assistant", "text")]
+    # metadata.updated_at is stamped when a run starts (17:59:59.9 and 18:00:25.8 here); the session was
+    # last written by the newest checkpoint (its UUIDv6 time).
+    assert (s["started_at"], s["updated_at"]) == ("2026-11-29T17:59:59.905Z", "2026-11-29T18:00:53.582Z")
+    assert (s["model"], s["agent_version"], s["branch"]) == ("fake-model", "0.1.88", "main")
+
+
+def test_real_tool_error_and_reasoning(tmp_path: Path) -> None:
+    bank = real_bank(tmp_path, "tool_error")
+    (result,) = [e for s in sessions_of(bank) for e in events_of(bank, s["native_id"]) if e["kind"] == "tool_result"]
+    assert (result["tool_name"], result["is_error"]) == ("read_file", True)  # ToolMessage.status "error"
+    bank = real_bank(tmp_path / "thinking", "thinking")
+    (s,) = sessions_of(bank)
+    events = events_of(bank, s["native_id"])
+    assert [e["kind"] for e in events] == ["text", "thinking", "text"]  # Responses API reasoning summary
+    assert events[-1]["usage"] == {"in": 11994, "out": 91, "reasoning": 23}
+
+
+def test_real_subagent_is_a_child_session(tmp_path: Path) -> None:
+    # The task tool runs a forked general-purpose subagent in namespace tools:<task id>: its checkpoints
+    # hold the whole list, starting with what it inherited (the parent's prompt, same id) and its task.
+    bank = real_bank(tmp_path, "subagent")
+    parent, child = sorted(sessions_of(bank), key=lambda s: len(s["native_id"]))
+    assert child["native_id"] == f"{parent['native_id']}/tools:0edc744f-e079-4348-4f56-e77633dc9dc4"
+    assert (child["parent_native_id"], child["parent_kind"]) == (parent["native_id"], "subagent")
+    assert child["meta"] == {"agent": "general-purpose", "last_turn": "complete"}
+    assert child["title"] is None and child["started_at"] > parent["started_at"]
+    events = events_of(bank, child["native_id"])
+    assert [(e["role"], e["kind"]) for e in events] == [
+        ("system", "text"), ("assistant", "tool_call"), ("tool", "tool_result"), ("assistant", "text")]
+    assert events[0]["meta"] == {"from_agent": True} and events[0]["text"].startswith(dcode.FORK_PREAMBLE)
+    assert [e["kind"] for e in events_of(bank, parent["native_id"])] == [
+        "text", "tool_call", "tool_result", "text"]  # the task call and the subagent's answer
+
+
+def test_nested_subagent_namespaces() -> None:
+    reader = dcode._Reader()
+    assert dcode._session_of(reader, {"thread_id": "t", "ns": ""}) == "t"
+    assert dcode._session_of(reader, {"thread_id": "t", "ns": "tools:a|tools:b"}) == "t/tools:a|tools:b"
+    patch = reader.batch.session("t/tools:a|tools:b")
+    assert (patch.parent_native_id, patch.parent_kind) == ("t/tools:a", "subagent")
+    # A subagent that is not forked starts with its task: nothing is inherited, the task is the agent's.
+    task = {"type": "human", "content": "Count the TODOs.", "id": "m1"}
+    assert dcode._own(True, [task]) == [(0, {**task, "additional_kwargs": {"lc_source": "subagent_task"}})]
+    assert dcode._own(False, [task]) == [(0, task)]
