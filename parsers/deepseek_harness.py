@@ -64,8 +64,9 @@ SOURCES = (
     SourceSpec("*/*/session.v*.jsonl", "jsonl", "generation", shadowed_by=_compressed_twin),
 )
 
-# The npm bin is a node script: `dsh ...` runs as `node .../bin/dsh`; npx and local installs run
-# `node .../@deepseek-ai/dsh/lib/bin.js`.
+# The npm bin is a node script: `dsh ...` runs as `node .../bin/dsh ...` (seen with 0.1.0-rc.8 for
+# `--profile headless` and `dsh web`, one process each; under node 24 its name is "MainThread", so
+# only the command line tells); npx and local installs run `node .../@deepseek-ai/dsh/lib/bin.js`.
 PROCESSES = ("dsh", "@deepseek-ai/dsh/")
 
 # Stream deltas of the assistant message being generated. The assembled assistant/message that
@@ -373,18 +374,31 @@ def _descriptor(reader: _Reader, data: dict, envelope: dict) -> None:
     label = data.get("label")
     if isinstance(label, str) and label.strip():
         reader.patch().offer_title(label.strip(), "summary")
+    # Descriptor version 2 (dsh 0.1.0-rc.8, a continuable child) names the child's model route.
+    _route(reader, data.get("agentProvider"), data.get("agentModel"))
     facts = {"subagent_mode": data.get("mode"), "subagent_provider": data.get("provider")}
     reader.patch().note(**{k: v for k, v in facts.items() if v is not None})
 
 
 def _setting(label: str, field: str) -> Callable[[_Reader, dict, dict], None]:
-    """A mode or policy switch: a line in the transcript, as the user changed how the agent works."""
+    """A mode or policy: always a session fact (its current value); once a turn has run, a switch is also a
+    line in the transcript, as the user changed how the agent works. dsh logs a new session's starting
+    preset, sandbox mode and approval policy before its first turn (a subagent's with ``source:
+    "delegation"``): those are how the session began, not a change."""
+    fact = label.replace(" ", "_")
     def handler(reader: _Reader, data: dict, envelope: dict) -> None:
         value = data.get(field)
         if isinstance(value, bool):
             value = "on" if value else "off"
-        reader.notice(f"{label}: {value}", record=envelope.get("type"))
+        reader.patch().note(**{fact: value})
+        if reader.state.get("turned"):
+            reader.notice(f"{label}: {value}", record=envelope.get("type"))
     return handler
+
+
+def _turn_start(reader: _Reader, data: dict, envelope: dict) -> None:
+    reader.state["turned"] = True
+    reader.turn("open")
 
 
 def _approval_asked(reader: _Reader, data: dict, envelope: dict) -> None:
@@ -431,7 +445,7 @@ HANDLERS: dict[str, Handler] = {
     "tool/result": _tool_result,
     "tool/code-dispatch-start": _code_dispatch_start,
     "tool/code-dispatch": _code_dispatch,
-    "turn/start": lambda reader, data, envelope: reader.turn("open"),
+    "turn/start": _turn_start,
     "turn/end": _turn_end,
     "step/end": lambda reader, data, envelope: _stream_lost(reader),
     "compaction/summary": _compaction_summary,

@@ -20,7 +20,7 @@ from harvester.bank import open_bank
 from harvester.sources import discover
 from parsers import deepseek_harness
 from parsers.base import Harness
-from tests.helpers import FIXTURES, event_identities, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, copy_tree, event_identities, events_of, scan, sessions_of
 
 HAND = FIXTURES / "deepseek_harness" / "hand"
 PROJECT = "--home-dev-src-demo-repo--"
@@ -307,3 +307,56 @@ def test_dsh_home_moves_the_root(tmp_path: Path) -> None:
     assert default.events_added == 0  # nothing at ~/.dsh
     moved_scan = scan(tmp_path, bank, (deepseek_harness.NAME,), env={"HOME": str(tmp_path), "DSH_HOME": str(moved)})
     assert len(moved_scan.harnesses[deepseek_harness.NAME].sessions) == 4
+
+
+# -- what the real runs (real/CAPTURE.md) corrected ---------------------------------------------
+def _session_of(tmp_path: Path, lines: list[bytes]) -> tuple[dict, list[dict]]:
+    folder = tmp_path / "sessions" / "_no-cwd" / "s-settings"
+    folder.mkdir(parents=True)
+    (folder / "session.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
+    bank = tmp_path / "bank.sqlite"
+    scan(tmp_path, bank, (deepseek_harness.NAME,), env={"HOME": str(tmp_path), "DSH_HOME": str(tmp_path)})
+    (session,) = sessions_of(bank)
+    return session, events_of(bank)
+
+
+def _record(kind: str, seq: int, data: dict) -> bytes:
+    return orjson.dumps({"type": kind, "seq": seq, "time": 1787297400000 + seq, "data": data})
+
+
+def test_starting_settings_are_facts_and_a_later_switch_is_a_line(tmp_path: Path) -> None:
+    header = b'{"type":"session","version":0,"id":"s-settings","createdAt":1787297400000,"delegationDepth":0}'
+    prompt = {"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}, "role": "user", "id": "m1"}
+    session, events = _session_of(tmp_path, [
+        header,
+        _record("permission/preset", 0, {"preset": "workspace-write"}),
+        _record("sandbox/mode", 1, {"mode": "workspace-write"}),
+        _record("approval/policy", 2, {"policy": "ask"}),
+        _record("turn/start", 3, {}),
+        _record("user/message", 4, prompt),
+        _record("approval/policy", 5, {"policy": "never"}),
+    ])
+    assert {k: session["meta"].get(k) for k in ("permission_preset", "sandbox_mode", "approval_policy")} == {
+        "permission_preset": "workspace-write", "sandbox_mode": "workspace-write", "approval_policy": "never"}
+    assert [e["text"] for e in events] == ["hi", "approval policy: never"]
+
+
+def test_a_continuable_childs_descriptor_names_its_model(tmp_path: Path) -> None:
+    header = (b'{"type":"session","version":0,"id":"s-settings","createdAt":1787297400000,'
+              b'"parentSession":"session-p","origin":"subagent","delegationDepth":1}')
+    descriptor = {"version": 2, "mode": "continuable", "provider": "spawn", "label": "Review the diff",
+                  "agentProvider": "deepseek-official", "agentModel": "deepseek-v4-pro"}
+    session, _ = _session_of(tmp_path, [header, _record("subagent/descriptor", 0, descriptor)])
+    assert session["model"] == "deepseek-v4-pro"
+    assert (session["title"], session["meta"]["subagent_mode"]) == ("Review the diff", "continuable")
+
+
+def test_a_real_subagent_is_linked_and_its_delegated_settings_are_no_lines(tmp_path: Path) -> None:
+    home = copy_tree(FIXTURES / "deepseek_harness" / "real" / "subagent", tmp_path / "dsh")
+    bank = tmp_path / "bank.sqlite"
+    scan(tmp_path, bank, (deepseek_harness.NAME,), env={"HOME": str(tmp_path), "DSH_HOME": str(home)})
+    by_parent = {s["parent_native_id"] is not None: s for s in sessions_of(bank)}
+    child, parent = by_parent[True], by_parent[False]
+    assert child["parent_native_id"] == parent["native_id"]
+    assert (child["title"], child["meta"]["sandbox_mode"]) == ("Fake subagent task", "workspace-write")
+    assert not any(e["text"].startswith(("sandbox mode", "approval policy")) for e in events_of(bank))
