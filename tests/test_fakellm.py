@@ -138,3 +138,44 @@ def test_model_lists(llm: FakeLLM) -> None:
     assert "models/fake-model" in names
     with urllib.request.urlopen(llm.base_url + "/v1/models", timeout=10) as response:
         assert json.loads(response.read())["object"] == "list"
+
+
+def test_batch_reader_gets_one_file_entry() -> None:
+    from tests.fakellm.script import Tool, read_call
+
+    entry = {"type": "object", "properties": {"path": {"type": "string"}, "start_line": {}}}
+    files = {"files": {"type": "array", "items": entry}}
+    tools = [Tool("run_commands", {"properties": {"commands": {}}}), Tool("read_files", {"properties": files})]
+    call = read_call(tools, "/tmp/x/notes.txt")
+    assert call is not None and (call.name, call.arguments) == ("read_files", {"files": [{"path": "/tmp/x/notes.txt"}]})
+
+
+def test_batch_task_tool_gets_one_task() -> None:
+    from tests.fakellm.script import Conversation, Tool, decide
+
+    item = {"type": "object", "properties": {"task": {"type": "string"}, "name": {"type": "string"}},
+            "required": ["task"]}
+    schema = {"properties": {"i": {"type": "string"}, "context": {"type": "string"},
+                             "tasks": {"type": "array", "items": item}}, "required": ["context", "tasks", "i"]}
+    reply = decide(Conversation(prompt="SPAWN_AGENT say hi", tools=[Tool("task", schema)]))
+    assert reply.tool_call is not None and reply.tool_call.arguments["tasks"] == [{"task": "say hi"}]
+
+
+def test_task_tool_with_description_only_gets_the_prompt() -> None:
+    from tests.fakellm.script import Conversation, Tool, decide
+
+    # dcode's task tool: the description is the subagent's whole prompt; subagent_type a required string.
+    schema = {"properties": {"description": {"type": "string"}, "subagent_type": {"type": "string"}},
+              "required": ["description", "subagent_type"]}
+    reply = decide(Conversation(prompt="SPAWN_AGENT say hi", tools=[Tool("task", schema)]))
+    assert reply.tool_call is not None
+    assert reply.tool_call.arguments == {"description": "say hi", "subagent_type": "general-purpose"}
+
+
+def test_openclaw_runtime_context_after_the_prompt_is_looked_past() -> None:
+    from tests.fakellm.openai_chat import OPENCLAW_CONTEXT, conversation
+
+    context = {"role": "user", "content": [{"type": "text", "text": f"{OPENCLAW_CONTEXT}\nActive exec sessions"}]}
+    body = {"messages": [{"role": "user", "content": "[Sun 2026-11-29 18:00 UTC] READ_FILE /tmp/n.txt"}, context],
+            "tools": [READ_TOOL]}
+    assert conversation(body).prompt.endswith("READ_FILE /tmp/n.txt")

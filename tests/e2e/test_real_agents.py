@@ -32,6 +32,7 @@ class Expect:
     sessions: int = 1  # sessions the two turns make (Aider: one per run)
     tools: bool = True  # the agent calls the file-read tool (Aider has no tools: the file is in its prompt)
     kill: bool = False  # also: kill it mid-turn, the session must end abandoned or ended
+    prompt_after: float = 20  # seconds the killed turn's prompt may take to reach the store (OpenClaw: ~25)
 
 
 EXPECT: dict[str, Expect] = {
@@ -45,6 +46,17 @@ EXPECT: dict[str, Expect] = {
     # Every Aider run starts a block of its own in the history file: two runs, two sessions. It has
     # no tools: it asks for the file, the user's next turn (--yes-always) adds it to the chat.
     "aider": Expect("aider", sessions=2, tools=False),
+    # Its LangGraph server child writes the store (WAL: liveness goes by the newer of the db and its -wal).
+    "dcode": Expect("dcode", kill=True),
+    "pi": Expect("pi", kill=True),
+    "oh-my-pi": Expect("oh-my-pi", kill=True),
+    "openclaw": Expect("openclaw", kill=True, prompt_after=60),  # transcripts in SQLite (polled); process title openclaw-agent
+    "copilot-cli": Expect("copilot-cli", kill=True),
+    # Resumes go over ACP (tests/realagents_acp.py). No kill: messages.json is written at a turn's end
+    # only, so a turn killed midway never reaches the store (sessions.db just says "running").
+    "cline": Expect("cline"),
+    # dsh: a headless run starts the session; the resume prompts it through `dsh web` (tests/realagents_dsh_web.py).
+    "deepseek-harness": Expect("deepseek-harness", kill=True),
 }
 
 
@@ -164,7 +176,7 @@ def _kill_mid_turn(agent: realagents.Agent, expect: Expect, daemon: Daemon, repo
     proc = realagents.popen(agent, realagents.prompt_args(agent, prompt, resume=True, home=daemon.home),
                             repo, daemon.home, llm.port)
     try:
-        wait_for(lambda: any(prompt in e[3] for e in _events(daemon.bank, expect.harness)), 20,
+        wait_for(lambda: any(prompt in e[3] for e in _events(daemon.bank, expect.harness)), expect.prompt_after,
                  "the third prompt in the bank")
         time.sleep(1.0)  # the service's process check (every 0.3 s here) sees the agent at work
     finally:

@@ -38,7 +38,7 @@ TITLE = "Fake session title"
 SUBAGENT_PROMPT = "Say hi from the subagent."
 READER_NAMES = ("read", "read_file", "readfile", "view", "view_file", "read_text_file")
 PATH_KEYS = ("file_path", "absolute_path", "filePath", "filepath", "path", "filename", "file")
-SUBAGENT_TOOLS = ("Agent", "Task", "spawn_agent", "task")
+SUBAGENT_TOOLS = ("Agent", "Task", "spawn_agent", "task", "subagent")  # subagent: dsh
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +102,8 @@ def _answer(conv: Conversation) -> Reply:
     if conv.ends_with_tool_result:
         if conv.result_of == "spawn_agent" and (call := _wait_call(conv)):
             return Reply(tool_call=call)  # Codex: wait for the child, else exec ends and aborts it
+        if conv.result_of == "task" and (call := _hub_wait(conv)):
+            return Reply(tool_call=call)  # oh-my-pi: its task runs in the background, wait for it
         return Reply(text=_after_tool(conv))
     if "<subagent_notification>" in conv.prompt:  # Codex tells the parent that a child finished
         return Reply(text="The subagent has finished; nothing more to do.")
@@ -130,6 +132,11 @@ def read_call(tools: list[Tool], path: str) -> ToolCall | None:
             for key in PATH_KEYS:
                 if key in tool.properties:
                     return ToolCall(tool.name, {key: path})
+    for tool in tools:  # a batch reader: Cline's read_files{files: [{path, start_line?, end_line?}]}
+        files = tool.properties.get("files")
+        item = (files.get("items") or {}).get("properties") or {} if isinstance(files, dict) else {}
+        if "read" in tool.name.lower() and "path" in item:
+            return ToolCall(tool.name, {"files": [{"path": path}]})
     for tool in tools:
         props = tool.properties
         if "cmd" in props:
@@ -148,12 +155,20 @@ def _spawn_call(tools: list[Tool], rest: str) -> ToolCall | None:
     prompt = rest.strip() or SUBAGENT_PROMPT
     args: dict[str, Any] = {}
     for key, spec in tool.properties.items():
-        if key == "description":
+        if key == "description" and not {"prompt", "message", "task"} & tool.properties.keys():
+            args[key] = prompt  # dcode's task{description, subagent_type}: the description is the prompt
+        elif key == "description":
             args[key] = "Fake subagent task"
         elif key in ("prompt", "message", "task"):
             args[key] = prompt
         elif key == "subagent_type" and spec.get("enum"):  # else the agent's default type
             args[key] = "general-purpose" if "general-purpose" in spec["enum"] else spec["enum"][0]
+        elif key == "subagent_type" and key in tool.schema.get("required", []):  # dcode: a plain string
+            args[key] = "general-purpose"
+        elif key == "tasks" and "task" in ((spec.get("items") or {}).get("properties") or {}):
+            args[key] = [{"task": prompt}]  # oh-my-pi: a batch of tasks, {task, name?, agent?} each
+        elif key == "run_in_background" and spec.get("type") == "boolean":
+            args[key] = False  # dsh runs a child in the background by default: a headless run would end it
     for key in tool.schema.get("required", []):
         args.setdefault(key, schema_instance(tool.properties.get(key, {"type": "string"})))
     return ToolCall(tool.name, args, tool.namespace)
@@ -167,12 +182,20 @@ def _wait_call(conv: Conversation) -> ToolCall | None:
     return ToolCall(tool.name, {"targets": [match.group(1)], "timeout_ms": 60000}, tool.namespace)
 
 
+def _hub_wait(conv: Conversation) -> ToolCall | None:
+    tool = next((t for t in conv.tools if t.name == "hub"), None)
+    match = re.search(r"Spawned agent `([^`]+)`", conv.tool_results[-1][0])
+    if tool is None or match is None:
+        return None
+    return ToolCall(tool.name, {"op": "wait", "ids": [match.group(1)], "i": "wait for the subagent"})
+
+
 def _after_tool(conv: Conversation) -> str:
     content, is_error = conv.tool_results[-1]
     snippet = " ".join(content.split())[:300]
     if is_error:
         return f"The tool reported an error: {snippet}"
-    if conv.result_of in SUBAGENT_TOOLS or conv.result_of == "wait_agent":
+    if conv.result_of in SUBAGENT_TOOLS or conv.result_of in ("wait_agent", "hub"):
         return f"The subagent answered: {snippet}"
     return f"The file says: {snippet}"
 
@@ -191,6 +214,10 @@ _SUMMARY = (
 COMPACTION_ASKS = (
     "create a detailed summary of the conversation",  # Claude Code /compact and auto-compact
     "context checkpoint compaction",  # Codex local compaction
+    "structured context checkpoint summary",  # pi /compact
+    "structured handoff summary",  # oh-my-pi /compact, then its two follow-ups:
+    "must summarize prefix for retained suffix",
+    "summarize conversation changes as a pull request description",
 )
 
 
@@ -206,7 +233,8 @@ def is_side_request(conv: Conversation) -> bool:
 
 def _is_title_request(conv: Conversation) -> bool:
     """A side request for a session title (opencode, Kilo): answered with a title, not a greeting."""
-    return not conv.tools and "title generator" in conv.system.lower()
+    system = conv.system.lower()  # dsh: "Create a concise title for an AI coding-assistant session"
+    return not conv.tools and ("title generator" in system or "create a concise title" in system)
 
 
 def _wants_json(conv: Conversation) -> bool:
