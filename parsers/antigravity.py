@@ -31,9 +31,13 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Problem, SessionPatch, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
 
 NAME = "antigravity"
+
+
+# A tool call's line shows the first of these arguments that holds text (render_call).
+_CALL_KEYS = ("CommandLine", "command", "AbsolutePath", "TargetFile", "path", "Query", "query", "Url")
 
 
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -206,7 +210,7 @@ def _call(reader: _Reader, call: dict, uid: str, ts: Any) -> str:
     call_id = str(call.get("id") or uid)
     args = call.get("args", call.get("arguments"))
     tool_input = _decode_args(args)
-    reader.emit(uid, ts, role="assistant", kind="tool_call", text=_render_call(name, tool_input), tool_name=name,
+    reader.emit(uid, ts, role="assistant", kind="tool_call", text=render_call(name, tool_input, _CALL_KEYS), tool_name=name,
                 tool_input=tool_input, tool_call_id=call_id, model=reader.state.get("model"))
     if isinstance(tool_input, dict):  # a command's working directory names the workspace
         for key in ("Cwd", "cwd"):
@@ -254,12 +258,4 @@ def _decode_args(args: Any) -> Any:
         return out
     return args
 
-
-def _render_call(name: Any, tool_input: Any) -> str:
-    if isinstance(tool_input, dict):
-        for key in ("CommandLine", "command", "AbsolutePath", "TargetFile", "path", "Query", "query", "Url"):
-            if isinstance(tool_input.get(key), str):
-                return clip(f"{name}: {tool_input[key]}")
-        return clip(f"{name}: {orjson.dumps(tool_input).decode()}")
-    return str(name)
 

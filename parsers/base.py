@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any, Literal
 
 import orjson
 
-from harvester.model import Batch, Problem
+from harvester.model import Batch, Problem, clip
 
 # jsonl / lines: append-only, one record per complete line (lines: any text, e.g. Markdown).
 # jsonl.zst: the same, zstd-compressed whole (read again from the start when it changes).
@@ -125,3 +126,49 @@ def json_objects(records: Iterable[Record], problems: list[Problem]) -> Iterator
             problems.append(Problem("malformed", record.line, "record is not an object"))
             continue
         yield record, data
+
+
+def render_call(name: Any, tool_input: Any, keys: Iterable[str]) -> str:
+    """A tool call as one line of text: ``name: <its most telling argument>`` (the first of ``keys``
+    that holds text, or a list of words such as a command's argv), else its input as JSON; the bare
+    name when it has no input. Each parser names the keys of its agent's tools, in order of preference."""
+    if isinstance(tool_input, dict):
+        for key in keys:
+            value = tool_input.get(key)
+            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                value = " ".join(value)
+            if isinstance(value, str):
+                return clip(f"{name}: {value}")
+    if tool_input is None or (isinstance(tool_input, str | dict | list) and not tool_input):
+        return str(name)
+    if isinstance(tool_input, list) and all(isinstance(v, str) for v in tool_input):
+        tool_input = " ".join(tool_input)
+    text = tool_input if isinstance(tool_input, str) else orjson.dumps(tool_input, default=repr).decode()
+    return clip(f"{name}: {text}")
+
+
+def iso_ms(value: Any) -> str | None:
+    """Epoch milliseconds as ISO 8601 UTC to the millisecond (``2026-07-18T10:00:00.123Z``, the form
+    every event time takes in the bank); None for anything else: a bool, text, zero, out of range."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+        return None
+    seconds, millis = divmod(int(value), 1000)
+    try:
+        moment = datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{millis:03d}Z"
+
+
+def iso_text(value: Any) -> str | None:
+    """ISO 8601 / RFC 3339 text with any offset, in that same UTC form. A time without an offset is
+    taken as UTC (agents write UTC; reading it as this machine's local time would make the bank
+    depend on where it was built)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    moment = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"

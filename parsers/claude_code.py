@@ -25,9 +25,13 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
 
 NAME = "claude-code"
+
+
+# A tool call's line shows the first of these arguments that holds text (render_call).
+_CALL_KEYS = ("command", "file_path", "path", "pattern", "url", "query", "description", "prompt")
 
 
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -281,7 +285,7 @@ def _assistant(reader: _Reader, data: dict, raw: bytes) -> None:
             tool_input = block.get("input")
             reader.state.setdefault("tools", {})[block.get("id")] = name
             _trim_tools(reader.state)
-            reader.event(data, suffix, raw, role="assistant", kind="tool_call", text=_render_call(name, tool_input),
+            reader.event(data, suffix, raw, role="assistant", kind="tool_call", text=render_call(name, tool_input, _CALL_KEYS),
                          tool_name=name, tool_input=tool_input, tool_call_id=block.get("id"), **common)
         else:
             reader.event(data, suffix, raw, role="assistant", kind="meta", text=f"[{btype} block]",
@@ -437,14 +441,6 @@ def _attachment_label(block: dict) -> str:
     media = source.get("media_type") or block.get("type")
     size = len(source.get("data") or "")
     return f"[{block.get('type')}: {media}{f', {size * 3 // 4} bytes' if size else ''}]"
-
-
-def _render_call(name: Any, tool_input: Any) -> str:
-    if isinstance(tool_input, dict):
-        for key in ("command", "file_path", "path", "pattern", "url", "query", "description", "prompt"):
-            if isinstance(tool_input.get(key), str):
-                return clip(f"{name}: {tool_input[key]}")
-    return clip(f"{name}: {orjson.dumps(tool_input).decode()}" if tool_input else str(name))
 
 
 def _first_line(text: str, limit: int = 80) -> str:

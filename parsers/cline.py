@@ -22,14 +22,22 @@ import contextlib
 import re
 from collections import Counter
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import Any
 
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, json_objects
+from parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    SqliteQuery,
+    iso_ms,
+    iso_text,
+    json_objects,
+    render_call,
+)
 
 # where: the roots functions are in cline_roots (named here too: parsers/__init__.py uses them)
 from parsers.cline_roots import cline_legacy_roots as cline_legacy_roots
@@ -43,6 +51,10 @@ ROO_NAME = "roo-code"
 KILO_CODE_NAME = "kilo-code"
 
 # -- what ----------------------------------------------------------------------------------------
+# A tool call's line shows the first of these arguments that holds text (render_call).
+_CALL_KEYS = ("command", "path", "file_path", "filePath", "regex", "query", "url", "question", "server_name")
+
+
 def _manifest(path: PurePath) -> PurePath:
     return path.parent / f"{path.parent.name}.json"
 
@@ -242,7 +254,7 @@ def _message(r: _Reader, message: dict, role: str, keyed: bool) -> None:
         if btype == "tool_use":
             call, name, tool_input = block.get("id"), block.get("name"), block.get("input")
             r.calls[call] = (uid, name)
-            r.event(uid, "assistant", "tool_call", _render_call(name, tool_input), ts=when, tool_name=name,
+            r.event(uid, "assistant", "tool_call", render_call(name, tool_input, _CALL_KEYS), ts=when, tool_name=name,
                     tool_input=tool_input, tool_call_id=call, model=r.model)
         elif btype in ("tool_result", "xml_result"):
             _tool_result(r, block, uid, when)
@@ -569,20 +581,5 @@ def _output(part: Any) -> str:
 
 
 def _iso(value: Any) -> str | None:
-    """Epoch milliseconds (the extensions) or ISO 8601 text (the SDK), as ...Z."""
-    with contextlib.suppress(OverflowError, OSError, ValueError):
-        if isinstance(value, str) and value:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC).isoformat(
-                timespec="milliseconds").replace("+00:00", "Z")
-        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-            moment = datetime.fromtimestamp(int(value) // 1000, UTC).replace(microsecond=int(value) % 1000 * 1000)
-            return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return None
-
-
-def _render_call(name: Any, tool_input: Any) -> str:
-    keys = ("command", "path", "file_path", "filePath", "regex", "query", "url", "question", "server_name")
-    shown = next((v for k in keys if isinstance(v := _d(tool_input).get(k), str)), None)
-    if shown is not None:
-        return f"{name}: {shown}"
-    return f"{name}: {orjson.dumps(tool_input).decode()}" if tool_input else str(name)
+    """Epoch milliseconds (the extensions) or ISO 8601 text (the SDK)."""
+    return iso_text(value) if isinstance(value, str) else iso_ms(value)

@@ -28,9 +28,13 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
 
 NAME = "codex"
+
+
+# A tool call's line shows the first of these arguments that holds text (render_call).
+_CALL_KEYS = ("cmd", "command", "path", "query", "message", "input")
 
 
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -389,7 +393,7 @@ def _tool_call(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
     tools[call_id] = name
     while len(tools) > 64:  # the id -> name map only bridges a call and its result
         tools.pop(next(iter(tools)))
-    reader.event(raw, ts, role="assistant", kind="tool_call", text=text or _render_call(name, tool_input),
+    reader.event(raw, ts, role="assistant", kind="tool_call", text=text or render_call(name, tool_input, _CALL_KEYS),
                  tool_name=name, tool_input=tool_input, tool_call_id=call_id, model=reader.state.get("model"))
 
 
@@ -460,21 +464,6 @@ def _content_text(content: Any) -> str:
             else:
                 parts.append(f"[{btype}]")
     return "\n".join(parts)
-
-
-def _render_call(name: Any, tool_input: Any) -> str:
-    if isinstance(tool_input, dict):
-        for key in ("cmd", "command", "path", "query", "message", "input"):
-            value = tool_input.get(key)
-            if isinstance(value, list):
-                value = " ".join(str(v) for v in value)
-            if isinstance(value, str):
-                return clip(f"{name}: {value}")
-    if isinstance(tool_input, list):
-        return clip(f"{name}: {' '.join(str(v) for v in tool_input)}")
-    if isinstance(tool_input, str):
-        return clip(f"{name}: {tool_input}")
-    return clip(f"{name}: {orjson.dumps(tool_input).decode()}" if tool_input is not None else str(name))
 
 
 Handler = Callable[[_Reader, dict, bytes, Any], None]

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -33,10 +32,14 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from harvester.model import Batch, Event, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, iso_ms, json_objects, render_call
 
 NAME = "continue"
 INDEX_NAME = "sessions.json"
+
+
+# A tool call's line shows the first of these arguments that holds text (render_call).
+_CALL_KEYS = ("command", "filepath", "file_path", "filePath", "pattern", "query", "url", "path", "dirPath")
 
 
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -338,7 +341,7 @@ def _tool_call(reader: _Reader, uid: str, call: dict, state: dict | None, model:
     if not isinstance(tool_input, dict) and state and isinstance(state.get("parsedArgs"), dict):
         tool_input = state["parsedArgs"]
     return reader.event(f"{uid}:call:{call.get('id')}", role="assistant", kind="tool_call",
-                        text=_render_call(name, tool_input), tool_name=name, tool_input=tool_input,
+                        text=render_call(name, tool_input, _CALL_KEYS), tool_name=name, tool_input=tool_input,
                         tool_call_id=call.get("id"), model=model)
 
 
@@ -471,27 +474,4 @@ def _workspace_path(workspace: str) -> str:
 
 def _epoch_ms(value: Any) -> str | None:
     """sessions.json's dateCreated is String(Date.now()); reasoning.startAt is a number."""
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    if isinstance(value, (int, float)) and value > 0:
-        with contextlib.suppress(OverflowError, OSError, ValueError):
-            stamp = datetime.fromtimestamp(value / 1000, tz=UTC)
-            return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
-    if isinstance(value, str) and value:
-        with contextlib.suppress(ValueError):
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC).strftime(
-                "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    return None
-
-
-def _render_call(name: Any, tool_input: Any) -> str:
-    if isinstance(tool_input, dict):
-        for key in ("command", "filepath", "file_path", "filePath", "pattern", "query", "url", "path", "dirPath"):
-            value = tool_input.get(key)
-            if isinstance(value, str):
-                return clip(f"{name}: {value}")
-    if isinstance(tool_input, str) and tool_input:
-        return clip(f"{name}: {tool_input}")
-    if tool_input:
-        return clip(f"{name}: {orjson.dumps(tool_input).decode()}")
-    return str(name)
+    return iso_ms(int(value) if isinstance(value, str) and value.isdigit() else value)

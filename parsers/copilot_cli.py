@@ -30,9 +30,13 @@ import orjson
 import yaml
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
 
 NAME = "copilot-cli"
+
+
+# A tool call's line shows the first of these arguments that holds text (render_call).
+_CALL_KEYS = ("command", "path", "pattern", "query", "url", "description", "prompt", "intent")
 
 
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -511,16 +515,9 @@ def _arguments(value: Any) -> Any:
 
 
 def _render_call(name: Any, arguments: Any) -> str:
-    if isinstance(arguments, dict):
-        if isinstance(arguments.get("command"), str) and isinstance(arguments.get("path"), str):
-            return clip(f"{name}: {arguments['command']} {arguments['path']}")  # str_replace_editor
-        for key in ("command", "path", "pattern", "query", "url", "description", "prompt", "intent"):
-            if isinstance(arguments.get(key), str):
-                return clip(f"{name}: {arguments[key]}")
-    if arguments is None or arguments == {}:
-        return str(name)
-    return clip(f"{name}: {arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()}")
-
+    if isinstance(arguments, dict) and isinstance(arguments.get("command"), str) and isinstance(arguments.get("path"), str):
+        return clip(f"{name}: {arguments['command']} {arguments['path']}")  # str_replace_editor
+    return render_call(name, arguments, _CALL_KEYS)
 
 def _first_line(text: str, limit: int = 80) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""

@@ -24,7 +24,6 @@ import hashlib
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -32,7 +31,7 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip
-from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, iso_ms, json_objects, render_call
 
 CLI_NAME = "cursor-cli"
 IDE_NAME = "cursor"
@@ -339,7 +338,7 @@ def _cli_block(reader: _Reader, sid: str, role: str, kind: str, uid: str, block:
             reader.event(sid, uid, "assistant", "thinking", thought, ts=ts, model=model)
     elif kind == "tool-call":
         name, args = block.get("toolName"), block.get("args")
-        reader.event(sid, uid, "assistant", "tool_call", _render_call(name, args), ts=ts, tool_name=name,
+        reader.event(sid, uid, "assistant", "tool_call", render_call(name, args, _CALL_KEYS), ts=ts, tool_name=name,
                      tool_input=args, tool_call_id=block.get("toolCallId") or uid, model=model)
     else:  # tool-result: a string, text parts, or any JSON
         result = block.get("result")
@@ -465,7 +464,7 @@ def _tool_bubble(reader: _Reader, cid: str, bid: str, tool: dict, ts: str | None
     name, call_id, status = tool.get("name"), tool.get("toolCallId") or bid, str(tool.get("status") or "")
     args = _maybe_json(tool.get("rawArgs")) or _maybe_json(tool.get("params"))
     meta = {k: v for k, v in (("status", status), ("decision", tool.get("userDecision"))) if v}
-    call = reader.event(cid, f"{bid}:call", "assistant", "tool_call", _render_call(name, args), ts=ts,
+    call = reader.event(cid, f"{bid}:call", "assistant", "tool_call", render_call(name, args, _CALL_KEYS), ts=ts,
                         tool_name=name, tool_input=args, tool_call_id=call_id, model=model, meta=meta)
     if status not in _TOOL_DONE:
         if status not in ("loading", ""):
@@ -573,24 +572,13 @@ def _maybe_json(value: Any) -> Any:
         return value or None
 
 
-def _render_call(name: Any, tool_input: Any) -> str:
-    if isinstance(tool_input, dict):
-        for key in _CALL_KEYS:
-            if isinstance(tool_input.get(key), str):
-                return f"{name}: {tool_input[key]}"
-    return f"{name}: {orjson.dumps(tool_input).decode()}" if tool_input else str(name)
-
-
 def _first_line(text: str) -> str:
     first = text.strip().splitlines()[0]
     return first if len(first) <= 80 else first[:79] + "…"
 
 
 def _iso(value: Any) -> str | None:
-    """Epoch milliseconds (composers, CLI meta) or an ISO string (bubbles), as ISO 8601 UTC."""
+    """Epoch milliseconds (composers, CLI meta) or an ISO string (bubbles, kept as written)."""
     if isinstance(value, str):
         return value or None
-    if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-        return None
-    moment = datetime.fromtimestamp(value / 1000, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(value) % 1000:03d}Z"
+    return iso_ms(value)

@@ -37,7 +37,7 @@ import msgpack
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, ProblemKind, Usage, clip
-from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, iso_text, json_objects, render_call
 
 NAME = "dcode"
 
@@ -227,7 +227,7 @@ def _checkpoint(reader: _Reader, row: dict) -> None:
     # updated_at is stamped when a run starts (a subagent's: its parent's run); the checkpoint id (UUIDv6)
     # is when the step was saved.
     child = sid != row["thread_id"]
-    times = sorted(t for t in (None if child else _iso_text(meta.get("updated_at")), _uuid6_time(cid)) if t)
+    times = sorted(t for t in (None if child else iso_text(meta.get("updated_at")), _uuid6_time(cid)) if t)
     if times:
         patch.started_at = patch.started_at or times[0]  # rows come in rowid order: the first is the oldest
         patch.updated_at = max(patch.updated_at or "", times[-1])
@@ -420,7 +420,7 @@ def _ai(reader: _Reader, thread: str, m: dict, ts: str | None) -> list[Event]:
     for index, (call, meta) in enumerate(calls):
         if isinstance(call, dict):
             call_id = call.get("id") or f"{mid}#{index}"
-            out.append(Event(thread, f"{mid}:call:{call_id}", "assistant", "tool_call", _render_call(call),
+            out.append(Event(thread, f"{mid}:call:{call_id}", "assistant", "tool_call", render_call(call.get("name"), call.get("args"), _CALL_KEYS),
                              ts=ts, tool_name=call.get("name"), tool_input=call.get("args"),
                              tool_call_id=call_id, model=model, meta=meta))
     usage = _usage(m.get("usage_metadata"))
@@ -483,15 +483,6 @@ def _usage(value: Any) -> Usage | None:
     return usage if usage.as_dict() else None
 
 
-def _render_call(call: dict) -> str:
-    name, args = call.get("name"), call.get("args")
-    if isinstance(args, dict):
-        for key in _CALL_KEYS:
-            if isinstance(args.get(key), str):
-                return f"{name}: {args[key]}"
-    return f"{name}: {orjson.dumps(args, default=repr).decode()}" if args else str(name)
-
-
 # -- the transcripts/ projection (Hooks v2), where there is no database -----------------------------
 _TRANSCRIPT_TYPES = {"user": "human", "assistant": "ai", "tool": "tool", "system": "system"}
 
@@ -525,7 +516,7 @@ def _transcript(ref: SourceRef, records: Iterable[Record]) -> Batch:
                    "additional_kwargs": {"lc_source": "subagent_task"} if agent and kind == "human" else {},
                    "__whole__": whole}
         try:
-            reader.batch.events.extend(_events(reader, sid, message, _iso_text(data.get("timestamp"))))
+            reader.batch.events.extend(_events(reader, sid, message, iso_text(data.get("timestamp"))))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             reader.problem("malformed", f"{kind} record of unexpected shape: {exc!r}")
     return reader.batch
@@ -554,12 +545,3 @@ def _uuid6_time(checkpoint_id: str) -> str | None:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{micros % 1_000_000 // 1000:03d}Z"
 
 
-def _iso_text(value: Any) -> str | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    moment = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"

@@ -30,17 +30,20 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
 
 from harvester.model import Batch, Event, Mark, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, iso_ms, json_objects, render_call
 
 NAME = "deepseek-harness"
 FORMAT_VERSION = 0  # the header version this parser reads (dsh's SESSION_FORMAT_VERSION up to 0.1.1-rc.2)
+
+
+# A tool call's line shows the first of these arguments that holds text (render_call).
+_CALL_KEYS = ("command", "pattern", "query", "file_path", "path", "url", "description", "prompt", "code")
 
 
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -162,7 +165,7 @@ def _record(reader: _Reader, kind: Any, data: dict) -> None:
     reader.seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
     if reader.seq is not None and reader.seq < reader.state.get("seed", 0):
         return  # inherited from the parent's log (a fork's or subagent's seed): the parent holds it
-    reader.ts = _iso(data.get("time0") if "time0" in data else data.get("time"))
+    reader.ts = iso_ms(data.get("time0") if "time0" in data else data.get("time"))
     if reader.ts:
         reader.patch().updated_at = reader.ts
     handler = HANDLERS.get(kind) if isinstance(kind, str) else None
@@ -185,7 +188,7 @@ def _header(reader: _Reader, data: dict) -> None:
         reader.session_id = data["id"]
     patch = reader.patch()
     patch.cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None  # absent: started without one
-    patch.started_at = _iso(data.get("createdAt"))
+    patch.started_at = iso_ms(data.get("createdAt"))
     parent = data.get("parentSession")
     if isinstance(parent, str) and parent:
         # origin is only ever "subagent"; a parent without it is a fork (a user's, or a seeded copy).
@@ -251,7 +254,7 @@ def _assistant_message(reader: _Reader, payload: dict, envelope: dict) -> None:
             name, call_id = block.get("name"), block.get("id")
             tool_input = _arguments(block.get("arguments"))
             _remember_tool(reader.state, call_id, name)
-            reader.event(suffix, role="assistant", kind="tool_call", text=_render_call(name, tool_input),
+            reader.event(suffix, role="assistant", kind="tool_call", text=render_call(name, tool_input, _CALL_KEYS),
                          tool_name=name, tool_input=tool_input, tool_call_id=call_id, model=model)
         else:
             reader.event(suffix, role="assistant", kind="meta", text=_content_text([block]), model=model,
@@ -278,7 +281,7 @@ def _code_dispatch_start(reader: _Reader, data: dict, envelope: dict) -> None:
     """A tool a run_code program called: the model wrote the program, so the call is the model's."""
     name, call_id = data.get("name"), data.get("subCallId")
     _remember_tool(reader.state, call_id, name)
-    reader.event(role="assistant", kind="tool_call", text=_render_call(name, data.get("arguments")), tool_name=name,
+    reader.event(role="assistant", kind="tool_call", text=render_call(name, data.get("arguments"), _CALL_KEYS), tool_name=name,
                  tool_input=data.get("arguments"), tool_call_id=call_id,
                  model=reader.state.get("model"), meta={"via_call": data.get("parentCallId")})
 
@@ -477,15 +480,6 @@ def _session_from_path(path: PurePath) -> str:
     return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), name) if name else path.stem
 
 
-def _iso(ms: Any) -> str | None:
-    if isinstance(ms, bool) or not isinstance(ms, (int, float)):
-        return None
-    try:
-        return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    except (OverflowError, OSError, ValueError):
-        return None
-
-
 def _usage(raw: dict) -> Usage:
     # dsh counts are disjoint: inputTokens is uncached input only (dsh-llm TokenUsage).
     def count(key: str) -> int:
@@ -534,11 +528,3 @@ def _content_text(content: Any) -> str:
     return "\n".join(parts)
 
 
-def _render_call(name: Any, tool_input: Any) -> str:
-    if isinstance(tool_input, dict):
-        for key in ("command", "pattern", "query", "file_path", "path", "url", "description", "prompt", "code"):
-            if isinstance(tool_input.get(key), str):
-                return clip(f"{name}: {tool_input[key]}")
-    if isinstance(tool_input, str):
-        return clip(f"{name}: {tool_input}")
-    return clip(f"{name}: {orjson.dumps(tool_input).decode()}" if tool_input else str(name))

@@ -39,7 +39,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage, clip
-from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, iso_text, json_objects, render_call
 
 NAME = "devin"
 
@@ -239,7 +239,7 @@ class _Node:
         node_meta = _json(row.get("metadata"))
         self.node_meta: dict = node_meta if isinstance(node_meta, dict) else {}
         self.uid = str(message.get("message_id") or f"node:{row.get('node_id')}")
-        self.ts = _iso_text(self.meta.get("created_at")) or _iso_seconds(row.get("created_at"))
+        self.ts = iso_text(self.meta.get("created_at")) or _iso_seconds(row.get("created_at"))
         model = self.meta.get("generation_model")
         self.model = model if isinstance(model, str) and model else None
         self.key = (self.ts or "", int(row.get("row_id") or 0))
@@ -339,7 +339,7 @@ def _assistant(node: _Node) -> None:
         if isinstance(name, str):
             node.reader.tools[call_id] = name
         last = index == len(calls) - 1
-        node.emit("assistant", "tool_call", _render_call(name, arguments), suffix=f"call:{call_id}",
+        node.emit("assistant", "tool_call", render_call(name, arguments, _CALL_KEYS), suffix=f"call:{call_id}",
                   order=2 + index, tool_name=name, tool_input=arguments, tool_call_id=call_id,
                   model=node.model, usage=usage if last else None)
     if not calls and not text.strip() and usage is not None:
@@ -385,14 +385,6 @@ def _text(content: Any) -> str:
     return "" if content is None else orjson.dumps(content).decode()
 
 
-def _render_call(name: Any, arguments: Any) -> str:
-    if isinstance(arguments, dict):
-        for key in _CALL_KEYS:
-            if isinstance(arguments.get(key), str):
-                return f"{name}: {arguments[key]}"
-    return f"{name}: {orjson.dumps(arguments).decode()}" if arguments else str(name)
-
-
 def _json(value: Any) -> Any:
     if not isinstance(value, str):
         return value
@@ -411,14 +403,3 @@ def _iso_seconds(value: Any) -> str | None:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(seconds * 1000) % 1000:03d}Z"
 
 
-def _iso_text(value: Any) -> str | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"

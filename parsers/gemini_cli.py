@@ -31,9 +31,13 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Mark, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
 
 NAME = "gemini-cli"
+
+
+# A tool call's line shows the first of these arguments that holds text (render_call).
+_CALL_KEYS = ("command", "file_path", "absolute_path", "dir_path", "path", "pattern", "query", "url", "prompt")
 
 
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -354,7 +358,7 @@ def _tool_call(reader: _Reader, mid: str, call: dict, model: Any, out: list[Even
     status = call.get("status")
     meta = {k: call[k] for k in ("status", "agentId") if call.get(k)}
     reader.emit(out, f"{mid}:call:{call_id}", call.get("timestamp"), role="assistant", kind="tool_call",
-                text=_render_call(name, args), tool_name=name, tool_input=args, tool_call_id=call_id, model=model,
+                text=render_call(name, args, _CALL_KEYS), tool_name=name, tool_input=args, tool_call_id=call_id, model=model,
                 meta=meta or None)
     if isinstance(args, dict) and not reader.state.get("cwd_known"):
         _find_project(reader, (str(v) for k, v in args.items() if k in _PATH_ARGS and isinstance(v, str)))
@@ -496,15 +500,6 @@ def _part_text(part: dict) -> str:
 
 def _response_failed(response: Any) -> bool:
     return isinstance(response, dict) and isinstance(response.get("response"), dict) and "error" in response["response"]
-
-
-def _render_call(name: Any, args: Any) -> str:
-    if isinstance(args, dict):
-        for key in ("command", "file_path", "absolute_path", "dir_path", "path", "pattern", "query", "url", "prompt"):
-            if isinstance(args.get(key), str):
-                return clip(f"{name}: {args[key]}")
-        return clip(f"{name}: {orjson.dumps(args).decode()}")
-    return str(name)
 
 
 def _title(reader: _Reader, text: str) -> None:

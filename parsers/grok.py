@@ -31,9 +31,13 @@ from urllib.parse import unquote
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, iso_text, json_objects, render_call
 
 NAME = "grok"
+
+
+# A tool call's line shows the first of these arguments that holds text (render_call).
+_CALL_KEYS = ("command", "target_file", "file_path", "path", "pattern", "query", "url")
 
 
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -176,8 +180,8 @@ def _summary(reader: _Reader, data: dict, own: bool) -> None:
         patch.offer_title(_first_line(data["session_summary"]), "summary")
     if isinstance(data.get("current_model_id"), str) and data["current_model_id"]:
         patch.model = data["current_model_id"]
-    patch.started_at = _iso(data.get("created_at")) or patch.started_at
-    patch.updated_at = _iso(data.get("last_active_at")) or _iso(data.get("updated_at")) or patch.updated_at
+    patch.started_at = iso_text(data.get("created_at")) or patch.started_at
+    patch.updated_at = iso_text(data.get("last_active_at")) or iso_text(data.get("updated_at")) or patch.updated_at
     parent = data.get("parent_session_id")
     if isinstance(parent, str) and parent:
         kind = data.get("session_kind")
@@ -294,7 +298,7 @@ def _tool_update(reader: _Reader, update: dict, uid: str, ts: str | None) -> Non
 
 
 def _emit_call(reader: _Reader, call_id: str, name: Any, tool_input: Any, ts: str | None, kind: Any) -> None:
-    reader.emit(f"call:{call_id}", ts, role="assistant", kind="tool_call", text=_render_call(name, tool_input),
+    reader.emit(f"call:{call_id}", ts, role="assistant", kind="tool_call", text=render_call(name, tool_input, _CALL_KEYS),
                 tool_name=name, tool_input=tool_input, tool_call_id=call_id, model=reader.state.get("model"),
                 meta={"tool_kind": kind} if isinstance(kind, str) else None)
 
@@ -327,7 +331,7 @@ def _rewind(reader: _Reader, update: dict, uid: str, ts: str | None) -> None:
 def _compaction(reader: _Reader, update: dict, uid: str, ts: str | None) -> None:
     file = update.get("checkpoint_file")
     text = f"conversation compacted at prompt {update.get('prompt_index_at_compaction')}"
-    reader.emit(uid, _iso(update.get("created_at")) or ts, role="system", kind="compaction", text=text,
+    reader.emit(uid, iso_text(update.get("created_at")) or ts, role="system", kind="compaction", text=text,
                 meta={"checkpoint_file": file} if isinstance(file, str) else None)
     auto = update.get("auto_continue")
     if isinstance(auto, dict) and isinstance(auto.get("prompt_text"), str):
@@ -416,7 +420,7 @@ def _chat_assistant(reader: _Reader, data: dict, uid: str) -> None:
         with contextlib.suppress(orjson.JSONDecodeError, TypeError):
             arguments = orjson.loads(arguments) if isinstance(arguments, str) and arguments.strip() else arguments
         reader.state.setdefault("calls", {})[str(call.get("id"))] = [name, True, None]
-        reader.emit(f"call:{call.get('id')}", role="assistant", kind="tool_call", text=_render_call(name, arguments),
+        reader.emit(f"call:{call.get('id')}", role="assistant", kind="tool_call", text=render_call(name, arguments, _CALL_KEYS),
                     tool_name=name, tool_input=arguments, tool_call_id=call.get("id"), model=model)
     reader.turn("open" if calls else "complete")
 
@@ -439,7 +443,7 @@ def _chat_backend_tool(reader: _Reader, data: dict, uid: str) -> None:
     """A tool the xAI backend ran itself (web search): its call, and its status as the result."""
     kind = data.get("kind") if isinstance(data.get("kind"), dict) else {}
     call_id, name, action = str(kind.get("id") or uid), kind.get("tool_type") or "backend_tool", kind.get("action")
-    reader.emit(f"call:{call_id}", role="assistant", kind="tool_call", text=_render_call(name, action),
+    reader.emit(f"call:{call_id}", role="assistant", kind="tool_call", text=render_call(name, action, _CALL_KEYS),
                 tool_name=name, tool_input=action, tool_call_id=call_id, meta={"backend": True})
     reader.emit(f"result:{call_id}", role="tool", kind="tool_result", text=f"[{kind.get('status') or 'done'}]",
                 tool_name=name, tool_call_id=call_id, is_error=kind.get("status") == "failed")
@@ -513,27 +517,10 @@ def _parts_text(content: Any) -> str:
     return "\n".join(out)
 
 
-def _render_call(name: Any, tool_input: Any) -> str:
-    if isinstance(tool_input, dict):
-        for key in ("command", "target_file", "file_path", "path", "pattern", "query", "url"):
-            if isinstance(tool_input.get(key), str):
-                return clip(f"{name}: {tool_input[key]}")
-        return clip(f"{name}: {orjson.dumps(tool_input).decode()}")
-    return clip(f"{name}: {tool_input}") if isinstance(tool_input, str) and tool_input else str(name)
-
-
 def _epoch(value: Any, per_second: int) -> str | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         with contextlib.suppress(OverflowError, OSError, ValueError):
             return _utc(datetime.fromtimestamp(value / per_second, tz=UTC))
-    return None
-
-
-def _iso(value: Any) -> str | None:
-    """chrono's RFC 3339 (``2026-07-18T10:00:00Z``, or with fractions and an offset) as ...Z UTC."""
-    if isinstance(value, str) and value:
-        with contextlib.suppress(ValueError):
-            return _utc(datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC))
     return None
 
 

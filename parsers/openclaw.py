@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -35,7 +34,7 @@ import zstandard
 
 from harvester.model import Batch, Event, Problem, SessionPatch
 from parsers import pi
-from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, iso_ms, json_objects
 
 NAME = pi.OPENCLAW_NAME
 # Each command sets its process title: openclaw-gateway, openclaw-tui, openclaw-agent (a local run).
@@ -257,16 +256,9 @@ def _window(row: dict[str, Any], agent_dir: PurePath) -> SessionPatch:
     facts = {"agent": agent_dir.name, "session_key": key, "previous_session": row.get("previous_session_id"),
              "window_reason": row.get("reason"), "channel": row.get("channel"), "chat_type": row.get("chat_type"),
              "run_status": row.get("status"), "created_via": row.get("created_via"),
-             "ended_at": _ms(row.get("ended_at")), "archived_at": _ms(row.get("archived_at"))}
+             "ended_at": iso_ms(row.get("ended_at")), "archived_at": iso_ms(row.get("archived_at"))}
     patch.note(**{k: v for k, v in facts.items() if v is not None})
     return patch
-
-
-def _ms(value: Any) -> str | None:
-    if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-        return None
-    moment = datetime.fromtimestamp(value / 1000, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def _cold(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:

@@ -24,14 +24,13 @@ Format facts and their sources: ``fixtures/opencode/SOURCE.md`` and ``fixtures/k
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
 
 from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage, clip
-from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, iso_ms, json_objects, render_call
 
 OPENCODE_NAME = "opencode"
 KILO_NAME = "kilo"
@@ -277,8 +276,8 @@ def _session(reader: _Reader, row: dict) -> None:
     patch = reader.batch.session(sid)
     patch.cwd = row.get("directory") or None
     patch.agent_version = row.get("version") or None
-    patch.started_at = _iso(row.get("time_created"))
-    patch.updated_at = _iso(row.get("time_updated"))
+    patch.started_at = iso_ms(row.get("time_created"))
+    patch.updated_at = iso_ms(row.get("time_updated"))
     if row.get("parent_id"):
         patch.parent_native_id, patch.parent_kind = row["parent_id"], "subagent"
     title = row.get("title")
@@ -292,7 +291,7 @@ def _session(reader: _Reader, row: dict) -> None:
     if row.get("worktree") and row["worktree"] not in ("/", row.get("directory")):
         facts["worktree"] = row["worktree"]
     if row.get("time_archived"):
-        facts["archived"] = _iso(row["time_archived"])
+        facts["archived"] = iso_ms(row["time_archived"])
     if facts:
         patch.note(**facts)
 
@@ -315,7 +314,7 @@ def _message(reader: _Reader, row: dict) -> None:
         detail = (error.get("data") or {}).get("message") if isinstance(error.get("data"), dict) else None
         time = data.get("time") if isinstance(data.get("time"), dict) else {}
         reader.event((row.get("time_created") or 0, mid, "~"), sid, f"{mid}:error", "system", "meta",
-                     f"{name}: {detail}" if detail else str(name), ts=_iso(time.get("completed") or time.get("created")),
+                     f"{name}: {detail}" if detail else str(name), ts=iso_ms(time.get("completed") or time.get("created")),
                      meta={"error": name})
     if row.get("is_last"):
         patch.note(last_turn=_turn_state(data), **({"agent": data["agent"]} if data.get("agent") else {}))
@@ -351,7 +350,7 @@ class _Part:
 
     def ts(self, ms: Any = None) -> str | None:
         time = self.message.get("time") if isinstance(self.message.get("time"), dict) else {}
-        return _iso(ms) or _iso(time.get("created"))
+        return iso_ms(ms) or iso_ms(time.get("created"))
 
     def emit(self, role: Role, kind: Kind, text: str, suffix: str = "", order: int = 0, **fields: Any) -> None:
         uid = f"{self.id}:{suffix}" if suffix else self.id
@@ -424,7 +423,7 @@ def _tool(part: _Part) -> None:
     name, call_id, tool_input = data.get("tool"), data.get("callID"), state.get("input")
     time = state.get("time") if isinstance(state.get("time"), dict) else {}
     meta = {k: v for k, v in (("status", status), ("title", state.get("title"))) if v}
-    part.emit("assistant", "tool_call", _render_call(name, tool_input), ts=part.ts(time.get("start")),
+    part.emit("assistant", "tool_call", render_call(name, tool_input, _CALL_KEYS), ts=part.ts(time.get("start")),
               tool_name=name, tool_input=tool_input, tool_call_id=call_id, model=part.model, meta=meta)
     if status in ("pending", "running"):
         return  # the result comes with a later version of this part
@@ -513,17 +512,3 @@ PART_HANDLERS: dict[str, Callable[[_Part], None]] = {
 
 
 # -- helpers -------------------------------------------------------------------------------
-def _iso(ms: Any) -> str | None:
-    """opencode keeps epoch milliseconds."""
-    if not isinstance(ms, int | float) or isinstance(ms, bool) or ms <= 0:
-        return None
-    moment = datetime.fromtimestamp(ms / 1000, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms) % 1000:03d}Z"
-
-
-def _render_call(name: Any, tool_input: Any) -> str:
-    if isinstance(tool_input, dict):
-        for key in _CALL_KEYS:
-            if isinstance(tool_input.get(key), str):
-                return f"{name}: {tool_input[key]}"
-    return f"{name}: {orjson.dumps(tool_input).decode()}" if tool_input else str(name)

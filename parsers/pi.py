@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
 from parsers.pi_roots import omp_roots as omp_roots
 from parsers.pi_roots import openclaw_roots as openclaw_roots
 from parsers.pi_roots import pi_roots as pi_roots
@@ -71,6 +71,10 @@ _ENVELOPE = re.compile(r"^\[([^\]\n]*?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}[^\]\n]*)\
 _TURN_AFTER = {"toolUse": "open", "deferred": "open", "aborted": "aborted", "error": "error"}  # stopReason
 _NOT_SESSIONS = (".trajectory.jsonl", ".checkpoint.")  # OpenClaw sidecars the topic glob could match
 _PROMPTS = ("user", "bashExecution", "pythonExecution")  # what the user typed
+
+
+# A tool call's line shows the first of these arguments that holds text (render_call).
+_CALL_KEYS = ("command", "path", "file_path", "pattern", "url", "query", "code", "task", "description")
 
 
 class _Reader:
@@ -343,7 +347,7 @@ def _assistant(reader: _Reader, data: dict, uid: str, msg: dict) -> None:
                          text=clip(text or ("" if btype == "text" else "[redacted thinking]")), model=model)
         elif btype == "toolCall":
             name, args = block.get("name"), block.get("arguments")
-            reader.event(data, bid, role="assistant", kind="tool_call", text=_render_call(name, args),
+            reader.event(data, bid, role="assistant", kind="tool_call", text=render_call(name, args, _CALL_KEYS),
                          tool_name=name, tool_input=args, tool_call_id=block.get("id"), model=model)
         else:
             reader.event(data, bid, role="assistant", kind="meta", text=_label(block), model=model,
@@ -562,9 +566,3 @@ def _usage(raw: Any) -> Usage | None:
     return usage if usage.as_dict() else None
 
 
-def _render_call(name: Any, args: Any) -> str:
-    if isinstance(args, dict):
-        for key in ("command", "path", "file_path", "pattern", "url", "query", "code", "task", "description"):
-            if isinstance(args.get(key), str):
-                return clip(f"{name}: {args[key]}")
-    return clip(f"{name}: {orjson.dumps(args).decode()}" if args else str(name))

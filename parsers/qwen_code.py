@@ -26,9 +26,13 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, clip
-from parsers.base import Record, SourceRef, SourceSpec, json_objects
+from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
 
 NAME = "qwen-code"
+
+
+# A tool call's line shows the first of these arguments that holds text (render_call).
+_CALL_KEYS = ("command", "file_path", "absolute_path", "path", "pattern", "url", "query", "description")
 
 
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -273,7 +277,7 @@ def _assistant(reader: _Reader, data: dict) -> None:
             tools[str(call.get("id"))] = name
             while len(tools) > 64:  # the id -> name map only bridges a call and its result
                 tools.pop(next(iter(tools)))
-            reader.event(data, uid, role="assistant", kind="tool_call", text=_render_call(name, args),
+            reader.event(data, uid, role="assistant", kind="tool_call", text=render_call(name, args, _CALL_KEYS),
                          tool_name=name, tool_input=args, tool_call_id=call.get("id"), model=model)
         elif isinstance(text, str):
             kind = "thinking" if part.get("thought") else "text"
@@ -479,7 +483,7 @@ def _legacy_message(reader: _Reader, msg: dict) -> None:
     calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]
     for i, call in enumerate(calls):
         name, args, result = call.get("name"), call.get("args"), call.get("result")
-        reader.event(msg, f"{uid}:call:{i}", role="assistant", kind="tool_call", text=_render_call(name, args),
+        reader.event(msg, f"{uid}:call:{i}", role="assistant", kind="tool_call", text=render_call(name, args, _CALL_KEYS),
                      tool_name=name, tool_input=args, tool_call_id=call.get("id"), model=model)
         if result is not None:  # the function responses sent back, else the text the UI showed
             parts = [p for p in result if isinstance(p, dict)] if isinstance(result, list) else []
@@ -540,9 +544,3 @@ def _usage(reader: _Reader, start: int, raw: Any, keys: tuple[str, str, str, str
                                                  reasoning=thoughts)
 
 
-def _render_call(name: Any, args: Any) -> str:
-    if isinstance(args, dict):
-        for key in ("command", "file_path", "absolute_path", "path", "pattern", "url", "query", "description"):
-            if isinstance(args.get(key), str):
-                return clip(f"{name}: {args[key]}")
-    return clip(f"{name}: {orjson.dumps(args).decode()}" if args else str(name))

@@ -1,0 +1,57 @@
+"""Helpers every parser shares (``parsers.base``): a tool call as one line, times in the bank's form."""
+
+from __future__ import annotations
+
+import pytest
+
+from harvester.model import MAX_EVENT_TEXT
+from parsers.base import iso_ms, iso_text, render_call
+
+KEYS = ("command", "path")
+
+
+@pytest.mark.parametrize(("tool_input", "text"), [
+    ({"path": "a.py", "command": "ls -la"}, "Bash: ls -la"),  # the keys' order, not the input's
+    ({"path": "a.py", "command": 3}, "Bash: a.py"),  # only text counts
+    ({"command": ["git", "status"]}, "Bash: git status"),  # an argv
+    ({"other": 1}, 'Bash: {"other":1}'),
+    ({}, "Bash"),
+    (None, "Bash"),
+    ("", "Bash"),
+    ([], "Bash"),
+    ("raw arguments", "Bash: raw arguments"),
+    (["echo", "hi"], "Bash: echo hi"),
+    ([1, 2], "Bash: [1,2]"),
+    (0, "Bash: 0"),
+])
+def test_a_call_is_its_name_and_its_most_telling_argument(tool_input: object, text: str) -> None:
+    assert render_call("Bash", tool_input, KEYS) == text
+
+
+def test_an_input_that_is_not_json_is_shown_not_lost() -> None:
+    assert render_call("t", {"when": {1, 2}}, KEYS).startswith('t: {"when":"{1')
+
+
+def test_a_huge_argument_is_clipped() -> None:
+    text = render_call("Write", {"path": "x" * (MAX_EVENT_TEXT * 2)}, KEYS)
+    assert len(text) < MAX_EVENT_TEXT + 100 and text.endswith("more characters not kept]")
+
+
+@pytest.mark.parametrize(("value", "iso"), [
+    (1787297400123, "2026-08-21T07:30:00.123Z"),
+    (1787297400123.9, "2026-08-21T07:30:00.123Z"),  # a fraction of a millisecond is dropped, not rounded up
+    (1787297400000, "2026-08-21T07:30:00.000Z"),
+    (0, None), (-5, None), (True, None), ("1787297400123", None), (None, None), (10**30, None),
+])
+def test_epoch_milliseconds(value: object, iso: str | None) -> None:
+    assert iso_ms(value) == iso
+
+
+@pytest.mark.parametrize(("value", "iso"), [
+    ("2026-08-21T07:30:00.123Z", "2026-08-21T07:30:00.123Z"),
+    ("2026-08-21T09:30:00.123456+02:00", "2026-08-21T07:30:00.123Z"),
+    ("2026-08-21T07:30:00", "2026-08-21T07:30:00.000Z"),  # no offset: UTC, whatever this machine's zone
+    ("yesterday", None), ("", None), (1787297400123, None),
+])
+def test_iso_text(value: object, iso: str | None) -> None:
+    assert iso_text(value) == iso
