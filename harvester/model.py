@@ -72,6 +72,10 @@ class Event:
     model: str | None = None
     usage: Usage | None = None
     meta: dict[str, Any] | None = None  # small, record-specific extras (subtype, record type, ...)
+    # Where the event belongs in its session when the agent can store it after later ones (LangGraph
+    # persists a step's writes in the background, in any order): a key compared as text. None: in the
+    # order read. A harness places all of its events or none; see Bank.apply.
+    place: str | None = None
 
     def content_hash(self) -> str:
         """Hash of what the event says, to compare two imports of the same history."""

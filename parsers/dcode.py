@@ -123,6 +123,7 @@ SYSTEM_PREFIX = "[SYSTEM]"
 # A forked subagent's history: the parent's messages (their ids too), then its task behind this preamble.
 FORK_PREAMBLE = "[The messages above are a prior conversation you are continuing as the subagent"
 REMOVE_ALL = "__remove_all__"
+LATEST_KEPT = 64  # threads whose latest place the parser state keeps
 _CALL_KEYS = ("command", "file_path", "path", "pattern", "query", "url", "description")
 
 
@@ -181,16 +182,19 @@ class _Reader:
         # thread -> (sort key, message dict, ts) in the order the thread's history has them
         self.messages: dict[str, list[tuple[tuple, dict, str | None]]] = {}
         self.titled: set[str] = set()
+        self.latest: dict[str, str] = {}  # thread -> place of the latest message its turn state came from
 
     def problem(self, kind: ProblemKind, detail: str) -> None:
         self.batch.problems.append(Problem(kind, self.line, detail))
 
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
-    """Stateless: uids are the messages' own ids, so what a read repeats the bank already holds."""
+    """Uids are the messages' own ids, so what a read repeats the bank already holds. The state keeps,
+    for the threads read last, the place of the message their turn state came from."""
     if ref.variant != "db":
         return _transcript(ref, records)
     reader = _Reader()
+    reader.latest = dict(state.get("latest") or {})
     for record, data in json_objects(records, reader.batch.problems):
         reader.line = record.line
         table, row = data.get("table"), data.get("row")
@@ -204,6 +208,9 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
             reader.problem("unknown_type", f"table={table!r}")
     for sid, items in reader.messages.items():
         _emit_thread(reader, sid, items)
+    # Threads met in this read, and the most recent others: an old thread's late write is not expected.
+    recent = sorted(reader.latest.items(), key=lambda item: item[1], reverse=True)[:LATEST_KEPT]
+    reader.batch.state = {"latest": dict(recent)} if recent else {}
     return reader.batch
 
 
@@ -336,7 +343,8 @@ def _emit_thread(reader: _Reader, thread: str, items: list[tuple[tuple, dict, st
     events: list[Event] = []
     placed: dict[str, int] = {}
     last: dict | None = None
-    for _, message, ts in items:
+    last_key: tuple = ()
+    for key, message, ts in items:
         if "__event__" in message:
             new = [message["__event__"]]
         elif message["type"] == "remove" and message["id"] != REMOVE_ALL:
@@ -351,17 +359,30 @@ def _emit_thread(reader: _Reader, thread: str, items: list[tuple[tuple, dict, st
             except (AttributeError, KeyError, TypeError, ValueError) as exc:
                 reader.problem("malformed", f"{thread}: {message['type']} message of odd shape: {exc!r}")
                 continue
-            last = message
-        for event in new:
+            last, last_key = message, key
+        for part, event in enumerate(new):
             if event.uid in placed:  # a later version, in the place and with the time of the first
-                event.ts = events[placed[event.uid]].ts or event.ts
+                first = events[placed[event.uid]]
+                event.ts, event.place = first.ts or event.ts, first.place
                 events[placed[event.uid]] = event
             else:
+                event.place = _place(key, part)
                 placed[event.uid] = len(events)
                 events.append(event)
     reader.batch.events.extend(events)
-    if last is not None:
+    # The turn's state is its latest message's: a write of an earlier step read late says nothing of it.
+    if last is not None and _place(last_key, 0) >= reader.latest.get(thread, ""):
+        reader.latest[thread] = _place(last_key, 0)
         reader.batch.session(thread).note(last_turn=_turn_state(last))
+
+
+def _place(key: tuple, part: int) -> str:
+    """Where a message's event belongs in its thread (Event.place): LangGraph stores a step's writes in the
+    background, in any order, so a live read can meet the tool call after its result. Checkpoint ids are
+    time-ordered (UUIDv6, fixed width); the snapshot a checkpoint holds (0) comes before the writes of the
+    step that follows it (1); then the task and the write's index, as in a clean read."""
+    cid, written, task, index = key
+    return f"{cid}|{written}|{task}|{index:012d}|{part:03d}"
 
 
 def _events(reader: _Reader, thread: str, m: dict, ts: str | None) -> list[Event]:

@@ -1,4 +1,4 @@
-"""The bank file itself: creation races, migrations, permissions."""
+"""The bank file itself: creation races, migrations, permissions; the order it keeps events in."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import multiprocessing
 import sqlite3
 from pathlib import Path
 
-from harvester.bank import open_bank
+from harvester.bank import Cursor, SessionWrite, Write, open_bank
 from harvester.bank.migrations import MIGRATIONS
+from harvester.model import Event, SessionPatch
 
 
 def _open_and_close(path: str, barrier: multiprocessing.synchronize.Barrier) -> None:  # type: ignore[name-defined]
@@ -42,3 +43,29 @@ def test_an_old_bank_is_migrated_forward(tmp_path: Path) -> None:
     with open_bank(path) as bank:
         assert bank.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         assert bank.excluded_sessions("codex", ["x"]) == set()  # a table of migration 2
+
+
+def test_placed_events_are_kept_in_their_agents_order(tmp_path: Path) -> None:
+    """A harness that stores events out of order gives each a place: one that arrives after later ones
+    goes where it belongs, and a second sighting at an earlier place moves it there."""
+    with open_bank(tmp_path / "bank.sqlite") as bank:
+        cursor = Cursor("dcode", "/store.db", "sqlite")
+
+        def write(*placed: tuple[str, str]) -> None:
+            events = [Event("s1", uid, "assistant", "text", uid, place=place) for uid, place in placed]
+            bank.apply(Write(cursor, [SessionWrite("dcode", SessionPatch("s1"), "coding-agent::demo")], events,
+                             [], is_new_source=cursor.generation == 0))
+
+        def order() -> list[tuple[int, str]]:
+            return bank.conn.execute("SELECT seq, uid FROM events ORDER BY seq").fetchall()
+
+        write(("a", "1"), ("c", "3"))
+        write(("d", "4"))
+        assert order() == [(1, "a"), (2, "c"), (3, "d")]
+        write(("b", "2"))  # stored late by the agent
+        assert order() == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
+        write(("d", "0"))  # met again at an earlier place (a snapshot holding it)
+        assert order() == [(1, "d"), (2, "a"), (3, "b"), (4, "c")]
+        write(("e", "5"), ("a", "9"))  # a later place never moves an event back
+        assert order() == [(1, "d"), (2, "a"), (3, "b"), (4, "c"), (5, "e")]
+        assert bank.conn.execute("SELECT event_count, last_seq FROM sessions").fetchone() == (5, 5)

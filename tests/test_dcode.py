@@ -11,12 +11,14 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import orjson
 import pytest
 
 import parsers
 from harvester.bank import open_bank
+from harvester.model import Batch
 from parsers import dcode
-from parsers.base import Harness
+from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, event_identities, events_of, scan, sessions_of
 
 HAND = FIXTURES / "dcode" / "hand"
@@ -273,3 +275,59 @@ def test_nested_subagent_namespaces() -> None:
     task = {"type": "human", "content": "Count the TODOs.", "id": "m1"}
     assert dcode._own(True, [task]) == [(0, {**task, "additional_kwargs": {"lc_source": "subagent_task"}})]
     assert dcode._own(False, [task]) == [(0, task)]
+
+
+def test_a_write_stored_late_takes_its_place_and_leaves_the_turn_state(tmp_path: Path) -> None:
+    """LangGraph stores a step's writes in the background, in any order: a live read met the tool result
+    and the answer of the second turn before the assistant message that called the tool (rowid 91 of
+    91, for the step-33 checkpoint; seen under `harvester run` with the real dcode 0.1.88)."""
+    root = tmp_path / "home" / ".deepagents"
+    shutil.copytree(REAL / "two_turns", root, ignore=shutil.ignore_patterns("dump.json"))
+    clean, _ = read(tmp_path, bank_name="clean.sqlite")
+    db = sqlite3.connect(root / ".state" / "sessions.db")
+    calls = [row for row in db.execute("SELECT rowid, * FROM writes WHERE channel = 'messages'")
+             if "function_call" in repr(dcode.unpack(row[-1]))]
+    (late,) = calls
+    db.execute("DELETE FROM writes WHERE rowid = ?", (late[0],))
+    db.commit()
+    live, problems = read(tmp_path, bank_name="live.sqlite")  # the call not stored yet
+    assert problems == 0
+    assert [e["kind"] for e in events_of(live)][-3:] == ["text", "tool_result", "text"]
+    db.execute(f"INSERT INTO writes VALUES ({','.join('?' * (len(late) - 1))})", late[1:])  # a new, higher rowid
+    db.commit()
+    db.close()
+    live, problems = read(tmp_path, bank_name="live.sqlite")
+    assert problems == 0
+    order = [(e["seq"], e["uid"], e["kind"]) for e in events_of(live)]
+    assert order == [(e["seq"], e["uid"], e["kind"]) for e in events_of(clean)]
+    assert [kind for _, _, kind in order] == ["text", "text", "text", "tool_call", "tool_result", "text"]
+    # The late message ended a step, not the turn: the turn is still the answer's, complete.
+    assert sessions_of(live)[0]["meta"]["last_turn"] == sessions_of(clean)[0]["meta"]["last_turn"] == "complete"
+
+
+def test_a_late_write_read_on_its_own_does_not_reopen_the_turn(tmp_path: Path) -> None:
+    """The read that brings only the late tool call: its step came before the answer already read."""
+    db_path = REAL / "two_turns" / ".state" / "sessions.db"
+    conn = sqlite3.connect(f"file:{db_path}?immutable=1", uri=True)
+    conn.row_factory = sqlite3.Row
+    query = next(q for q in dcode.QUERIES if q.name == "write")
+    rows = [dict(r) for r in conn.execute(query.sql, {"since": 0})]
+    conn.close()
+    call = next(r for r in rows if "function_call" in repr(dcode.unpack(bytes.fromhex(r["blob"]))))
+    answer = rows[-1]  # the second turn's answer: the last message written
+    ref = dcode.SOURCES[0]
+    source = SourceRef(db_path, db_path.parent.parent, ref.variant)
+
+    def parse(*picked: dict, state: dict | None = None) -> Batch:
+        records = [Record(i, orjson.dumps({"table": "write", "row": r})) for i, r in enumerate(picked, 1)]
+        return dcode.parse(source, records, state or {})
+
+    after_answer = parse(answer)
+    (thread,) = after_answer.sessions
+    assert after_answer.sessions[thread].meta["last_turn"] == "complete"
+    late = parse(call, state=after_answer.state)
+    assert "last_turn" not in (late.sessions[thread].meta or {})  # the step, not the turn
+    assert [e.kind for e in late.events] == ["tool_call"]
+    assert late.events[0].place < after_answer.events[-1].place  # and it goes before the answer
+    alone = parse(call)  # with no state (a thread not kept): the last message read decides, as before
+    assert alone.sessions[thread].meta["last_turn"] == "open"

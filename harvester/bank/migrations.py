@@ -170,4 +170,9 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sessions ADD COLUMN source_path TEXT;
     CREATE INDEX sessions_state ON sessions (state);
     """,
+    # 3: where an event belongs when its agent stores events out of order (Event.place); the session
+    #    is renumbered by it when one arrives before events already held.
+    """
+    ALTER TABLE events ADD COLUMN place TEXT;
+    """,
 ]

@@ -181,6 +181,7 @@ class SqliteBank(SqliteReads):
 
             values = write.prepared if write.prepared is not None else _prepare_rows(write.events)
             last_id = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
+            places = _places(write.events)
             by_session: dict[str, list[tuple]] = {}
             for event, row in zip(write.events, values, strict=True):
                 by_session.setdefault(event.session, []).append(row)
@@ -205,6 +206,8 @@ class SqliteBank(SqliteReads):
                     rows,
                 ).rowcount
                 added[native_id] = inserted
+                if native_id in places:
+                    _place(conn, pk, places[native_id], held=last_seq[native_id])
                 if inserted:
                     conn.execute(
                         "UPDATE sessions SET event_count = event_count + ?, last_seq = ?, "
@@ -456,6 +459,31 @@ def _revise(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> int:
     return conn.executemany(
         f"UPDATE events SET {sets} WHERE session_id = ? AND uid = ? AND (content_hash IS NOT ? OR meta IS NOT ?)",
         [(*row[1:], pk, row[0], row[-1], row[-2]) for row in rows]).rowcount  # (..., meta, content_hash)
+
+
+def _places(events: list[Event]) -> dict[str, dict[str, str]]:
+    """session -> uid -> the lowest place the write gives it (only harnesses that place events)."""
+    out: dict[str, dict[str, str]] = {}
+    for event in events:
+        if event.place is not None:
+            mine = out.setdefault(event.session, {})
+            if event.uid not in mine or event.place < mine[event.uid]:
+                mine[event.uid] = event.place
+    return out
+
+
+def _place(conn: sqlite3.Connection, pk: int, places: dict[str, str], held: int) -> None:
+    """Events whose agent stores them out of order: each keeps the lowest place it was given, and the
+    session is renumbered when one lands before events the bank held already (a live read saw a later
+    step's messages first). ``held``: the session's last seq before this write."""
+    conn.executemany("UPDATE events SET place = ? WHERE session_id = ? AND uid = ? AND (place IS NULL OR place > ?)",
+                     [(place, pk, uid, place) for uid, place in places.items()])
+    if not held:
+        return  # a new session: the parser gave this write's events in their order
+    (latest,) = conn.execute("SELECT max(place) FROM events WHERE session_id = ? AND seq <= ?", (pk, held)).fetchone()
+    if latest is not None and min(places.values()) < latest:
+        conn.execute("UPDATE events SET seq = o.n FROM (SELECT id, row_number() OVER (ORDER BY place, seq) AS n "
+                     "FROM events WHERE session_id = ?) AS o WHERE events.id = o.id AND events.seq <> o.n", (pk,))
 
 
 def _mark(conn: sqlite3.Connection, pk: int, mark: Mark) -> None:
