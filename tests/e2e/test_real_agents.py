@@ -149,8 +149,14 @@ def test_two_turns_are_captured_live_and_by_a_clean_scan(name: str, tmp_path: Pa
                      realagents.prompt_args(agent, read_prompt, resume=True, home=home)):
             result = realagents.run(agent, args, cwd=repo, home=home, port=llm.port)
             assert result.returncode == 0, f"{name} exited {result.returncode}: {result.stderr[-2000:]}"
-        wait_for(lambda: not _transcript_gaps(_events(daemon.bank, expect.harness), expect, read_prompt), 20,
-                 f"{name}'s two turns in the bank")
+        try:
+            wait_for(lambda: not _transcript_gaps(_events(daemon.bank, expect.harness), expect, read_prompt), 20,
+                     f"{name}'s two turns in the bank")
+        except AssertionError as exc:  # say what the bank holds, what is missing, what the service did
+            events = _events(daemon.bank, expect.harness)
+            raise AssertionError(f"{exc}\nmissing: {_transcript_gaps(events, expect, read_prompt)}\n"
+                                 f"bank: {events}\nstore: {realagents.store(agent, home, repo)}\n"
+                                 f"service log:\n{daemon.log.read_text()[-4000:]}") from None
         live = _events(daemon.bank, expect.harness)
         assert len({e[0] for e in live}) == expect.sessions, live
         assert _duplicates(live) == []
@@ -165,6 +171,13 @@ def test_two_turns_are_captured_live_and_by_a_clean_scan(name: str, tmp_path: Pa
                  "the live bank to equal a clean scan")
         if expect.kill:
             _kill_mid_turn(agent, expect, daemon, repo, llm)
+            # What the killed agent left is in the bank once: exactly what a clean scan reads now.
+            after = tmp_path / "clean-after-kill.sqlite"
+            scan(home, after, (expect.harness,), env=env, extra_roots={"aider": [tmp_path]})
+            reference = _identities(after, expect.harness)
+            wait_for(lambda: _identities(daemon.bank, expect.harness) == reference, 10,
+                     "the live bank to equal a clean scan after the kill")
+            assert _duplicates(_events(daemon.bank, expect.harness)) == []
     finally:
         if daemon.proc is not None:
             assert daemon.stop() == 0, daemon.log.read_text()[-3000:]
