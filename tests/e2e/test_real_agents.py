@@ -38,14 +38,17 @@ class Expect:
 EXPECT: dict[str, Expect] = {
     "claude-code": Expect("claude-code", kill=True),
     "codex": Expect("codex", kill=True),
-    "qwen-code": Expect("qwen-code"),
+    "qwen-code": Expect("qwen-code", kill=True),
+    # No kill for Gemini CLI and Continue: neither stores a turn's prompt before the model answers (Gemini
+    # 0.61 appends it with the reply; Continue rewrites its session file when the turn ends), so a turn
+    # killed while the model is slow leaves nothing in the store to mark.
     "gemini-cli": Expect("gemini-cli"),
-    "opencode": Expect("opencode"),
-    "kilo": Expect("kilo"),
+    "opencode": Expect("opencode", kill=True),
+    "kilo": Expect("kilo", kill=True),
     "continue-cli": Expect("continue"),
     # Every Aider run starts a block of its own in the history file: two runs, two sessions. It has
     # no tools: it asks for the file, the user's next turn (--yes-always) adds it to the chat.
-    "aider": Expect("aider", sessions=2, tools=False),
+    "aider": Expect("aider", sessions=2, tools=False, kill=True),
     # Its LangGraph server child writes the store (WAL: liveness goes by the newer of the db and its -wal).
     "dcode": Expect("dcode", kill=True),
     "pi": Expect("pi", kill=True),
