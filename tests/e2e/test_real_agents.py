@@ -1,7 +1,8 @@
 """Real agents, end to end: each pinned CLI runs offline against tests/fakellm while `harvester run`
 watches its store; the bank must hold every turn, once, in order — live, and again after a clean scan.
 
-Installs go to .cache/agents (reused when present). An agent that cannot be installed fails its
+Installs go to .cache/agents (reused when present), several at once before the first test (a fresh
+clone downloads ~6 GB, mostly waiting on the registry). An agent that cannot be installed fails its
 test with the reason: nothing here is skipped.
 """
 
@@ -12,6 +13,7 @@ import signal
 import sqlite3
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +63,19 @@ EXPECT: dict[str, Expect] = {
     # dsh: a headless run starts the session; the resume prompts it through `dsh web` (tests/realagents_dsh_web.py).
     "deepseek-harness": Expect("deepseek-harness", kill=True),
 }
+
+
+INSTALLS_AT_ONCE = 4  # npm and pip mostly wait on the network; each agent has its own prefix or venv
+
+
+@pytest.fixture(scope="module", autouse=True)
+def installed() -> None:
+    """Every agent installed up front, in parallel. A failure here is left for that agent's own test,
+    whose install (one at a time, now) fails it with the reason."""
+    missing = [realagents.AGENTS[name] for name in EXPECT if not realagents.AGENTS[name].executable.exists()]
+    with ThreadPoolExecutor(INSTALLS_AT_ONCE) as pool:
+        for future in [pool.submit(realagents.install, agent) for agent in missing]:
+            future.exception()  # waited for; the test reports it
 
 
 @pytest.fixture(scope="module")
