@@ -295,7 +295,8 @@ class Ingestor:
         heads = self.bank.session_heads(harness.name, list(batch.sessions))
         writes = []
         for native_id, patch in batch.sessions.items():
-            write = SessionWrite(harness.name, patch, redactions=chunk.redactions.get(native_id, 0))
+            write = SessionWrite(harness.name, patch, redactions=chunk.redactions.get(native_id, 0),
+                                 find_forks=harness.forks_copy_history and patch.parent_native_id is None)
             head = heads.get(native_id)
             if head is None or (head.cwd is None and patch.cwd):
                 identity = (self.git.resolve(patch.cwd) if patch.cwd

@@ -31,7 +31,7 @@ HARNESSES: dict[str, Harness] = {
     h.name: h
     for h in (
         Harness(claude_code.NAME, claude_code.roots, claude_code.SOURCES, claude_code.parse, "Claude Code",
-                claude_code.PROCESSES),
+                claude_code.PROCESSES, forks_copy_history=True),
         Harness(codex.NAME, codex.roots, codex.SOURCES, codex.parse, "Codex CLI", codex.PROCESSES),
         Harness(qwen_code.NAME, qwen_code.roots, qwen_code.SOURCES, qwen_code.parse, "Qwen Code",
                 qwen_code.PROCESSES),

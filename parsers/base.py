@@ -111,6 +111,10 @@ class Harness:
     # The agent keeps its history inside each repository (Aider): its roots are the directories of
     # sessions the bank already knows, and the configured roots.
     roots_in_repositories: bool = False
+    # A fork is a new session file that starts with a copy of its parent's records, their ids included,
+    # and names no parent (Claude Code --fork-session): the bank links two sessions of one cwd that hold
+    # the same first record, the later one as a fork of the earlier.
+    forks_copy_history: bool = False
 
 
 def json_objects(records: Iterable[Record], problems: list[Problem]) -> Iterator[tuple[Record, dict[str, Any]]]:

@@ -215,3 +215,40 @@ def test_roots_follow_the_agents_environment(tmp_path: Path) -> None:
         home / ".claude/projects",
         Path("/x/claude/projects"),
     ]
+
+
+FORK_PARENT, FORK = "441ce698-7740-413a-818e-55f4bf24a517", "d2be8fea-d3db-40cc-914e-83a27b9614e4"
+
+
+@pytest.mark.parametrize("fork_read_first", [False, True])
+def test_a_fork_session_is_linked_to_the_session_it_copied(tmp_path: Path, fork_read_first: bool) -> None:
+    """--fork-session copies the history into a new file with the same uuids and names no parent: the
+    session holding the same first record, started earlier, is its parent, whichever is read first."""
+    (project,) = (REAL / "fork" / "projects").iterdir()
+    store = tmp_path / "claude"
+    bank = tmp_path / "bank.sqlite"
+    env = {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(store)}
+    for sid in (FORK, FORK_PARENT) if fork_read_first else (FORK_PARENT, FORK):
+        (store / "projects" / project.name).mkdir(parents=True, exist_ok=True)
+        (store / "projects" / project.name / f"{sid}.jsonl").write_bytes((project / f"{sid}.jsonl").read_bytes())
+        scan(tmp_path, bank, ("claude-code",), env=env)
+    parents = {s["native_id"]: (s["parent_native_id"], s["parent_kind"]) for s in sessions_of(bank)}
+    assert parents == {FORK_PARENT: (None, None), FORK: (FORK_PARENT, "fork")}
+
+
+def test_sessions_that_share_no_record_are_not_forks(tmp_path: Path) -> None:
+    """Two sessions of one directory (the two_turns and thinking captures, copied into one project)."""
+    store = tmp_path / "claude" / "projects"
+    for scenario in ("two_turns", "thinking"):
+        for path in (REAL / scenario / "projects").glob("*/*.jsonl"):
+            target = store / "-tmp-demo-repo" / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+            for line in lines:  # one cwd for both (each run had a temporary repo of its own)
+                if "cwd" in line:
+                    line["cwd"] = "/tmp/demo-repo"
+            target.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    bank = tmp_path / "bank.sqlite"
+    scan(tmp_path, bank, ("claude-code",), env={"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")})
+    sessions = sessions_of(bank)
+    assert [(s["cwd"], s["parent_native_id"]) for s in sessions] == [("/tmp/demo-repo", None)] * 2

@@ -55,6 +55,10 @@ class SessionWrite:
     bank_id: str | None = None  # set when this write establishes the session's repository
     identity: RepoIdentity | None = None
     redactions: int = 0
+    # The harness's forks copy their parent's history and name no parent (Harness.forks_copy_history):
+    # when this session gets its first events, the bank looks for the session it was forked from, or
+    # for forks of it read before it.
+    find_forks: bool = False
 
 
 @dataclass(slots=True)

@@ -175,4 +175,8 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE events ADD COLUMN place TEXT;
     """,
+    # 4: the sessions of one directory, for linking forks that copy their parent's history.
+    """
+    CREATE INDEX sessions_cwd ON sessions (harness, cwd);
+    """,
 ]

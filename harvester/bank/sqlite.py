@@ -14,9 +14,19 @@ import orjson
 
 from harvester.bank import BankError, Cursor, CursorMoved, SessionHead, Write
 from harvester.bank.migrations import MIGRATIONS, search_text
+from harvester.bank.sqlite_events import (
+    event_rows,
+    last_versions,
+    link_forks,
+    mark_events,
+    place_events,
+    places_of,
+    revise_events,
+    split_known,
+)
 from harvester.bank.sqlite_read import SqliteReads
 from harvester.gitident import RepoIdentity
-from harvester.model import Event, Mark, Problem, title_rank
+from harvester.model import Event, Problem, title_rank
 
 # The imports table feeds "recently imported" in status; older rows carry no information.
 IMPORTS_KEPT = 5000
@@ -151,7 +161,7 @@ class SqliteBank(SqliteReads):
     def prepare_rows(events: list[Event]) -> list[tuple]:
         """The CPU-only part of :meth:`apply` (row values, content hashes). A plain module-level
         function underneath, so a reader in another process can run it (``Write.prepared``)."""
-        return _prepare_rows(events)
+        return event_rows(events)
 
     def apply(self, write: Write) -> dict[str, int]:
         """Commit one source's batch and its advanced cursor atomically. Returns events added
@@ -179,9 +189,10 @@ class SqliteBank(SqliteReads):
                 conn.executemany("UPDATE sessions SET source_path = ? WHERE id = ? AND source_path IS NOT ?",
                                  [(cur.path, pk, cur.path) for pk in pks.values()])
 
-            values = write.prepared if write.prepared is not None else _prepare_rows(write.events)
+            values = write.prepared if write.prepared is not None else event_rows(write.events)
             last_id = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
-            places = _places(write.events)
+            places = places_of(write.events)
+            find_forks = {sw.patch.native_id for sw in write.sessions if sw.find_forks}
             by_session: dict[str, list[tuple]] = {}
             for event, row in zip(write.events, values, strict=True):
                 by_session.setdefault(event.session, []).append(row)
@@ -189,11 +200,11 @@ class SqliteBank(SqliteReads):
                 pk = pks[native_id]
                 seq = last_seq[native_id]
                 if write.revise:  # the agent rewrites records in place: the last version wins
-                    session_rows = _last_versions(session_rows)
+                    session_rows = last_versions(session_rows)
                 if seq:  # the session has events already: number only the rows it lacks
-                    session_rows, known = _split_known(conn, pk, session_rows)
+                    session_rows, known = split_known(conn, pk, session_rows)
                     if write.revise and known:
-                        revised[native_id] = _revise(conn, pk, known)
+                        revised[native_id] = revise_events(conn, pk, known)
                 rows = []
                 for row in session_rows:
                     seq += 1
@@ -207,7 +218,9 @@ class SqliteBank(SqliteReads):
                 ).rowcount
                 added[native_id] = inserted
                 if native_id in places:
-                    _place(conn, pk, places[native_id], held=last_seq[native_id])
+                    place_events(conn, pk, places[native_id], held=last_seq[native_id])
+                if inserted and not last_seq[native_id] and native_id in find_forks:
+                    link_forks(conn, pk)
                 if inserted:
                     conn.execute(
                         "UPDATE sessions SET event_count = event_count + ?, last_seq = ?, "
@@ -216,7 +229,7 @@ class SqliteBank(SqliteReads):
 
             for mark in write.marks:
                 if mark.session in pks:
-                    _mark(conn, pks[mark.session], mark)
+                    mark_events(conn, pks[mark.session], mark)
             if any(revised.values()):
                 conn.executemany("UPDATE sessions SET last_imported_at = ? WHERE id = ?",
                                  [(now, pks[n]) for n, k in revised.items() if k])
@@ -418,110 +431,6 @@ class SqliteBank(SqliteReads):
             "root = excluded.root, origin_url = excluded.origin_url, origin_id = excluded.origin_id, "
             "probed_at = excluded.probed_at",
             (directory, identity.project, identity.root, identity.origin_url, identity.origin_id, utcnow()))
-
-
-def _split_known(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> tuple[list[tuple], list[tuple]]:
-    """(rows whose uid the session lacks, once each and in order; rows it holds already).
-    A re-read of a file offers events the bank has; numbering them would leave gaps in ``seq``."""
-    uids = [row[0] for row in rows]
-    held: set[str] = set()
-    for start in range(0, len(uids), 500):
-        part = uids[start:start + 500]
-        held.update(uid for (uid,) in conn.execute(
-            f"SELECT uid FROM events WHERE session_id = ? AND uid IN ({','.join('?' * len(part))})", (pk, *part)))
-    new, known = [], []
-    for row in rows:
-        if row[0] in held:
-            known.append(row)
-        else:
-            held.add(row[0])
-            new.append(row)
-    return new, known
-
-
-def _last_versions(rows: list[tuple]) -> list[tuple]:
-    """One row per uid: the last version, at the first one's place."""
-    latest: dict[str, tuple] = {}
-    for row in rows:
-        latest[row[0]] = row  # dicts keep the first insertion's position
-    return list(latest.values())
-
-
-_REVISED_COLUMNS = ("role", "kind", "text", "ts", "tool_name", "tool_input", "tool_call_id", "is_error", "model",
-                    "tokens_in", "tokens_out", "tokens_cache_read", "tokens_cache_write", "tokens_reasoning", "meta",
-                    "content_hash")
-
-
-def _revise(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> int:
-    """Rewrite events the agent rewrote; an identical version changes nothing. Position stays; the
-    full-text index follows through its update trigger."""
-    sets = ", ".join(f"{c} = ?" for c in _REVISED_COLUMNS)
-    return conn.executemany(
-        f"UPDATE events SET {sets} WHERE session_id = ? AND uid = ? AND (content_hash IS NOT ? OR meta IS NOT ?)",
-        [(*row[1:], pk, row[0], row[-1], row[-2]) for row in rows]).rowcount  # (..., meta, content_hash)
-
-
-def _places(events: list[Event]) -> dict[str, dict[str, str]]:
-    """session -> uid -> the lowest place the write gives it (only harnesses that place events)."""
-    out: dict[str, dict[str, str]] = {}
-    for event in events:
-        if event.place is not None:
-            mine = out.setdefault(event.session, {})
-            if event.uid not in mine or event.place < mine[event.uid]:
-                mine[event.uid] = event.place
-    return out
-
-
-def _place(conn: sqlite3.Connection, pk: int, places: dict[str, str], held: int) -> None:
-    """Events whose agent stores them out of order: each keeps the lowest place it was given, and the
-    session is renumbered when one lands before events the bank held already (a live read saw a later
-    step's messages first). ``held``: the session's last seq before this write."""
-    conn.executemany("UPDATE events SET place = ? WHERE session_id = ? AND uid = ? AND (place IS NULL OR place > ?)",
-                     [(place, pk, uid, place) for uid, place in places.items()])
-    if not held:
-        return  # a new session: the parser gave this write's events in their order
-    (latest,) = conn.execute("SELECT max(place) FROM events WHERE session_id = ? AND seq <= ?", (pk, held)).fetchone()
-    if latest is not None and min(places.values()) < latest:
-        conn.execute("UPDATE events SET seq = o.n FROM (SELECT id, row_number() OVER (ORDER BY place, seq) AS n "
-                     "FROM events WHERE session_id = ?) AS o WHERE events.id = o.id AND events.seq <> o.n", (pk,))
-
-
-def _mark(conn: sqlite3.Connection, pk: int, mark: Mark) -> None:
-    patch = orjson.dumps(mark.meta).decode()
-    # An event of a record, or of one of its parts (uids <record id>:<part>).
-    one = "(uid = ? OR uid LIKE ? ESCAPE '\\')"
-
-    def like(uid: str) -> str:
-        return uid.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%"
-
-    if mark.since is not None:
-        bound, args = "", [patch, pk, pk, mark.since, like(mark.since)]
-        if mark.until is not None:
-            bound = f" AND seq < coalesce((SELECT min(seq) FROM events WHERE session_id = ? AND {one}), seq + 1)"
-            args += [pk, mark.until, like(mark.until)]
-        conn.execute("UPDATE events SET meta = json_patch(coalesce(meta, '{}'), ?) WHERE session_id = ? AND seq >= "
-                     f"(SELECT min(seq) FROM events WHERE session_id = ? AND {one}){bound}", args)
-    for uid in mark.uids:
-        conn.execute(f"UPDATE events SET meta = json_patch(coalesce(meta, '{{}}'), ?) WHERE session_id = ? AND {one}",
-                     (patch, pk, uid, like(uid)))
-
-
-def _prepare_rows(events: list[Event]) -> list[tuple]:
-    return [_event_values(e) for e in events]
-
-
-def _event_values(e: Event) -> tuple:
-    """An event's column values after (session_id, seq)."""
-    u = e.usage
-    return (
-        e.uid, e.role, e.kind, e.text, e.ts, e.tool_name,
-        None if e.tool_input is None else orjson.dumps(e.tool_input).decode(),
-        e.tool_call_id, 1 if e.is_error else 0, e.model,
-        u.input if u else None, u.output if u else None, u.cache_read if u else None,
-        u.cache_write if u else None, u.reasoning if u else None,
-        None if not e.meta else orjson.dumps(e.meta).decode(),
-        e.content_hash(),
-    )
 
 
 def _seconds_between(earlier: str, later: str) -> float:
