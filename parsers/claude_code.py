@@ -13,6 +13,9 @@ Format facts and their sources: ``fixtures/claude_code/SOURCE.md``. In short:
 - Subagents live in ``<sessionId>/subagents/agent-<agentId>.jsonl`` (+ ``.meta.json``); older
   versions wrote ``agent-<agentId>.jsonl`` beside the main file. Both become sessions of their own,
   linked to the parent session.
+- ``--fork-session`` writes a new session file that copies the history, uuids included, and names no
+  parent: the bank links it to the session holding the same first record (``forks_copy_history`` in
+  the registry). Before 1.0.124 a resume copied the old records with their old ``sessionId``: linked here.
 """
 
 from __future__ import annotations
