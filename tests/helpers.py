@@ -159,6 +159,16 @@ def events_of(bank_path: Path, native_id: str | None = None) -> list[dict[str, A
         bank.close()
 
 
+def session_of(bank_path: Path, native_id: str) -> dict[str, Any]:
+    """The bank's row of one session (its native id)."""
+    return next(s for s in sessions_of(bank_path) if s["native_id"] == native_id)
+
+
+def shapes(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(role, kind) of each event: a transcript's shape."""
+    return [(e["role"], e["kind"]) for e in events]
+
+
 def sessions_of(bank_path: Path) -> list[dict[str, Any]]:
     bank = open_bank(bank_path)
     try:

@@ -14,7 +14,7 @@ from harvester.bank import open_bank
 from harvester.sources import discover, existing_roots
 from parsers import antigravity, gemini_cli
 from parsers.base import Harness
-from tests.helpers import FIXTURES, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of, shapes
 
 HAND = FIXTURES / "antigravity" / "hand"
 GEMINI_HAND = FIXTURES / "gemini_cli" / "hand"
@@ -58,12 +58,6 @@ def hand_bank(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return bank
 
 
-def _session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
-
-
-def _shape(events: list[dict]) -> list[tuple]:
-    return [(e["role"], e["kind"]) for e in events]
 
 
 def test_only_transcripts_are_sources(hand_bank: Path, registered: Harness) -> None:
@@ -74,7 +68,7 @@ def test_only_transcripts_are_sources(hand_bank: Path, registered: Harness) -> N
 
 def test_every_step_type(hand_bank: Path) -> None:
     events = events_of(hand_bank, A)
-    assert _shape(events) == [
+    assert shapes(events) == [
         ("system", "text"), ("user", "text"),  # agy's metadata blocks, then what the user typed
         ("system", "text"),  # EPHEMERAL_MESSAGE (CONVERSATION_HISTORY adds nothing)
         ("assistant", "thinking"), ("assistant", "text"),
@@ -101,7 +95,7 @@ def test_every_step_type(hand_bank: Path) -> None:
     assert calls[1]["tool_input"]["CommandLine"] == "pytest -q tests/test_csv.py"
     assert calls[3]["tool_input"]["Subagents"][0]["Role"] == "Test Runner"
     assert {e["model"] for e in events if e["role"] == "assistant"} == {"Gemini 3.1 Pro (High)"}
-    session = _session(hand_bank, A)
+    session = session_of(hand_bank, A)
     assert (session["cwd"], session["bank_id"]) == (REPO, "coding-agent::demo-repo")  # history.jsonl
     assert (session["title"], session["title_source"]) == ("Fix the CSV parser: empty fields get dropped.",
                                                            "first-prompt")
@@ -111,15 +105,15 @@ def test_every_step_type(hand_bank: Path) -> None:
 
 
 def test_subagent_is_linked(hand_bank: Path) -> None:
-    session = _session(hand_bank, B)
+    session = session_of(hand_bank, B)
     assert (session["parent_native_id"], session["parent_kind"], session["cwd"]) == (A, "subagent", REPO)
-    assert _shape(events_of(hand_bank, B)) == [("user", "text"), ("assistant", "tool_call"), ("tool", "tool_result"),
+    assert shapes(events_of(hand_bank, B)) == [("user", "text"), ("assistant", "tool_call"), ("tool", "tool_result"),
                                                ("assistant", "text")]
 
 
 def test_calls_on_result_steps_and_a_cancelled_turn(hand_bank: Path) -> None:
     events = events_of(hand_bank, C)
-    assert _shape(events) == [
+    assert shapes(events) == [
         ("system", "text"), ("user", "text"), ("assistant", "text"),
         ("assistant", "tool_call"), ("tool", "tool_result"),  # run_command, named on the RUN_COMMAND step
         ("assistant", "tool_call"), ("tool", "tool_result"),  # edit_file (arguments as a JSON string)
@@ -130,7 +124,7 @@ def test_calls_on_result_steps_and_a_cancelled_turn(hand_bank: Path) -> None:
                                                                                      "call_edit_0002"]
     assert events[5]["tool_input"] == {"path": "out.txt", "content": "DONE"}
     assert events[-1]["is_error"] and events[-1]["meta"]["status"] == "CANCELED"
-    session = _session(hand_bank, C)
+    session = session_of(hand_bank, C)
     assert session["cwd"] == "/home/dev/scratch/agy-probe"  # no history row: the metadata block names it
     assert session["meta"]["last_turn"] == "aborted"
 

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from parsers import claude_code
-from tests.helpers import FIXTURES, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "claude_code" / "hand"
 REAL = FIXTURES / "claude_code" / "real"
@@ -48,10 +48,6 @@ def _final_output_tokens(path: Path) -> int:
         if total >= best.get(key, (-1, 0))[0]:
             best[key] = (total, u.get("output_tokens") or 0)
     return sum(out for _total, out in best.values())
-
-
-def _session(bank: Path, native_id: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == native_id)
 
 
 def test_human_prompts_are_users_and_injected_text_is_not(hand_bank: Path) -> None:
@@ -123,7 +119,7 @@ def test_compaction_titles_models_and_notices(hand_bank: Path) -> None:
         "This session is being continued from a p",
         "conversation compacted (trigger=auto, pr",
     ]
-    session = _session(hand_bank, MAIN)
+    session = session_of(hand_bank, MAIN)
     assert (session["title"], session["title_source"]) == ("retry-clock-fix", "custom")
     assert session["model"] == "claude-opus-4-8"  # the last real model; <synthetic> never counts
     assert session["agent_version"] == "2.1.239"
@@ -131,7 +127,7 @@ def test_compaction_titles_models_and_notices(hand_bank: Path) -> None:
     api_error = [e for e in events if (e["meta"] or {}).get("api_error")]
     assert len(api_error) == 1 and api_error[0]["role"] == "system" and api_error[0]["usage"] is None
     assert "pull request: https://github.com/dev/demo-repo/pull/42" in [e["text"] for e in events]
-    assert _session(hand_bank, LEGACY)["title"] == "Speed up make lint"
+    assert session_of(hand_bank, LEGACY)["title"] == "Speed up make lint"
 
 
 def test_subagents_of_every_layout_are_linked_to_their_parent(hand_bank: Path) -> None:

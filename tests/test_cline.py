@@ -18,7 +18,7 @@ import parsers
 from harvester.bank import open_bank
 from parsers import cline
 from parsers.base import Harness
-from tests.helpers import FIXTURES, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "cline" / "hand"
 CWD = "/home/dev/src/demo-repo"
@@ -88,9 +88,6 @@ def problems(bank: Path) -> list[tuple]:
         handle.close()
 
 
-def session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
-
 
 def rows(bank: Path, sid: str) -> list[tuple]:
     return [(e["role"], e["kind"], e["text"][:24], e["tool_name"], e["tool_call_id"], e["is_error"])
@@ -98,7 +95,7 @@ def rows(bank: Path, sid: str) -> list[tuple]:
 
 
 def facts(bank: Path, sid: str) -> tuple:
-    s = session(bank, sid)
+    s = session_of(bank, sid)
     return (s["cwd"], s["title"], s["title_source"], s["model"], s["state"], s["parent_native_id"], s["parent_kind"],
             s["agent_version"], s["meta"].get("last_turn"))
 
@@ -123,9 +120,9 @@ def test_sdk_sessions(sdk_bank: Path) -> None:
     # Only in the database (it died before saving a message): a session without events, ended.
     assert facts(sdk_bank, S3)[:5] == (f"{CWD}/web", "Bump the web package to React 19", "summary",
                                        "claude-sonnet-4-6", "ended")
-    assert session(sdk_bank, S3)["meta"]["status"] == "failed" and rows(sdk_bank, S3) == []
-    assert session(sdk_bank, S1)["started_at"] == "2026-07-25T17:20:00.000Z"
-    assert session(sdk_bank, S2)["meta"]["source"] == "vscode"
+    assert session_of(sdk_bank, S3)["meta"]["status"] == "failed" and rows(sdk_bank, S3) == []
+    assert session_of(sdk_bank, S1)["started_at"] == "2026-07-25T17:20:00.000Z"
+    assert session_of(sdk_bank, S2)["meta"]["source"] == "vscode"
 
 
 def test_sdk_cli_session_in_order(sdk_bank: Path) -> None:
@@ -206,14 +203,14 @@ def test_sdk_database_is_read_by_watermark(tmp_path: Path) -> None:
     home, env = place(tmp_path, "sdk")
     bank = tmp_path / "bank.sqlite"
     scan(home, bank, (cline.CLINE_NAME,), env=env)
-    assert session(bank, S2)["state"] == "unknown"
+    assert session_of(bank, S2)["state"] == "unknown"
     conn = sqlite3.connect(Path(env["CLINE_DATA_DIR"]) / "db" / "sessions.db")
     conn.execute("UPDATE sessions SET status = 'cancelled', ended_at = ?, exit_code = 0, updated_at = ? "
                  "WHERE session_id = ?", ("2026-07-25T18:30:00.000Z", "2026-07-25T18:30:00.000Z", S2))  # now: after every row
     conn.commit()
     conn.close()
     scan(home, bank, (cline.CLINE_NAME,), env=env)
-    assert (session(bank, S2)["state"], session(bank, S2)["meta"]["status"]) == ("ended", "cancelled")
+    assert (session_of(bank, S2)["state"], session_of(bank, S2)["meta"]["status"]) == ("ended", "cancelled")
 
 
 # -- captured runs of the real CLI 3.0.65 (real/sdk/<scenario>, see real/CAPTURE.md) ----------------
@@ -259,7 +256,7 @@ def test_sdk_tool_output_parts(content: Any, text: str) -> None:
 
 def test_real_sessions_status_branch_and_usage(tmp_path: Path) -> None:
     bank, sid = read_real(tmp_path, "two_turns")  # a one-shot run, then a turn over ACP: left "idle"
-    s = session(bank, sid)
+    s = session_of(bank, sid)
     assert (s["state"], s["meta"]["status"], s["meta"]["last_turn"], s["branch"], s["model"]) == (
         "unknown", "idle", "complete", "main", "fake-model")
     assert [e["usage"] for e in events_of(bank, sid) if e["usage"]] == [
@@ -267,7 +264,7 @@ def test_real_sessions_status_branch_and_usage(tmp_path: Path) -> None:
     bank, sid = read_real(tmp_path / "thinking", "thinking")
     assert [(e["kind"], e["text"][:20]) for e in events_of(bank, sid)][1:] == [
         ("thinking", "The user wrote 6 wor"), ("text", "Hi! I am the fake mo")]
-    assert (session(bank, sid)["state"], session(bank, sid)["meta"]["exit_code"]) == ("ended", 0)
+    assert (session_of(bank, sid)["state"], session_of(bank, sid)["meta"]["exit_code"]) == ("ended", 0)
 
 
 def test_real_run_error_is_a_notice_that_fails_the_turn(tmp_path: Path) -> None:
@@ -282,7 +279,7 @@ def test_real_run_error_is_a_notice_that_fails_the_turn(tmp_path: Path) -> None:
     assert [(e["role"], e["kind"], e["text"][:22], e["meta"]) for e in events_of(bank, sid)] == [
         ("user", "text", "say hi", None),
         ("system", "meta", "Cannot connect to API:", {"display_role": "error"})]
-    s = session(bank, sid)
+    s = session_of(bank, sid)
     assert (s["state"], s["meta"]["status"], s["meta"]["exit_code"], s["meta"]["last_turn"], s["model"]) == (
         "ended", "failed", 1, "failed", "fake-model")
 
@@ -298,7 +295,7 @@ def test_real_git_origin_and_terminal_marker_from_the_manifest(tmp_path: Path) -
         conn.close()
 
     bank, sid = read_real(tmp_path, "two_turns", reconciled)
-    s = session(bank, sid)
+    s = session_of(bank, sid)
     assert (s["state"], s["branch"], s["origin_url"], s["meta"]["terminal_marker"]) == (
         "ended", "main", "https://example.invalid/demo.git", "failed_external_process_exit")
 
@@ -320,7 +317,7 @@ def test_legacy_sessions(legacy_bank: Path) -> None:
     # No taskHistory entry: the cwd comes from the first request's environment details.
     assert facts(legacy_bank, L3) == (CWD, "Plan a migration from express to fastify", "first-prompt",
                                       "claude-sonnet-4-5-20250929", "unknown", None, None, None, "complete")
-    s = session(legacy_bank, L1)
+    s = session_of(legacy_bank, L1)
     assert (s["started_at"], s["updated_at"]) == ("2025-08-12T12:00:00.000Z", "2025-08-12T12:00:37.300Z")
     assert s["meta"]["isFavorited"] is True and s["meta"]["host"] == "Visual Studio Code"
 
@@ -378,14 +375,14 @@ def test_legacy_rewrite_adds_only_new_messages(tmp_path: Path) -> None:
     shutil.copytree(HAND / "rewrite" / "before", task)
     scan(home, bank, (cline.CLINE_LEGACY_NAME,), env={"HOME": str(home)})
     before = events_of(bank, "1756000000000")
-    assert session(bank, "1756000000000")["meta"]["last_turn"] == "open"
+    assert session_of(bank, "1756000000000")["meta"]["last_turn"] == "open"
     shutil.copytree(HAND / "rewrite" / "after", task, dirs_exist_ok=True)
     report = scan(home, bank, (cline.CLINE_LEGACY_NAME,), env={"HOME": str(home)}).harnesses[cline.CLINE_LEGACY_NAME]
     after = events_of(bank, "1756000000000")
     assert report.events_added == 3 and after[: len(before)] == before
     assert [(e["role"], e["kind"], e["tool_call_id"]) for e in after[len(before):]] == [
         ("tool", "tool_result", "toolu_R1"), ("system", "text", None), ("assistant", "tool_call", "toolu_R2")]
-    assert (session(bank, "1756000000000")["state"], session(bank, "1756000000000")["meta"]["last_turn"]) == (
+    assert (session_of(bank, "1756000000000")["state"], session_of(bank, "1756000000000")["meta"]["last_turn"]) == (
         "ended", "complete")
 
 

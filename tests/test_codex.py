@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from parsers import codex
-from tests.helpers import FIXTURES, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "codex" / "hand"
 REAL = FIXTURES / "codex" / "real"
@@ -35,9 +35,6 @@ def hand_bank(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _user_prompts(bank: Path, sid: str) -> list[str]:
     return [e["text"] for e in events_of(bank, sid) if e["role"] == "user"]
 
-
-def _session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
 
 
 def test_every_era_is_read(hand_bank: Path) -> None:
@@ -81,7 +78,7 @@ def test_current_session_keeps_each_thing_once(hand_bank: Path) -> None:
     assert not any("base64" in e["text"] or "iVBORw0KGgo" in e["text"] for e in events)
     aborted = [e["text"] for e in events if (e["meta"] or {}).get("event") == "turn_aborted"]
     assert aborted == ["turn aborted: interrupted"]
-    session = _session(hand_bank, A)
+    session = session_of(hand_bank, A)
     assert session["model"] == "gpt-5.5-mini" and session["branch"] == "main"
     assert session["meta"]["tokens"]["total_tokens"] == 109982
     # token_usage_record: exact usage per model response, attached to the response's last item
@@ -89,16 +86,16 @@ def test_current_session_keeps_each_thing_once(hand_bank: Path) -> None:
 
 
 def test_subagents_and_forks_are_linked(hand_bank: Path) -> None:
-    assert (_session(hand_bank, B)["parent_native_id"], _session(hand_bank, B)["parent_kind"]) == (
+    assert (session_of(hand_bank, B)["parent_native_id"], session_of(hand_bank, B)["parent_kind"]) == (
         A,
         "subagent",
     )
-    assert (_session(hand_bank, F)["parent_kind"], _session(hand_bank, F)["title"][:20]) == (
+    assert (session_of(hand_bank, F)["parent_kind"], session_of(hand_bank, F)["title"][:20]) == (
         "subagent",
         "Run clippy on crates",
     )
-    assert (_session(hand_bank, C)["parent_native_id"], _session(hand_bank, C)["parent_kind"]) == (A, "fork")
-    assert (_session(hand_bank, E)["parent_native_id"], _session(hand_bank, E)["parent_kind"]) == (D, "fork")
+    assert (session_of(hand_bank, C)["parent_native_id"], session_of(hand_bank, C)["parent_kind"]) == (A, "fork")
+    assert (session_of(hand_bank, E)["parent_native_id"], session_of(hand_bank, E)["parent_kind"]) == (D, "fork")
     # The legacy fork copied D's first turns: they belong to D, not to E.
     assert _user_prompts(hand_bank, E) == [
         "Alternative approach: leave the TODO and open an issue instead. Draft the issue text."
@@ -148,7 +145,7 @@ def test_pre_envelope_eras(hand_bank: Path) -> None:
         ("assistant", "text", False),
         ("system", "meta", False),
     ]
-    assert _session(hand_bank, H)["branch"] is not None  # the header's git facts
+    assert session_of(hand_bank, H)["branch"] is not None  # the header's git facts
 
 
 @pytest.mark.parametrize(

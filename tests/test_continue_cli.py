@@ -15,7 +15,7 @@ from harvester.bank import open_bank
 from harvester.model import Batch
 from parsers import continue_cli
 from parsers.base import Harness, Record, SourceRef
-from tests.helpers import FIXTURES, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 NAME = continue_cli.NAME
 HAND = FIXTURES / "continue_cli" / "hand"
@@ -61,9 +61,6 @@ def hand_bank(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return bank
 
 
-def _session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
-
 
 def _rows(bank: Path, sid: str | None = None) -> list[tuple]:
     return [(e["role"], e["kind"], e["text"][:24], e["tool_name"], e["tool_call_id"], e["is_error"])
@@ -90,9 +87,9 @@ def test_sessions_facts(hand_bank: Path) -> None:
             "2025-05-11T21:46:40.000Z", None, "complete"),
         E: (CWD, "split_fields on an empty line", "ai", "GPT-4o", "2024-06-10T06:13:20.000Z", None, "complete"),
     }
-    assert _session(hand_bank, C)["meta"]["workspace"] == f"file://{CWD}" and _session(hand_bank, C)["meta"][
+    assert session_of(hand_bank, C)["meta"]["workspace"] == f"file://{CWD}" and session_of(hand_bank, C)["meta"][
         "mode"] == "agent"
-    assert _session(hand_bank, A)["meta"]["cost_usd"] == 0.0612
+    assert session_of(hand_bank, A)["meta"]["cost_usd"] == 0.0612
 
 
 def test_cli_session_in_order(hand_bank: Path) -> None:
@@ -195,7 +192,7 @@ def test_rewrite_pair_adds_only_what_is_new(tmp_path: Path) -> None:
     _scan_home(tmp_path, bank)
     before = events_of(bank, R)
     assert [(e["role"], e["kind"]) for e in before][-1] == ("assistant", "tool_call")  # still calling
-    assert _session(bank, R)["meta"]["last_turn"] == "open" and _session(bank, R)["title"] == "say hi"
+    assert session_of(bank, R)["meta"]["last_turn"] == "open" and session_of(bank, R)["title"] == "say hi"
     _install(tmp_path, R, (HAND / "rewrite" / "after.json").read_bytes())
     report = _scan_home(tmp_path, bank)
     after = events_of(bank, R)
@@ -207,7 +204,7 @@ def test_rewrite_pair_adds_only_what_is_new(tmp_path: Path) -> None:
         ("assistant", "text", "You're welcome."),
     ]
     assert len({e["uid"] for e in after}) == len(after)
-    session = _session(bank, R)
+    session = session_of(bank, R)
     assert (session["title"], session["title_source"], session["meta"]["last_turn"]) == (
         "Greeting and the demo notes", "ai", "complete")
 
@@ -225,7 +222,7 @@ def test_tool_result_arrives_once_and_is_revised_in_place(tmp_path: Path) -> Non
         assert _scan_home(tmp_path, bank).events_added == added
     results = [e for e in events_of(bank, B) if e["kind"] == "tool_result"]
     assert [(e["text"], e["tool_call_id"]) for e in results] == [("Wrote 2 lines to CHANGELOG.md", "call_w8J2kQ")]
-    assert _session(bank, B)["meta"]["last_turn"] == "open"  # the model has yet to answer it
+    assert session_of(bank, B)["meta"]["last_turn"] == "open"  # the model has yet to answer it
 
 
 def _append_turn(document: dict, prompt: str, answer: str) -> bytes:

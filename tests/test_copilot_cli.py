@@ -14,7 +14,7 @@ from harvester.bank import open_bank
 from harvester.model import Batch, Usage
 from parsers import copilot_cli
 from parsers.base import Harness, Record, SourceRef
-from tests.helpers import FIXTURES, event_identities, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, event_identities, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "copilot_cli" / "hand"
 REAL = FIXTURES / "copilot_cli" / "real"
@@ -47,9 +47,6 @@ def hand_bank(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return bank
 
 
-def _session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
-
 
 def _shape(bank: Path, sid: str) -> list[tuple]:
     return [(e["role"], e["kind"], e["tool_name"]) for e in events_of(bank, sid)]
@@ -80,7 +77,7 @@ def test_every_generation_is_read_once(hand_bank: Path) -> None:
 
 
 def test_current_session(hand_bank: Path) -> None:
-    s = _session(hand_bank, A)
+    s = session_of(hand_bank, A)
     assert (s["cwd"], s["title"], s["title_source"]) == (
         "/home/dev/src/demo-repo", "Fix flaky parser test", "custom")
     assert (s["model"], s["agent_version"], s["state"]) == ("gpt-5.4", "1.0.62", "ended")
@@ -141,7 +138,7 @@ def test_current_session(hand_bank: Path) -> None:
 
 
 def test_subagents_are_sessions_of_their_own(hand_bank: Path) -> None:
-    sub = _session(hand_bank, A_SUB)
+    sub = session_of(hand_bank, A_SUB)
     assert (sub["parent_native_id"], sub["parent_kind"], sub["state"]) == (A, "subagent", "ended")
     assert (sub["title"], sub["model"], sub["cwd"]) == (
         "Explore: Find shared state in the parser", "claude-haiku-4.5", "/home/dev/src/demo-repo")
@@ -149,7 +146,7 @@ def test_subagents_are_sessions_of_their_own(hand_bank: Path) -> None:
         ("system", "meta", None), ("assistant", "tool_call", "grep"), ("tool", "tool_result", "grep"),
         ("assistant", "text", None), ("system", "meta", None)]
     # 0.0.400: the subagent's events carry data.parentToolCallId instead of agentId; it failed.
-    old = _session(hand_bank, G_SUB)
+    old = session_of(hand_bank, G_SUB)
     assert (old["parent_native_id"], old["parent_kind"], old["title"]) == (
         G, "subagent", "General purpose: Profile startup")
     assert events_of(hand_bank, G_SUB)[-1]["text"] == "subagent failed: Model call timed out after 120s"
@@ -159,7 +156,7 @@ def test_subagents_are_sessions_of_their_own(hand_bank: Path) -> None:
 
 
 def test_fork_keeps_only_its_own_events(hand_bank: Path) -> None:
-    fork = _session(hand_bank, F)
+    fork = session_of(hand_bank, F)
     assert (fork["parent_native_id"], fork["parent_kind"]) == (A, "fork")
     assert (fork["title"], fork["title_source"], fork["agent_version"]) == (
         "Fix flaky parser test (2)", "summary", "1.0.62")
@@ -171,7 +168,7 @@ def test_fork_keeps_only_its_own_events(hand_bank: Path) -> None:
 
 
 def test_autopilot_schedules_and_resume(hand_bank: Path) -> None:
-    s = _session(hand_bank, B)
+    s = session_of(hand_bank, B)
     assert (s["state"], s["meta"]["last_turn"]) == ("live", "open")  # shut down, resumed, mid-turn
     assert (s["title"], s["title_source"]) == ("Update the README for the new per-instance cache.", "summary")
     assert s["origin_url"] is None and s["branch"] == "main"  # no repositoryHost before 1.0.6x: not guessed
@@ -195,7 +192,7 @@ def test_autopilot_schedules_and_resume(hand_bank: Path) -> None:
 
 
 def test_flat_era(hand_bank: Path) -> None:
-    s = _session(hand_bank, C)
+    s = session_of(hand_bank, C)
     assert (s["cwd"], s["agent_version"], s["model"], s["state"]) == (
         "/home/dev/src/webapp", "0.0.376", "gpt-5", "unknown")  # cwd: the folder trusted at start
     assert s["meta"]["last_turn"] == "aborted"
@@ -207,13 +204,13 @@ def test_flat_era(hand_bank: Path) -> None:
         ("assistant", "text", False), ("user", "text", False), ("assistant", "tool_call", False),
         ("system", "meta", False)]
     # 0.0.372-0.0.380 named subagent records custom_agent.*.
-    agent = _session(hand_bank, C_SUB)
+    agent = session_of(hand_bank, C_SUB)
     assert (agent["parent_native_id"], agent["title"], agent["state"]) == (
         C, "Test fixer: Diagnoses failing test suites", "ended")
     assert [e["text"] for e in events_of(hand_bank, C_SUB)] == [
         "subagent started: Test fixer: Diagnoses failing test suites",
         "jest.setup.js requires dotenv, which is not installed.", "subagent completed"]
-    moved = _session(hand_bank, G)
+    moved = session_of(hand_bank, G)
     assert (moved["title"], moved["title_source"], moved["branch"]) == (
         "Find where startup time goes", "summary", "perf")
     assert [e["text"] for e in events_of(hand_bank, G) if e["role"] == "user"] == [
@@ -221,7 +218,7 @@ def test_flat_era(hand_bank: Path) -> None:
 
 
 def test_legacy_documents(hand_bank: Path) -> None:
-    e = _session(hand_bank, E)
+    e = session_of(hand_bank, E)
     assert (e["model"], e["started_at"], e["agent_version"]) == (
         "claude-sonnet-4.5", "2025-09-26T18:30:00.000Z", None)
     assert [(x["role"], x["kind"], x["is_error"]) for x in events_of(hand_bank, E)] == [
@@ -238,7 +235,7 @@ def test_legacy_documents(hand_bank: Path) -> None:
     ]
     _assert_calls_paired(events_of(hand_bank, E))
     # D exists twice: its legacy document, and the copy a 1.0.11 resume wrote into session.import_legacy.
-    d = _session(hand_bank, D)
+    d = session_of(hand_bank, D)
     assert (d["cwd"], d["state"], d["agent_version"]) == ("/home/dev/src/legacy-tool", "ended", "1.0.11")
     events = events_of(hand_bank, D)
     assert [x["text"] for x in events if x["role"] == "user"] == [

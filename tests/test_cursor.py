@@ -17,7 +17,7 @@ import parsers
 from harvester.bank import open_bank
 from parsers import cursor
 from parsers.base import Harness
-from tests.helpers import FIXTURES, event_identities, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, event_identities, events_of, scan, session_of, sessions_of
 
 CLI_HAND = FIXTURES / "cursor" / "cli" / "hand"
 IDE_HAND = FIXTURES / "cursor" / "ide" / "hand"
@@ -77,9 +77,6 @@ def read_ide(tmp: Path, appdata: Path) -> tuple[Path, int]:
     return read(tmp, cursor.IDE_NAME, {"VSCODE_APPDATA": str(appdata)})
 
 
-def session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
-
 
 def shape(bank: Path, sid: str) -> list[tuple]:
     return [(e["role"], e["kind"], e["text"][:24]) for e in events_of(bank, sid)]
@@ -107,7 +104,7 @@ def test_cli_sessions(tmp_path: Path, config_dir: Path) -> None:
     bank, problems = read_cli(tmp_path, config_dir)
     assert problems == 0
     assert {s["native_id"] for s in sessions_of(bank)} == {S1, S2}
-    one, two = session(bank, S1), session(bank, S2)
+    one, two = session_of(bank, S1), session_of(bank, S2)
     assert (one["cwd"], one["title"], one["title_source"], one["model"]) == (
         CWD, "Fix parse_row on empty lines", "ai", "claude-4.5-sonnet-thinking")  # meta.json's title
     assert (one["started_at"], one["meta"]["last_turn"], one["meta"]["mode"]) == (
@@ -173,7 +170,7 @@ def test_cli_live_session_reads_only_what_is_new(tmp_path: Path, config_dir: Pat
     assert [(e["role"], e["kind"], e["text"]) for e in after[len(before):]] == [
         ("tool", "tool_result", "Exit code: 0\n\n212 passed"), ("assistant", "text", "All 212 tests pass.")]
     assert after[-2]["tool_call_id"] == before[-1]["tool_call_id"]
-    assert session(bank, S2)["meta"]["last_turn"] == "complete"
+    assert session_of(bank, S2)["meta"]["last_turn"] == "complete"
     fresh, _ = read(tmp_path, cursor.CLI_NAME, {"CURSOR_CONFIG_DIR": str(config_dir)}, "fresh.sqlite")
     assert event_identities(fresh) == event_identities(bank)  # one read or two: the same bank
 
@@ -206,7 +203,7 @@ def test_cli_transcripts_are_not_read(tmp_path: Path, config_dir: Path) -> None:
 def test_cli_folder_that_is_not_md5_of_the_cwd_is_noted(tmp_path: Path, config_dir: Path) -> None:
     (config_dir / "chats" / BUCKET).rename(config_dir / "chats" / "0123456789abcdef0123456789abcdef")
     bank, _ = read_cli(tmp_path, config_dir)
-    assert session(bank, S1)["meta"]["workspace_hash_mismatch"] is True
+    assert session_of(bank, S1)["meta"]["workspace_hash_mismatch"] is True
 
 
 # -- IDE -------------------------------------------------------------------------------------------
@@ -225,14 +222,14 @@ def test_ide_sessions(tmp_path: Path, appdata: Path) -> None:
         D: ("Explore test layout", "ai", None, B, "complete"),
     }
     for sid, (title, source, model, parent, turn) in expected.items():
-        s = session(bank, sid)
+        s = session_of(bank, sid)
         assert (s["title"], s["title_source"], s["model"], s["parent_native_id"], s["meta"]["last_turn"]) == (
             title, source, model, parent, turn)
         # A and C from their workspace's workspace.json, B from its own workspaceIdentifier, D from the
         # global header list
         assert (s["cwd"], s["bank_id"]) == (CWD, "coding-agent::demo-repo")
-    assert session(bank, D)["parent_kind"] == "subagent"
-    assert session(bank, A)["started_at"] == "2026-11-20T09:00:00.000Z"
+    assert session_of(bank, D)["parent_kind"] == "subagent"
+    assert session_of(bank, A)["started_at"] == "2026-11-20T09:00:00.000Z"
 
 
 def test_ide_events_in_order(tmp_path: Path, appdata: Path) -> None:
@@ -301,7 +298,7 @@ def test_ide_composer_rewritten_after_a_read_is_revised(tmp_path: Path, appdata:
     assert after[1]["seq"] == before[1]["seq"] and after[1]["meta"]["status"] == "completed"
     assert (after[2]["text"], after[2]["tool_call_id"]) == ('{"output":"212 passed"}',
                                                              after[1]["tool_call_id"])
-    assert session(bank, B)["meta"]["last_turn"] == "complete"
+    assert session_of(bank, B)["meta"]["last_turn"] == "complete"
     assert event_identities(bank) == event_identities(read_ide(tmp_path, appdata)[0])  # again: nothing new
 
 

@@ -19,7 +19,7 @@ from harvester.bank import open_bank
 from harvester.model import Batch
 from parsers import dcode
 from parsers.base import Harness, Record, SourceRef
-from tests.helpers import FIXTURES, event_identities, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, event_identities, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "dcode" / "hand"
 T1 = "0196f3a2-7c4e-7b1a-9e3f-2d8c5a1b4e70"  # DeltaChannel era: messages in writes, one snapshot
@@ -62,9 +62,6 @@ def read(tmp: Path, env: dict[str, str] | None = None, bank_name: str = "bank.sq
     return bank, report.harnesses[dcode.NAME].problems
 
 
-def session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
-
 
 def shape(bank: Path, sid: str) -> list[tuple]:
     return [(e["role"], e["kind"], e["text"][:24]) for e in events_of(bank, sid)]
@@ -88,11 +85,11 @@ def test_threads_of_the_database(db_bank: Path) -> None:
         T2: (CWD, "Run the benchmarks and summarize them.", "first-prompt", "gpt-5.1", "0.1.40"),
         T3: (CWD, "List the TODOs in src.", "first-prompt", "claude-sonnet-4-5", None),
     }
-    s1 = session(db_bank, T1)
+    s1 = session_of(db_bank, T1)
     assert (s1["branch"], s1["commit_sha"]) == ("main", "3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39")
     assert (s1["started_at"], s1["updated_at"]) == ("2026-11-20T09:00:00.000Z", "2026-11-20T09:00:20.000Z")
     assert s1["meta"] == {"agent": "agent", "last_turn": "complete"}
-    assert session(db_bank, T3)["meta"]["last_turn"] == "open"  # ends with dcode's interruption notice
+    assert session_of(db_bank, T3)["meta"]["last_turn"] == "open"  # ends with dcode's interruption notice
 
 
 def test_delta_channel_thread_in_order(db_bank: Path) -> None:
@@ -153,7 +150,7 @@ def test_a_new_checkpoint_adds_only_new_messages(tmp_path: Path) -> None:
         ("user", "text", "Also handle whitespace-only lines."),
         ("assistant", "text", "Done: whitespace-only lines now parse to `[]`."),  # revised, not added
     ]
-    assert session(bank, T1)["meta"]["last_turn"] == "complete"
+    assert session_of(bank, T1)["meta"]["last_turn"] == "complete"
     # A fresh bank reading both at once holds the very same events.
     fresh, problems = read(tmp_path, bank_name="fresh.sqlite")
     assert problems == 0 and event_identities(fresh) == event_identities(bank)
@@ -181,7 +178,7 @@ def test_transcripts_are_read_only_without_the_database(tmp_path: Path) -> None:
         ("system", "text", "[SYSTEM] Task interrupte"),
         ("assistant", "text", "Renamed; tests pass."),
     ]
-    agent = session(bank, AGENT)
+    agent = session_of(bank, AGENT)
     assert (agent["parent_native_id"], agent["parent_kind"]) == (T4, "subagent")
     assert [(e["role"], e["meta"]) for e in events_of(bank, AGENT)] == [("system", {"from_agent": True}),
                                                                        ("assistant", None)]

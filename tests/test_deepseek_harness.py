@@ -20,7 +20,7 @@ from harvester.bank import open_bank
 from harvester.sources import discover
 from parsers import deepseek_harness
 from parsers.base import Harness
-from tests.helpers import FIXTURES, copy_tree, event_identities, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, copy_tree, event_identities, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "deepseek_harness" / "hand"
 PROJECT = "--home-dev-src-demo-repo--"
@@ -84,9 +84,6 @@ def hand_bank(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return bank
 
 
-def _session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
-
 
 def _rows(bank: Path, sid: str) -> list[tuple]:
     return [(e["role"], e["kind"], e["text"][:36], e["tool_name"], e["tool_call_id"], e["is_error"])
@@ -98,7 +95,7 @@ def test_every_session_is_read(hand_bank: Path) -> None:
 
 
 def test_main_session(hand_bank: Path) -> None:
-    s = _session(hand_bank, MAIN)
+    s = session_of(hand_bank, MAIN)
     assert (s["cwd"], s["title"], s["model"], s["parent_native_id"]) == (
         "/home/dev/src/demo-repo", "Fix CSV export dropping the last row", "deepseek-v4-pro", None)
     assert s["meta"]["last_turn"] == "aborted" and s["meta"]["agent_preset"] == "standard"
@@ -164,7 +161,7 @@ def test_compaction_marks_what_it_replaced(hand_bank: Path) -> None:
 
 
 def test_subagent_is_linked_and_its_task_is_not_the_users(hand_bank: Path) -> None:
-    s = _session(hand_bank, CHILD)
+    s = session_of(hand_bank, CHILD)
     assert (s["parent_native_id"], s["parent_kind"], s["title"], s["cwd"]) == (
         MAIN, "subagent", "Run the export tests", "/home/dev/src/demo-repo")
     rows = _rows(hand_bank, CHILD)
@@ -176,7 +173,7 @@ def test_subagent_is_linked_and_its_task_is_not_the_users(hand_bank: Path) -> No
 
 
 def test_fork_skips_the_copied_history(hand_bank: Path) -> None:
-    s = _session(hand_bank, FORK)
+    s = session_of(hand_bank, FORK)
     assert (s["parent_native_id"], s["parent_kind"]) == (MAIN, "fork")
     assert s["title"] == "Instead, make the exporter stream rows so large exports do not load everything."
     assert _rows(hand_bank, FORK) == [
@@ -195,7 +192,7 @@ def test_fork_skips_the_copied_history(hand_bank: Path) -> None:
 
 
 def test_headless_session_without_cwd(hand_bank: Path) -> None:
-    s = _session(hand_bank, HEADLESS)
+    s = session_of(hand_bank, HEADLESS)
     assert (s["cwd"], s["model"], s["meta"]["agent_preset"]) == (None, "deepseek-v4-flash", "minimal")
     assert _rows(hand_bank, HEADLESS) == [
         ("user", "text", "Summarize CHANGELOG.md in three bull", None, None, False),
@@ -256,7 +253,7 @@ def test_torn_last_frame_waits_and_completes_once(tmp_path: Path) -> None:
     report = scan(home, bank, (deepseek_harness.NAME,), env=env)
     assert (report.events_added, report.bytes_read) == (1, len(tail))  # only the completed frame was read
     assert scan(home, bank, (deepseek_harness.NAME,), env=env).events_added == 0
-    assert _session(bank, FORK)["meta"]["last_turn"] == "complete"
+    assert session_of(bank, FORK)["meta"]["last_turn"] == "complete"
     assert [e["text"] for e in events_of(bank, FORK)][-1] == "41 passed"
 
 

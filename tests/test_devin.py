@@ -16,7 +16,7 @@ import parsers
 from harvester.bank import open_bank
 from parsers import devin
 from parsers.base import Harness
-from tests.helpers import FIXTURES, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "devin" / "hand"
 A, B, C = "quiet-harbor", "amber-lantern", "tidy-marmot"
@@ -48,9 +48,6 @@ def read(tmp: Path, bank_name: str = "bank.sqlite") -> tuple[Path, int]:
     report = scan(tmp / "home", bank, (devin.NAME,), env=env)
     return bank, report.harnesses[devin.NAME].problems
 
-
-def session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
 
 
 def shape(bank: Path, sid: str) -> list[tuple]:
@@ -86,10 +83,10 @@ def test_every_session(store: tuple[Path, Path]) -> None:
         B: (CWD, "Run the benchmarks", "ai", "claude-sonnet-4-5", None),
         C: (CWD, "List the TODOs in src.", "first-prompt", "claude-sonnet-4-5", None),  # no title yet
     }
-    assert session(bank, A)["meta"] == {"agent_mode": "normal", "last_turn": "complete"}
-    assert session(bank, B)["meta"]["last_turn"] == "open"  # its tip asked for a tool
-    assert session(bank, C)["meta"] == {"agent_mode": "bypass", "hidden": True}  # no main chain: no tip
-    assert session(bank, A)["started_at"] == "2026-11-20T09:00:00.000Z"
+    assert session_of(bank, A)["meta"] == {"agent_mode": "normal", "last_turn": "complete"}
+    assert session_of(bank, B)["meta"]["last_turn"] == "open"  # its tip asked for a tool
+    assert session_of(bank, C)["meta"] == {"agent_mode": "bypass", "hidden": True}  # no main chain: no tip
+    assert session_of(bank, A)["started_at"] == "2026-11-20T09:00:00.000Z"
 
 
 def test_main_session_in_order(store: tuple[Path, Path]) -> None:
@@ -175,7 +172,7 @@ def test_new_nodes_and_a_node_rewritten_in_place(tmp_path: Path) -> None:
     assert problems == 0
     assert [e["uid"] for e in after] == [e["uid"] for e in before] + ["m-b-t1", "m-b-3"]  # revised, not added
     assert after[-1]["text"] == "dump() spends 80% of its time in json.dumps."
-    assert after[-2]["tool_name"] == "exec" and session(bank, B)["meta"]["last_turn"] == "complete"
+    assert after[-2]["tool_name"] == "exec" and session_of(bank, B)["meta"]["last_turn"] == "complete"
 
 
 def test_a_second_scan_adds_nothing(store: tuple[Path, Path], tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from harvester.bank import open_bank
 from harvester.sources import discover, existing_roots
 from parsers import gemini_cli
 from parsers.base import Harness
-from tests.helpers import FIXTURES, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of, shapes
 
 HAND = FIXTURES / "gemini_cli" / "hand"
 REAL = FIXTURES / "gemini_cli" / "real"
@@ -62,12 +62,6 @@ def hand_bank(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return bank
 
 
-def _session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
-
-
-def _shape(events: list[dict]) -> list[tuple]:
-    return [(e["role"], e["kind"]) for e in events]
 
 
 def test_every_layout_is_read_and_nothing_else(hand_bank: Path, registered: Harness) -> None:
@@ -81,7 +75,7 @@ def test_every_layout_is_read_and_nothing_else(hand_bank: Path, registered: Harn
 
 def test_current_session(hand_bank: Path) -> None:
     events = events_of(hand_bank, A)
-    assert _shape(events) == [
+    assert shapes(events) == [
         ("system", "text"),  # <session_context>, seen only in the start-up checkpoint
         ("user", "text"),
         ("assistant", "thinking"), ("assistant", "tool_call"), ("tool", "tool_result"),  # grep (re-appended)
@@ -119,7 +113,7 @@ def test_current_session(hand_bank: Path) -> None:
     assert calls[0]["meta"] == {"status": "success"} and calls[0]["usage"]["in"] == 10412 - 8192
     assert calls[4]["meta"]["agentId"] == B
     assert sum(e["usage"]["out"] for e in events if e["usage"]) == 38 + 41 + 77 + 52 + 24 + 35 + 96 + 30
-    session = _session(hand_bank, A)
+    session = session_of(hand_bank, A)
     assert (session["cwd"], session["bank_id"]) == (REPO, "coding-agent::demo-repo")
     assert (session["title"], session["title_source"]) == ("Fix CSV parser dropping empty fields", "ai")
     assert session["model"] == "gemini-3-flash-preview"  # the latest message's
@@ -128,11 +122,11 @@ def test_current_session(hand_bank: Path) -> None:
 
 
 def test_subagent_is_linked_and_its_task_is_not_the_users(hand_bank: Path) -> None:
-    session = _session(hand_bank, B)
+    session = session_of(hand_bank, B)
     assert (session["parent_native_id"], session["parent_kind"], session["cwd"]) == (A, "subagent", REPO)
     assert session["title"].startswith("Tests live in tests/") and session["title_source"] == "summary"
     events = events_of(hand_bank, B)
-    assert _shape(events) == [("system", "text"), ("assistant", "tool_call"), ("tool", "tool_result"),
+    assert shapes(events) == [("system", "text"), ("assistant", "tool_call"), ("tool", "tool_result"),
                               ("assistant", "text")]
     assert events[0]["meta"] == {"injected": True, "from_agent": "parent"}
 
@@ -164,7 +158,7 @@ def test_rewind_marks_and_checkpoints_add_only_what_is_new(hand_bank: Path) -> N
     assert events[6]["meta"]["rewind_to"] == events[3]["uid"] and events[6]["meta"]["rewound_count"] == 2
     assert [e["meta"] for e in events if e["role"] == "system" and e["kind"] == "text"][1:] == [
         {"synthetic": True}, {"synthetic": True}]
-    session = _session(hand_bank, C)
+    session = session_of(hand_bank, C)
     assert session["meta"]["resumes"] == 1 and session["meta"]["last_turn"] == "complete"
     assert session["started_at"] == "2026-09-15T08:30:00.099Z"  # the first header's, not the resume's
 
@@ -221,13 +215,13 @@ def test_legacy_documents_and_project_folders(hand_bank: Path) -> None:
     assert cwd[D] == cwd[E] == "/home/dev/work/demo-repo"  # demo-repo-1/.project_root
     assert cwd[F] == "/home/dev/src/legacy-app"  # sha256 folder, mapped by projects.json
     assert cwd[G] == "/home/dev/src/old-tool"  # sha256 folder: a read_file path hashes to it
-    assert cwd[H] is None and _session(hand_bank, H)["bank_id"] == "coding-agent::unknown"
-    assert (_session(hand_bank, E)["parent_native_id"], _session(hand_bank, E)["parent_kind"]) == (D, "subagent")
-    assert _shape(events_of(hand_bank, D)) == [
+    assert cwd[H] is None and session_of(hand_bank, H)["bank_id"] == "coding-agent::unknown"
+    assert (session_of(hand_bank, E)["parent_native_id"], session_of(hand_bank, E)["parent_kind"]) == (D, "subagent")
+    assert shapes(events_of(hand_bank, D)) == [
         ("user", "text"), ("assistant", "thinking"), ("assistant", "tool_call"), ("tool", "tool_result"),
         ("assistant", "text"), ("system", "text"), ("user", "text"), ("assistant", "tool_call"),
         ("tool", "tool_result"), ("system", "meta")]
-    assert _shape(events_of(hand_bank, G)) == [("user", "text"), ("assistant", "tool_call"), ("tool", "tool_result"),
+    assert shapes(events_of(hand_bank, G)) == [("user", "text"), ("assistant", "tool_call"), ("tool", "tool_result"),
                                                ("assistant", "text")]
     j = events_of(hand_bank, J)
     assert [e["text"] for e in j if e["role"] == "user"] == [
@@ -236,9 +230,9 @@ def test_legacy_documents_and_project_folders(hand_bank: Path) -> None:
     # whole output recorded first stays, and the re-append moves neither the turn nor the time.
     result = next(e for e in j if e["kind"] == "tool_result")
     assert result["text"].startswith("# Changelog") and "tool_output_masked" not in result["text"]
-    session = _session(hand_bank, J)
+    session = session_of(hand_bank, J)
     assert session["meta"]["last_turn"] == "complete" and session["updated_at"] == "2026-04-29T14:21:05.000Z"
-    assert _session(hand_bank, F)["title"] == "Why does `make build` fail?"
+    assert session_of(hand_bank, F)["title"] == "Why does `make build` fail?"
 
 
 def test_unknown_records_are_drift_and_the_rest_imports(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from harvester.bank import open_bank
 from harvester.sources import discover, existing_roots
 from parsers import grok
 from parsers.base import Harness
-from tests.helpers import FIXTURES, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of, shapes
 
 HAND = FIXTURES / "grok" / "hand"
 NAME = grok.NAME
@@ -51,12 +51,6 @@ def hand_bank(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return bank
 
 
-def _session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
-
-
-def _shape(events: list[dict]) -> list[tuple]:
-    return [(e["role"], e["kind"]) for e in events]
 
 
 def test_sources_each_session_once(hand_bank: Path, registered: Harness) -> None:
@@ -70,7 +64,7 @@ def test_sources_each_session_once(hand_bank: Path, registered: Harness) -> None
 
 def test_current_session(hand_bank: Path) -> None:
     events = events_of(hand_bank, A)
-    assert _shape(events) == [
+    assert shapes(events) == [
         ("user", "text"), ("user", "text"),  # the prompt's text block, then its file reference
         ("assistant", "thinking"), ("assistant", "text"),
         ("assistant", "tool_call"), ("tool", "tool_result"),  # read_file
@@ -98,7 +92,7 @@ def test_current_session(hand_bank: Path) -> None:
     assert calls[1]["tool_input"] == {"file_path": "src/csv.py", "old_string": "if c]", "new_string": "]"}
     assert results[2]["text"] == "3 passed in 0.12s"  # the raw output, not the terminal reference
     assert [e["model"] for e in events if e["role"] == "assistant"][-1] == "grok-4.5"  # after model_changed
-    session = _session(hand_bank, A)
+    session = session_of(hand_bank, A)
     assert (session["cwd"], session["bank_id"]) == (REPO, "coding-agent::demo-repo")
     assert (session["title"], session["title_source"]) == ("Fix CSV parser dropping empty fields", "ai")
     assert session["model"] == "grok-4.5" and session["started_at"] == "2026-08-17T10:40:01.512Z"
@@ -107,12 +101,12 @@ def test_current_session(hand_bank: Path) -> None:
 
 
 def test_subagent_and_fork_links(hand_bank: Path) -> None:
-    b = _session(hand_bank, B)
+    b = session_of(hand_bank, B)
     assert (b["parent_native_id"], b["parent_kind"], b["cwd"]) == (A, "subagent", REPO)
     events = events_of(hand_bank, B)
     assert events[0]["role"] == "system" and events[0]["meta"] == {"injected": True, "from_agent": "parent"}
-    assert _shape(events[1:]) == [("assistant", "tool_call"), ("tool", "tool_result"), ("assistant", "text")]
-    d = _session(hand_bank, D)
+    assert shapes(events[1:]) == [("assistant", "tool_call"), ("tool", "tool_result"), ("assistant", "text")]
+    d = session_of(hand_bank, D)
     assert (d["parent_native_id"], d["parent_kind"]) == (A, "fork")
 
 
@@ -134,14 +128,14 @@ def test_rewind_and_compaction(hand_bank: Path) -> None:
         ("user", "text", "Tag the release", False),
         ("assistant", "text", "Tagged v2.0.", False),
     ]
-    session = _session(hand_bank, C)
+    session = session_of(hand_bank, C)
     assert (session["title"], session["title_source"]) == ("Rename helpers", "custom")  # a /rename
     assert session["meta"]["last_turn"] == "complete"
 
 
 def test_chat_history_layouts(hand_bank: Path) -> None:
     d = events_of(hand_bank, D)  # format 1: typed rows
-    assert _shape(d) == [
+    assert shapes(d) == [
         ("system", "text"), ("user", "text"), ("assistant", "thinking"),
         ("assistant", "tool_call"), ("tool", "tool_result"),  # web_search, run by the backend
         ("assistant", "text"), ("assistant", "tool_call"), ("tool", "tool_result"),
@@ -149,19 +143,19 @@ def test_chat_history_layouts(hand_bank: Path) -> None:
     assert d[0]["meta"] == {"injected": True, "synthetic": "project_instructions"}
     assert [e["text"] for e in d if e["role"] == "user"] == ["Summarise the fix and check upstream docs", "keep it short"]
     e = events_of(hand_bank, E)  # format 0: role rows
-    assert _shape(e) == [("user", "text"), ("assistant", "thinking"), ("assistant", "text"),
+    assert shapes(e) == [("user", "text"), ("assistant", "thinking"), ("assistant", "text"),
                          ("assistant", "tool_call"), ("tool", "tool_result"), ("assistant", "text")]
     assert e[3]["tool_input"] == {"command": "make build"} and e[4]["tool_name"] == "bash"
-    assert (_session(hand_bank, E)["cwd"], _session(hand_bank, E)["model"]) == ("/home/dev/src/old-tool",
+    assert (session_of(hand_bank, E)["cwd"], session_of(hand_bank, E)["model"]) == ("/home/dev/src/old-tool",
                                                                               "grok-code-fast-1")
 
 
 def test_cwd_comes_from_the_data(hand_bank: Path) -> None:
-    f = _session(hand_bank, F)  # the folder is a slug and a hash: only summary.json names the path
+    f = session_of(hand_bank, F)  # the folder is a slug and a hash: only summary.json names the path
     assert f["cwd"].endswith("/very-long-directory-name-segment-07/legacy-app") and f["cwd"].startswith("/home/dev")
-    g = _session(hand_bank, G)  # no summary.json: the folder's URL-encoded name is all there is
+    g = session_of(hand_bank, G)  # no summary.json: the folder's URL-encoded name is all there is
     assert g["cwd"] == "/home/dev/src/mystery"
-    assert _shape(events_of(hand_bank, G)) == [("user", "text"), ("assistant", "text")]
+    assert shapes(events_of(hand_bank, G)) == [("user", "text"), ("assistant", "text")]
 
 
 def _copy(tmp: Path) -> Path:
@@ -180,7 +174,7 @@ def test_rewritten_summary_changes_facts_not_events(tmp_path: Path) -> None:
                 last_active_at="2026-08-17T11:30:00Z")
     summary_path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
     _, problems = _scan(tmp_path, tree)
-    session = _session(bank, A)
+    session = session_of(bank, A)
     assert problems == 0
     assert (session["title"], session["title_source"], session["model"]) == (
         "CSV: keep empty fields", "custom", "grok-4.5-mini")

@@ -17,7 +17,7 @@ import parsers
 from harvester.bank import open_bank
 from parsers import opencode
 from parsers.base import Harness
-from tests.helpers import FIXTURES, event_identities, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, event_identities, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "opencode" / "hand"
 KILO_HAND = FIXTURES / "kilo" / "hand"
@@ -81,9 +81,6 @@ def read(tmp: Path, harness: str, root: Path, bank_name: str = "bank.sqlite") ->
     return bank, report.harnesses[harness].problems
 
 
-def session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
-
 
 def shape(bank: Path, sid: str) -> list[tuple]:
     return [(e["role"], e["kind"], e["text"][:24]) for e in events_of(bank, sid)]
@@ -101,7 +98,7 @@ def test_every_session_of_the_database(hand_bank: Path) -> None:
     # The storage/ tree beside the database is read too (its sessions were never migrated here).
     assert {s["native_id"] for s in sessions_of(hand_bank)} == {A, B, C, D, L, L2}
     for sid in (A, B, C, D):
-        s = session(hand_bank, sid)
+        s = session_of(hand_bank, sid)
         assert (s["cwd"], s["agent_version"], s["model"]) == ("/home/dev/src/demo-repo", "1.18.33",
                                                               "claude-sonnet-4-5")
         assert s["bank_id"] == "coding-agent::demo-repo"
@@ -151,13 +148,13 @@ def test_main_session_in_order(hand_bank: Path) -> None:
     usage = [e["usage"] for e in events if e["usage"]]
     assert usage[0] == {"in": 2100, "out": 180, "cache_read": 1200, "reasoning": 40}
     assert sum(u["out"] for u in usage) == 180 + 220 + 90 + 60
-    s = session(hand_bank, A)
+    s = session_of(hand_bank, A)
     assert (s["title"], s["title_source"]) == ("Fix parse_row on empty lines", "ai")
     assert s["meta"]["last_turn"] == "failed" and s["meta"]["slug"] == "quiet-harbor"
 
 
 def test_subagent_session(hand_bank: Path) -> None:
-    s = session(hand_bank, B)
+    s = session_of(hand_bank, B)
     assert (s["parent_native_id"], s["parent_kind"], s["title"]) == (A, "subagent",
                                                                     "Run the benchmarks (@general subagent)")
     events = events_of(hand_bank, B)
@@ -179,7 +176,7 @@ def test_compaction_and_aborted_turn(hand_bank: Path) -> None:
         ("tool", "tool_result", "Tool execution aborted"),
         ("system", "meta", "MessageAbortedError: The"),
     ]
-    s = session(hand_bank, C)
+    s = session_of(hand_bank, C)
     # The placeholder "New session - <time>" is no title: the first prompt's first line is.
     assert (s["title"], s["title_source"]) == ("Summarize the repository layout", "first-prompt")
     assert s["meta"]["last_turn"] == "aborted"
@@ -188,7 +185,7 @@ def test_compaction_and_aborted_turn(hand_bank: Path) -> None:
 def test_running_turn_is_open(hand_bank: Path) -> None:
     assert [(e["kind"], e["meta"]) for e in events_of(hand_bank, D)] == [
         ("text", None), ("tool_call", {"status": "running", "title": "Run all tests"})]
-    assert session(hand_bank, D)["meta"]["last_turn"] == "open"
+    assert session_of(hand_bank, D)["meta"]["last_turn"] == "open"
 
 
 def test_kilo_database(tmp_path: Path) -> None:
@@ -217,7 +214,7 @@ def test_legacy_tree(tmp_path: Path) -> None:
     bank, problems = read(tmp_path, "opencode", HAND)  # no database: only the tree
     assert problems == 0
     assert {s["native_id"] for s in sessions_of(bank)} == {L, L2}
-    s = session(bank, L)
+    s = session_of(bank, L)
     assert (s["cwd"], s["agent_version"], s["title"], s["meta"]["last_turn"]) == (
         "/home/dev/src/demo-repo", "1.1.48", "Add a --strict flag", "failed")
     assert shape(bank, L) == [
@@ -233,7 +230,7 @@ def test_legacy_tree(tmp_path: Path) -> None:
         ("user", "text", "Now document it in the R"),
         ("system", "meta", "ProviderAuthError: Inval"),
     ]
-    assert (session(bank, L2)["parent_native_id"], events_of(bank, L2)[0]["role"]) == (L, "system")
+    assert (session_of(bank, L2)["parent_native_id"], events_of(bank, L2)[0]["role"]) == (L, "system")
 
 
 def test_both_layouts_store_each_session_once(tmp_path: Path) -> None:
@@ -288,7 +285,7 @@ def test_a_part_updated_after_a_read_is_revised(tmp_path: Path) -> None:
     assert [e["uid"] for e in after] == [e["uid"] for e in before] + [f"{part_id}:result"]
     assert after[1]["seq"] == before[1]["seq"] and after[1]["meta"]["status"] == "completed"  # in place
     assert (after[2]["text"], after[2]["tool_call_id"]) == ("212 passed", after[1]["tool_call_id"])
-    assert session(bank, D)["meta"]["last_turn"] == "complete"
+    assert session_of(bank, D)["meta"]["last_turn"] == "complete"
 
 
 def test_an_unknown_part_type_is_drift(tmp_path: Path) -> None:

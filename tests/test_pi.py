@@ -16,7 +16,7 @@ from harvester.liveness import _is_agent
 from harvester.model import Usage
 from parsers import pi
 from parsers.base import Harness
-from tests.helpers import FIXTURES, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 BASE = FIXTURES / "pi"
 HARNESSES = {
@@ -72,9 +72,6 @@ def banks(registered: None, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     return out
 
 
-def _session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
-
 
 def _meta(event: dict) -> dict:
     return event["meta"] or {}
@@ -87,7 +84,7 @@ def test_pi_reads_every_session(banks: dict[str, Path]) -> None:
 
 def test_pi_main_session(banks: dict[str, Path]) -> None:
     bank = banks["pi"]
-    s = _session(bank, A)
+    s = session_of(bank, A)
     assert (s["cwd"], s["model"], s["agent_version"], s["parent_native_id"]) == (
         "/home/dev/src/demo-repo", "claude-sonnet-4-5", None, None)  # pi records no CLI version
     assert (s["title"], s["title_source"]) == ("parse_row: keep the last field", "custom")  # /name
@@ -140,14 +137,14 @@ def test_pi_branch_marks_the_abandoned_entries(banks: dict[str, Path]) -> None:
 
 
 def test_pi_fork_skips_the_copied_path(banks: dict[str, Path]) -> None:
-    s = _session(banks["pi"], B)
+    s = session_of(banks["pi"], B)
     assert (s["parent_native_id"], s["parent_kind"], s["meta"]["copied_records"]) == (A, "fork", 9)
     assert [(e["role"], e["text"][:20]) for e in events_of(banks["pi"], B)] == [
         ("user", "Fix it with rsplit_o"), ("assistant", "`split` keeps every ")]
 
 
 def test_pi_v1_and_v2_files(banks: dict[str, Path]) -> None:
-    c, d = _session(banks["pi"], C), _session(banks["pi"], D)
+    c, d = session_of(banks["pi"], C), session_of(banks["pi"], D)
     assert (c["cwd"], c["meta"]["format_version"], c["model"]) == ("/home/dev/src/old-repo", 1, "gpt-5")
     assert (d["meta"]["format_version"], d["model"], d["title"]) == (2, "gpt-5.1-codex", "Run the benchmarks")
     assert all(e["uid"].startswith("h:") for e in events_of(banks["pi"], C))  # no ids before v2
@@ -174,7 +171,7 @@ def test_a_migration_rewrite_adds_nothing_and_loses_nothing(registered: None, tm
     assert after[C][:len(before[C])] == before[C]  # v1 -> v3: random ids, but content-based uids
     assert [e["text"] for e in events_of(bank, C)[len(before[C]):]] == [
         "Are there TODOs left?", "No TODOs are left in src."]  # the turn appended after the migration
-    assert _session(bank, C)["meta"]["format_version"] == 3
+    assert session_of(bank, C)["meta"]["format_version"] == 3
 
 
 def test_a_branch_read_in_a_later_chunk_marks_stored_events(registered: None, tmp_path: Path) -> None:
@@ -246,7 +243,7 @@ def test_unknown_entries_are_drift(registered: None, tmp_path: Path) -> None:
 def test_prime_sessions(banks: dict[str, Path]) -> None:
     bank = banks["prime_agent"]
     assert {s["native_id"] for s in sessions_of(bank)} == {P, R, LEGACY}  # rlm-subagents.jsonl is not one
-    s = _session(bank, P)
+    s = session_of(bank, P)
     assert (s["state"], s["title"], s["title_source"], s["model"]) == (
         "ended", "CSV loader profiling", "custom", "claude-opus-4-5")  # session_state archived
     assert (s["branch"], s["commit_sha"], s["origin_url"]) == (
@@ -263,21 +260,21 @@ def test_prime_sessions(banks: dict[str, Path]) -> None:
 
 def test_prime_rlm_child(banks: dict[str, Path]) -> None:
     bank = banks["prime_agent"]
-    s = _session(bank, R)
+    s = session_of(bank, R)
     assert (s["parent_native_id"], s["parent_kind"], s["title"], s["meta"]["rlm_depth"]) == (
         P, "subagent", "check-tests", 1)
     first = next(e for e in events_of(bank, R) if e["kind"] != "meta")
     assert (first["role"], first["text"], first["meta"]["from_agent"]) == (
         "system", "Check that tests/rows.rs passes", "parent")  # the parent agent's task, not the user's
     assert not [e for e in events_of(bank, R) if e["role"] == "user"]
-    assert _session(bank, LEGACY)["title"] == "What does load_csv return?"
+    assert session_of(bank, LEGACY)["title"] == "What does load_csv return?"
 
 
 # -- oh-my-pi ------------------------------------------------------------------------------------
 def test_omp_main_session(banks: dict[str, Path]) -> None:
     bank = banks["oh_my_pi"]
     assert {s["native_id"] for s in sessions_of(bank)} == {OMP, EXPLORE, GREP}
-    s = _session(bank, OMP)
+    s = session_of(bank, OMP)
     assert (s["title"], s["title_source"], s["model"]) == (
         "CSV loader: avoid per-row allocation", "custom", "claude-opus-4-5")  # renamed by the user
     events = events_of(bank, OMP)
@@ -298,7 +295,7 @@ def test_omp_main_session(banks: dict[str, Path]) -> None:
 
 def test_omp_subagents(banks: dict[str, Path]) -> None:
     bank = banks["oh_my_pi"]
-    explore, grep = _session(bank, EXPLORE), _session(bank, GREP)
+    explore, grep = session_of(bank, EXPLORE), session_of(bank, GREP)
     assert (explore["parent_native_id"], explore["parent_kind"], explore["title"]) == (
         OMP, "subagent", "explore: Find every caller of load_csv")
     assert (grep["parent_native_id"], grep["meta"]["agent"]) == (EXPLORE, "grep")
@@ -320,7 +317,7 @@ def test_omp_title_slot_rewritten_in_place(registered: None, tmp_path: Path) -> 
     store.write_bytes(slot + data[256:] + orjson.dumps(rename) + b"\n")
     _, problems = _scan(tmp_path, "oh_my_pi", root)
     assert problems == 0 and len(events_of(bank, OMP)) == count
-    assert _session(bank, OMP)["title"] == "CSV loader: reuse one row buffer"
+    assert session_of(bank, OMP)["title"] == "CSV loader: reuse one row buffer"
 
 
 def _exit(eid: str, parent: str, n: int, kind: str, reason: str) -> dict:
@@ -339,18 +336,18 @@ def test_omp_exit_record_ends_or_abandons_the_session(registered: None, tmp_path
              _exit("x1", "e2", 3, "normal", "dispose")]
     _write(store, first)
     bank, problems = _scan(tmp_path, "oh_my_pi", tmp_path / "agent")
-    assert problems == 0 and _session(bank, "s3")["state"] == "ended"
+    assert problems == 0 and session_of(bank, "s3")["state"] == "ended"
     assert not [e for e in events_of(bank, "s3") if _meta(e).get("record") == "session_exit"]  # clean: silent
     with store.open("ab") as f:  # resumed (--continue): the prompt makes it live again
         f.write(orjson.dumps(_entry("e3", "x1", 4, "user", "SLOW 20 a turn that never finishes")) + b"\n")
     _scan(tmp_path, "oh_my_pi", tmp_path / "agent")
-    assert _session(bank, "s3")["state"] == "live"
+    assert session_of(bank, "s3")["state"] == "live"
     aborted = _entry("e4", "x2", 6, "assistant", "")
     aborted["message"].update(content=[], stopReason="aborted", errorMessage="Request was aborted")
     with store.open("ab") as f:
         f.write(orjson.dumps(_exit("x2", "e3", 5, "signal", "sigterm")) + b"\n" + orjson.dumps(aborted) + b"\n")
     _scan(tmp_path, "oh_my_pi", tmp_path / "agent")
-    s = _session(bank, "s3")
+    s = session_of(bank, "s3")
     assert (s["state"], s["meta"]["last_turn"]) == ("abandoned", "aborted")
     assert [e["text"] for e in events_of(bank, "s3") if e["role"] == "system"] == [
         "process exit (signal: sigterm)", "aborted: Request was aborted"]
@@ -462,7 +459,7 @@ def test_openclaw_sessions(banks: dict[str, Path]) -> None:
     assert {s["native_id"] for s in sessions_of(bank)} == {W1, W2, W3, W4}
     sources = {Path(c.path).name for c in open_bank(bank).cursors()}
     assert not any(".trajectory." in n or ".checkpoint." in n or n == "sessions.json" for n in sources)
-    s = _session(bank, W1)
+    s = session_of(bank, W1)
     assert (s["title"], s["model"], s["meta"]["agent"], s["cwd"]) == (
         "can you check the disk usage on the build box?", "claude-opus-4-5", "main",
         "/home/dev/.openclaw/workspace")  # the agent's workspace, not a repository
@@ -476,13 +473,13 @@ def test_openclaw_sessions(banks: dict[str, Path]) -> None:
 def test_openclaw_topics_agents_and_forks(banks: dict[str, Path]) -> None:
     bank = banks["openclaw"]
     assert [e["text"] for e in events_of(bank, W2) if e["role"] == "user"] == ["Bob: is the deploy green?"]
-    work = _session(bank, W3)
+    work = session_of(bank, W3)
     assert (work["meta"]["agent"], work["model"]) == ("work", "gpt-5.2")  # gateway-injected is not the model
     assert [e["text"] for e in events_of(bank, W3) if e["role"] == "user"] == [
         "summarize yesterday's commits"]  # the gateway's "[Wed 2026-02-18 11:21 GMT+1] " stamp is meta
     relayed = next(e for e in events_of(bank, W3) if _meta(e).get("from_agent"))  # sessions_send
     assert (relayed["role"], relayed["meta"]["from_agent"]) == ("system", "agent:main:telegram:dm:4242")
-    fork = _session(bank, W4)
+    fork = session_of(bank, W4)
     assert (fork["parent_native_id"], fork["parent_kind"], fork["meta"]["copied_records"]) == (W1, "fork", 7)
     assert len(events_of(bank, W4)) == 2
 

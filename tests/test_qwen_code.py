@@ -12,7 +12,7 @@ import parsers
 from harvester.liveness import _is_agent
 from parsers import qwen_code
 from parsers.base import Harness
-from tests.helpers import FIXTURES, events_of, scan, sessions_of
+from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "qwen_code" / "hand"
 REAL = FIXTURES / "qwen_code" / "real"
@@ -48,9 +48,6 @@ def hand_bank(harness: Harness, tmp_path_factory: pytest.TempPathFactory) -> Pat
     return bank
 
 
-def _session(bank: Path, sid: str) -> dict:
-    return next(s for s in sessions_of(bank) if s["native_id"] == sid)
-
 
 def _brief(bank: Path, sid: str) -> list[tuple]:
     return [(e["role"], e["kind"], e["text"][:24]) for e in events_of(bank, sid)]
@@ -62,7 +59,7 @@ def test_every_session_is_read_and_nothing_else(hand_bank: Path) -> None:
 
 
 def test_main_session(hand_bank: Path) -> None:
-    s = _session(hand_bank, A)
+    s = session_of(hand_bank, A)
     assert (s["cwd"], s["model"], s["agent_version"], s["branch"]) == (
         "/home/dev/src/demo-repo", "qwen3-coder-plus", "0.15.10", "main")
     assert (s["title"], s["title_source"]) == ("parse_row: keep the last field", "custom")  # /rename beats auto
@@ -161,7 +158,7 @@ def test_rewind_marks_arrive_with_a_reread(harness: Harness, tmp_path: Path) -> 
 
 
 def test_fork_skips_copied_history(hand_bank: Path) -> None:
-    s = _session(hand_bank, B)
+    s = session_of(hand_bank, B)
     assert (s["parent_native_id"], s["parent_kind"], s["meta"]["copied_records"]) == (A, "fork", 43)
     assert (s["title"], s["title_source"]) == ("Why does `parse_row` drop the last field? (Branch)", "custom")
     assert [e["text"] for e in events_of(hand_bank, B) if e["role"] == "user"] == [
@@ -169,7 +166,7 @@ def test_fork_skips_copied_history(hand_bank: Path) -> None:
 
 
 def test_subagents(hand_bank: Path) -> None:
-    agent, fork = _session(hand_bank, AGENT), _session(hand_bank, FORK_AGENT)
+    agent, fork = session_of(hand_bank, AGENT), session_of(hand_bank, FORK_AGENT)
     assert (agent["parent_native_id"], agent["parent_kind"], agent["title"]) == (
         A, "subagent", "general-purpose: Find parse_row callers")
     assert (fork["parent_native_id"], fork["meta"]["status"]) == (AGENT, "running")  # launched by the agent
@@ -183,7 +180,7 @@ def test_subagents(hand_bank: Path) -> None:
 
 
 def test_newer_writer_records(hand_bank: Path) -> None:
-    s = _session(hand_bank, C)
+    s = session_of(hand_bank, C)
     assert (s["parent_native_id"], s["parent_kind"], s["agent_version"]) == (A, "subagent", "0.24.4")
     assert s["meta"]["archived"] is True and s["meta"]["source"] == "acp"
     assert s["meta"]["last_turn"] == "aborted" and s["branch"] == "feature/todo-report"  # turn_result: cancelled
@@ -194,7 +191,7 @@ def test_newer_writer_records(hand_bank: Path) -> None:
 
 
 def test_legacy_document(hand_bank: Path) -> None:
-    s = _session(hand_bank, L)
+    s = session_of(hand_bank, L)
     assert s["cwd"] is None and len(s["meta"]["project_hash"]) == 64  # only the cwd's hash is recorded
     assert (s["title"], s["model"]) == ("How do I run the parser tests?", "qwen3-coder-plus")
     events = events_of(hand_bank, L)
