@@ -20,6 +20,7 @@ reads bytes and hands them over, which keeps every parser testable on bytes alon
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -176,3 +177,47 @@ def iso_text(value: Any) -> str | None:
         return None
     moment = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
     return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
+
+
+# Python's names for the JSON types a record's values have, as a reader of the record would say them.
+_JSON_TYPES = {"NoneType": "null", "dict": "an object", "list": "an array", "str": "text", "int": "a number",
+               "float": "a number", "bool": "true or false", "bytes": "bytes", "tuple": "an array"}
+_NOT_SUBSCRIPTABLE = re.compile(r"'(\w+)' object is not (?:subscriptable|iterable|callable)")
+_NO_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute")
+_UNHASHABLE = re.compile(r"unhashable type: '(\w+)'")
+_EXPECTED = re.compile(r"(?:must be|expected) (?:a |an )?(\w+)[^,]*, not (?:a |an )?'?(\w+)'?")
+_CONCATENATE = re.compile(r'can only concatenate (\w+) \(not "(\w+)"\)')
+_INSTANCE = re.compile(r"expected (\w+) instance, (\w+) found")
+
+
+def _json_type(python_name: str) -> str:
+    return _JSON_TYPES.get(python_name, python_name)
+
+
+def describe_error(exc: BaseException) -> str:
+    """What a record lacked or held, in words, from the exception a parser raised reading it:
+    ``KeyError('uuid')`` becomes "no 'uuid' field", a ``TypeError`` about a list becomes "an array where
+    an object was expected". Problem details are read by people in ``status``; reprs are not for them."""
+    message = str(exc)
+    if isinstance(exc, KeyError):
+        key = exc.args[0] if exc.args else "?"
+        return f"no {key!r} field" if isinstance(key, str) else f"no entry {key!r}"
+    if isinstance(exc, RecursionError):
+        return "values nested too deep"
+    if isinstance(exc, IndexError):
+        return "an array shorter than expected"
+    if isinstance(exc, UnicodeError):
+        return "text that is not valid UTF-8"
+    if isinstance(exc, AttributeError) and (m := _NO_ATTRIBUTE.search(message)):
+        return f"{_json_type(m[1])} where an object was expected"
+    if isinstance(exc, TypeError):
+        if m := _NOT_SUBSCRIPTABLE.search(message):
+            return f"{_json_type(m[1])} where an object or an array was expected"
+        if m := _UNHASHABLE.search(message):
+            return f"{_json_type(m[1])} where text or a number was expected"
+        if m := _EXPECTED.search(message) or _CONCATENATE.search(message) or _INSTANCE.search(message):
+            return f"{_json_type(m[2])} where {_json_type(m[1])} was expected"
+        return f"a value of the wrong type ({message})"
+    if isinstance(exc, ValueError):
+        return f"a value that cannot be used ({message})" if message else "a value that cannot be used"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
