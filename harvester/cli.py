@@ -11,7 +11,7 @@ import click
 import orjson
 
 from harvester import config, log, render
-from harvester.bank import Bank, BankError, open_bank
+from harvester.bank import Bank, BankError, open_bank, open_bank_to_read
 from harvester.config import ConfigError, Settings
 from harvester.gitident import GitResolver, bank_id
 from harvester.ingest import Ingestor
@@ -19,9 +19,11 @@ from parsers import HARNESSES
 from parsers.base import Harness
 
 
-def open_bank_or_fail(settings: Settings) -> Bank:
+def open_bank_or_fail(settings: Settings, write: bool = False) -> Bank:
+    """The bank, for writing (``scan``) or for reading: a bank this user cannot write, or one a newer
+    harvester wrote, is still readable."""
     try:
-        return open_bank(settings.bank)
+        return open_bank(settings.bank) if write else open_bank_to_read(settings.bank)
     except BankError as exc:
         raise click.ClickException(str(exc)) from exc
 
@@ -60,8 +62,8 @@ def cli(ctx: click.Context, bank_option: str | None, bank_id_template: str | Non
 @click.pass_obj
 def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
     """Import every session found on this machine; only what is new since the last scan."""
-    bank = open_bank_or_fail(settings)
-    ingestor = Ingestor(bank, settings.bank_id_template, exclude=settings.excluded)
+    bank = open_bank_or_fail(settings, write=True)
+    ingestor = Ingestor(bank, settings.bank_id_template, exclude=settings.excluded, limits=settings.read_limits())
     show_progress = not as_json and sys.stderr.isatty()
     progress = render.ScanProgress() if show_progress else None
     try:
@@ -70,6 +72,8 @@ def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
                                on_discovered=progress.start if progress else None, extra_roots=settings.roots)
     except sqlite3.Error as exc:  # the one failure that is ours: the bank cannot be written
         raise click.ClickException(f"the bank at {settings.bank} cannot be written: {exc}") from exc
+    except BankError as exc:
+        raise click.ClickException(str(exc)) from exc
     finally:
         if progress:
             progress.finish()

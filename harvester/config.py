@@ -22,6 +22,10 @@ Each value remembers where it came from, which ``harvester config`` prints.
     reconcile_minutes = 15    # stat every known source and read what changed
     poll_seconds = 5          # stores that file events cannot follow (SQLite)
     heartbeat_seconds = 10
+    quiet_seconds = 60        # a JSONL file unchanged this long: a last line without its newline is taken
+
+    [limits]
+    max_decompressed_mb = 4096  # a compressed source (.jsonl.zst) decompressing to more is read no further
 """
 
 from __future__ import annotations
@@ -31,9 +35,12 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
+
+if TYPE_CHECKING:
+    from harvester.reading import ReadLimits
 
 APP = "harvester"
 DEFAULT_BANK_ID_TEMPLATE = "coding-agent::{gitProject}"
@@ -57,6 +64,12 @@ class Timings:
     reconcile_minutes: float = 15
     poll_seconds: float = 5
     heartbeat_seconds: float = 10
+    quiet_seconds: float = 60  # a JSONL file unchanged this long: a last line without its newline is taken
+
+
+@dataclass(slots=True)
+class Limits:
+    max_decompressed_mb: int = 4096  # a compressed source that decompresses to more is read no further
 
 
 @dataclass(slots=True)
@@ -68,6 +81,7 @@ class Settings:
     exclude: list[Path] = field(default_factory=list)
     log_level: str = "info"
     timings: Timings = field(default_factory=Timings)
+    limits: Limits = field(default_factory=Limits)
     config_file: Path | None = None
     origins: dict[str, str] = field(default_factory=dict)  # setting -> where its value came from
 
@@ -92,10 +106,18 @@ class Settings:
         ]
         for name, paths in sorted(self.roots.items()):
             rows.append((f"roots.{name}", [str(p) for p in paths], self.origins.get(f"roots.{name}", "")))
-        for f in fields(Timings):
-            key = f"timings.{f.name}"
-            rows.append((key, getattr(self.timings, f.name), self.origins.get(key, "default")))
+        for section, values in (("timings", self.timings), ("limits", self.limits)):
+            for f in fields(values):
+                key = f"{section}.{f.name}"
+                rows.append((key, getattr(values, f.name), self.origins.get(key, "default")))
         return rows
+
+    def read_limits(self) -> ReadLimits:
+        """What reading one source may cost (harvester.reading.ReadLimits)."""
+        from harvester.reading import ReadLimits
+
+        return ReadLimits(max_decompressed_bytes=self.limits.max_decompressed_mb * 1024 * 1024,
+                          quiet_seconds=self.timings.quiet_seconds)
 
 
 def default_bank_path() -> Path:
@@ -151,7 +173,7 @@ def _apply_file(settings: Settings, path: Path) -> None:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     where = str(path)
-    known = {"bank", "bank_id_template", "harnesses", "exclude", "log_level", "roots", "timings"}
+    known = {"bank", "bank_id_template", "harnesses", "exclude", "log_level", "roots", "timings", "limits"}
     unknown = set(data) - known
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}")
@@ -176,6 +198,11 @@ def _apply_file(settings: Settings, path: Path) -> None:
             raise ConfigError(f"{path}: timings.{key} is not a known timing (a number)")
         setattr(settings.timings, key, value)
         settings.origins[f"timings.{key}"] = where
+    for key, value in _typed(data, "limits", dict, path).items() if "limits" in data else ():
+        if key not in {f.name for f in fields(Limits)} or not isinstance(value, int) or value <= 0:
+            raise ConfigError(f"{path}: limits.{key} is not a known limit (a positive whole number)")
+        setattr(settings.limits, key, value)
+        settings.origins[f"limits.{key}"] = where
 
 
 def _typed(data: dict[str, Any], key: str, kind: type, path: Path) -> Any:

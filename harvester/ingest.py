@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
 
-from harvester.bank import Bank, Cursor, CursorMoved, SessionWrite, Write
+from harvester import workers
+from harvester.bank import Bank, BankError, Cursor, CursorMoved, SessionWrite, Write
 from harvester.gitident import GitResolver, RepoIdentity, bank_id
-from harvester.model import Batch
-from harvester.reading import Chunk, Outcome, read_all, read_source
+from harvester.model import Batch, Problem
+from harvester.reading import LIMITS, Chunk, Failure, Outcome, ReadLimits, failure_of, read_all, read_source
 from harvester.sources import Found, discover, existing_roots, source_stat, unchanged
 from parsers.base import Harness
 
@@ -77,8 +80,10 @@ OnSource = Callable[[Harness, Found, SourceResult], None]
 
 class Ingestor:
     def __init__(self, bank: Bank, template: str, resolver: GitResolver | None = None,
-                 parallel_bytes: int = PARALLEL_BYTES, exclude: Callable[[str | None], bool] | None = None) -> None:
+                 parallel_bytes: int = PARALLEL_BYTES, exclude: Callable[[str | None], bool] | None = None,
+                 limits: ReadLimits = LIMITS) -> None:
         self.bank = bank
+        self.limits = limits
         self.template = template
         self.exclude = exclude  # cwd -> never capture sessions started there
         self.git = resolver or GitResolver(learned=bank.learned_identity, remember=bank.remember_identity)
@@ -116,7 +121,9 @@ class Ingestor:
             hr = report.harnesses[harness.name] = HarnessReport(harness.name)
             roots = self.roots_for(harness, env, home, (extra_roots or {}).get(harness.name, ()))
             hr.roots = [str(r) for r in roots]
-            found = list(discover(harness, roots))
+            unlisted: list[tuple[Path, str]] = []
+            found = list(discover(harness, roots, unlisted))
+            self._note_unlisted(harness, roots, unlisted)
             if on_discovered is not None:
                 on_discovered(harness, found)
             known = {c.path: c for c in self.bank.cursors(harness.name)}
@@ -175,15 +182,17 @@ class Ingestor:
             for item, cursor, _ in pending:
                 yield item, self._ingest(harness, item, cursor)
             return
-        pool = self._worker()
         window: deque[tuple[Found, Cursor | None, Future | None]] = deque()
         queue = iter(pending)
         for item, cursor, size in queue:
-            if size > INLINE_SOURCE_BYTES:
-                window.append((item, cursor, None))  # streamed here when its turn comes
-            else:
-                window.append((item, cursor, pool.submit(read_all, item, harness.name, cursor,
-                                                         self.bank.prepare_rows)))
+            future = None  # a large source is streamed here when its turn comes
+            if size <= INLINE_SOURCE_BYTES:
+                try:
+                    future = self._worker().submit(read_all, item, harness.name, cursor, self.bank.prepare_rows,
+                                                   self.limits)
+                except BrokenProcessPool:
+                    self._pool = None  # the reader died: this source and the next are read here
+            window.append((item, cursor, future))
             while len(window) > IN_FLIGHT or (window and window[0][2] is not None and window[0][2].done()):
                 yield self._finish_from(harness, window.popleft())
         while window:
@@ -194,14 +203,23 @@ class Ingestor:
         item, cursor, future = entry
         if future is None:
             return item, self._ingest(harness, item, cursor)
-        chunks, outcome = future.result()
+        try:
+            chunks, outcome = future.result()
+        except BrokenProcessPool:  # the reader process died (killed, out of memory): read it here
+            log.warning("reader process died; reading here", path=str(item.path))
+            self._pool = None
+            return item, self._ingest(harness, item, cursor)
+        except Exception as exc:  # its result could not come back (pickling): the source failed
+            outcome = Outcome(str(item.path), "failed", failure=failure_of(exc, 0))
+            chunks = []
         return item, self._commit_source(harness, iter(chunks), outcome)
 
     def _worker(self) -> ProcessPoolExecutor:
         if self._pool is None:
             # spawn, not fork: the parent holds an open SQLite connection, which must never be
-            # used (or even inherited) across fork.
-            self._pool = ProcessPoolExecutor(max_workers=READERS, mp_context=multiprocessing.get_context("spawn"))
+            # used (or even inherited) across fork. Readers die with this process (workers.py).
+            self._pool = ProcessPoolExecutor(max_workers=READERS, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=workers.die_with_parent, initargs=(os.getpid(),))
         return self._pool
 
     def ingest_many(self, harness: Harness, found: list[Found]) -> list[SourceResult]:
@@ -217,36 +235,30 @@ class Ingestor:
 
     def _ingest(self, harness: Harness, found: Found, cursor: Cursor | None) -> SourceResult:
         outcome = Outcome(str(found.path))
-        chunks = read_source(found, harness.name, cursor, outcome, self.bank.prepare_rows)
+        chunks = read_source(found, harness.name, cursor, outcome, self.bank.prepare_rows, self.limits)
         return self._commit_source(harness, chunks, outcome)
 
     def _commit_source(self, harness: Harness, chunks: Iterator[Chunk], outcome: Outcome) -> SourceResult:
+        """Commit a source's chunks in order. This is the boundary one source cannot cross: whatever it
+        raises, in reading, parsing or committing, fails this source alone (recorded, retried at the next
+        reconcile); only a bank that cannot be written stops the scan."""
         result = SourceResult(outcome.path, outcome.outcome)
-        for chunk in chunks:  # for an inline read, each chunk is read just before it is committed
-            if self._should_stop():
-                break  # the cursor stands at the last committed chunk: the next run goes on from there
-            self._log_problems(harness, outcome.path, chunk.batch)
-            excluded = self._exclude(harness, chunk) if self.exclude is not None else []
-            try:
-                added = self.bank.apply(Write(chunk.cursor, self._identify(harness, chunk), chunk.batch.events,
-                                              chunk.batch.problems, chunk.is_new_source, chunk.prepared,
-                                              excluded, revise=chunk.batch.revise, marks=chunk.batch.marks))
-            except CursorMoved:  # another writer (the service beside a scan) got there first
-                log.info("another writer advanced this source first", path=outcome.path)
-                result.outcome = "raced"
-                return result
-            log.debug("committed", path=outcome.path, offset=chunk.cursor.offset, line=chunk.cursor.line,
-                      events=len(chunk.batch.events), added=sum(added.values()))
-            for native_id, n in added.items():
-                result.sessions[native_id] = result.sessions.get(native_id, 0) + n
-                result.events_added += n
-            for native_id, patch in chunk.batch.sessions.items():
-                result.sessions.setdefault(native_id, 0)
-                if patch.state is not None and patch.state != "live":
-                    result.ended.add(native_id)
-                elif patch.state == "live":
-                    result.ended.discard(native_id)
-            result.problems += len(chunk.batch.problems)
+        try:
+            for chunk in chunks:  # for an inline read, each chunk is read just before it is committed
+                if self._should_stop():
+                    break  # the cursor stands at the last committed chunk: the next run goes on from there
+                outcome.line = chunk.first_line
+                self._commit_chunk(harness, chunk, result)
+        except CursorMoved:  # another writer (the service beside a scan) got there first
+            log.info("another writer advanced this source first", path=outcome.path)
+            result.outcome = "raced"
+            return result
+        except Exception as exc:
+            if _bank_failure(exc):
+                raise BankError(f"the bank at {self.bank.path} cannot be written: {exc}") from exc
+            outcome.failure = failure_of(exc, outcome.line)
+        if outcome.failure is not None:
+            return self._failed(harness, outcome, result)
         if outcome.restart_reason:
             log.info("re-read source from the start", path=outcome.path, reason=outcome.restart_reason)
         result.outcome = outcome.outcome
@@ -267,6 +279,58 @@ class Ingestor:
             else:
                 self.bank.set_source_status(outcome.path, *outcome.status)
         return result
+
+    def _commit_chunk(self, harness: Harness, chunk: Chunk, result: SourceResult) -> None:
+        self._log_problems(harness, result.path, chunk.batch)
+        excluded = self._exclude(harness, chunk) if self.exclude is not None else []
+        added = self.bank.apply(Write(chunk.cursor, self._identify(harness, chunk), chunk.batch.events,
+                                      chunk.batch.problems, chunk.is_new_source, chunk.prepared,
+                                      excluded, revise=chunk.batch.revise, marks=chunk.batch.marks))
+        log.debug("committed", path=result.path, offset=chunk.cursor.offset, line=chunk.cursor.line,
+                  events=len(chunk.batch.events), added=sum(added.values()))
+        for native_id, n in added.items():
+            result.sessions[native_id] = result.sessions.get(native_id, 0) + n
+            result.events_added += n
+        for native_id, patch in chunk.batch.sessions.items():
+            result.sessions.setdefault(native_id, 0)
+            if patch.state is not None and patch.state != "live":
+                result.ended.add(native_id)
+            elif patch.state == "live":
+                result.ended.discard(native_id)
+        result.problems += len(chunk.batch.problems)
+
+    def _failed(self, harness: Harness, outcome: Outcome, result: SourceResult) -> SourceResult:
+        """Record that a source failed: its status, the reason and the line, and the problems read
+        before the failure. What was committed before stays; the rest is read again next time."""
+        failure: Failure = outcome.failure  # type: ignore[assignment]
+        reason = f"{failure.detail} (line {failure.line})" if failure.line else failure.detail
+        path = outcome.path
+        try:
+            cursor = self.bank.cursor(path)
+            if cursor is None or cursor.error != reason:  # said once, not at every retry
+                log.error("source failed", harness=harness.name, path=path, line=failure.line, reason=failure.detail,
+                          traceback=failure.trace)
+            problems = [*outcome.problems, Problem("failed", failure.line, failure.detail)]
+            if cursor is None:  # never read: a source row still tells status which file failed
+                self.bank.apply(Write(Cursor(harness.name, path, "unknown", status="failed", error=reason),
+                                      [], [], problems, is_new_source=True))
+            else:
+                self.bank.record_problems(harness.name, path, problems)
+                self.bank.set_source_status(path, "failed", reason)
+        except sqlite3.Error as exc:
+            raise BankError(f"the bank at {self.bank.path} cannot be written: {exc}") from exc
+        self.bytes_read += outcome.bytes_read
+        result.outcome = "failed"
+        result.problems += len(problems)
+        return result
+
+    def _note_unlisted(self, harness: Harness, roots: list[Path], unlisted: list[tuple[Path, str]]) -> None:
+        """Directories under a root that could not be listed: recorded (status shows them), and cleared
+        once they can be listed again."""
+        for directory, reason in unlisted:
+            log.warning("directory cannot be listed", harness=harness.name, path=str(directory), reason=reason)
+        self.bank.set_unlisted_directories(harness.name, [str(r) for r in roots],
+                                           {str(d): reason for d, reason in unlisted})
 
     def _exclude(self, harness: Harness, chunk: Chunk) -> list[str]:
         """Drop sessions the configuration excludes (by the cwd they started in) from the chunk;
@@ -325,3 +389,14 @@ def _tally(hr: HarnessReport, result: SourceResult) -> None:
         hr.unreadable += 1
     if result.outcome == "failed":
         hr.failed += 1
+
+
+# The conditions of the bank itself, not of what was being written to it: these stop a scan.
+_BANK_CONDITIONS = ("locked", "busy", "readonly", "read-only", "disk", "full", "i/o", "unable to open",
+                    "not a database", "no such table", "cannot commit", "out of memory")
+
+
+def _bank_failure(exc: BaseException) -> bool:
+    if isinstance(exc, BankError):
+        return True
+    return isinstance(exc, sqlite3.OperationalError) and any(c in str(exc).lower() for c in _BANK_CONDITIONS)

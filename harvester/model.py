@@ -12,8 +12,10 @@ Event
     operation, ...). ``uid`` is the agent's own id where it has one, else a hash of the record, so
     reading the same bytes twice yields the same uids (the bank ignores uids it already has).
 Problem
-    A record that could not be used: malformed (bad JSON, invalid UTF-8, oversize line, unreadable
-    file) or of a type the parser does not know (format drift). Counted and shown by ``status``.
+    A record that could not be used: malformed (bad JSON, invalid UTF-8, a value of the wrong type),
+    oversize, unreadable (a file, a directory), or of a type the parser does not know (format drift);
+    or a source that failed (an exception while reading or committing it: retried later). Counted and
+    shown by ``status``.
 Batch
     What one parser call returns for a run of records: session patches, events, problems, and the
     parser's state to resume from (JSON-serializable; the cursor stores it).
@@ -29,7 +31,7 @@ Role = Literal["user", "assistant", "system", "tool"]
 Kind = Literal["text", "thinking", "tool_call", "tool_result", "compaction", "meta"]
 SessionState = Literal["live", "ended", "abandoned", "unknown"]
 ParentKind = Literal["subagent", "fork"]
-ProblemKind = Literal["malformed", "unknown_type", "oversize", "unreadable"]
+ProblemKind = Literal["malformed", "unknown_type", "oversize", "unreadable", "failed"]
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 KINDS: tuple[str, ...] = ("text", "thinking", "tool_call", "tool_result", "compaction", "meta")

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, BinaryIO
-from urllib.parse import quote
 
 import orjson
 import structlog
@@ -22,6 +22,8 @@ import zstandard
 
 from harvester import redact as redaction
 from harvester.bank import Cursor
+from harvester.compressed import MAX_DECOMPRESSED_BYTES, TooLarge, cut_at, open_zst, read_frames
+from harvester.foreign_sqlite import NotADatabase, open_readonly
 from harvester.model import Batch, Event, Problem
 from harvester.sources import (
     Found,
@@ -29,19 +31,33 @@ from harvester.sources import (
     Plan,
     Stat,
     fingerprints,
-    open_zst,
+    open_regular,
     plan_jsonl,
-    read_frames,
     read_lines,
+    read_regular,
     source_stat,
     unchanged,
 )
+from harvester.validate import describe, repair
 from parsers import HARNESSES
-from parsers.base import Record, SourceRef
+from parsers.base import Record, SourceRef, describe_error
 
 log = structlog.get_logger("harvester.reading")
 
 Prepare = Callable[[list[Event]], list[tuple]]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    """Bounds on what reading one source may cost, and when a last line without its newline is taken."""
+
+    max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
+    # A JSONL file whose last line has no newline, unchanged for this long, is done being written: a
+    # last line that is a whole record is taken (a lost last prompt otherwise waits for ever).
+    quiet_seconds: float = 60.0
+
+
+LIMITS = ReadLimits()
 
 
 @dataclass(slots=True)
@@ -53,6 +69,7 @@ class Chunk:
     redactions: Counter[str]
     prepared: Any = None  # the bank's row values for batch.events (Bank.prepare_rows)
     is_new_source: bool = False
+    first_line: int = 0  # where the chunk's records start (a failure to commit it names this line)
 
 
 @dataclass(slots=True)
@@ -65,11 +82,33 @@ class Outcome:
     status: tuple[str, str | None] | None = None  # a new source status to record (status, error)
     bytes_read: int = 0
     restart_reason: str = ""
+    line: int = 0  # the line being read (what a failure names)
+    failure: Failure | None = None  # reading raised: the source failed there (read_all)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An exception that stopped a source: where, in words, and the traceback for the log."""
+
+    line: int
+    detail: str
+    trace: str = ""
+
+
+class ParserFailed(Exception):
+    """A parser raised on a whole document: the source fails (retried later), nothing is consumed."""
+
+
+def failure_of(exc: BaseException, line: int) -> Failure:
+    detail = str(exc) if isinstance(exc, ParserFailed) else describe_error(exc)
+    return Failure(line, detail, "".join(traceback.format_exception(exc)))
 
 
 def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome: Outcome,
-                prepare: Prepare | None = None) -> Iterator[Chunk]:
-    """Yield the chunks of ``found`` past ``cursor``; ``outcome`` says how it went."""
+                prepare: Prepare | None = None, limits: ReadLimits = LIMITS) -> Iterator[Chunk]:
+    """Yield the chunks of ``found`` past ``cursor``; ``outcome`` says how it went. What the source
+    itself makes impossible (gone, unreadable, not a regular file, corrupt) ends up in ``outcome``;
+    anything else raised is the caller's to record as a failure of this source."""
     harness = HARNESSES[harness_name]
     path = str(found.path)
     fmt = found.spec.format
@@ -83,21 +122,28 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
         return
     if cursor is not None and unchanged(cursor, st):
         return
-    ref = SourceRef(found.path, found.root, found.spec.variant, _read_sidecar(found), st.st_mtime_ns)
     try:
+        ref = SourceRef(found.path, found.root, found.spec.variant, _read_sidecar(found), st.st_mtime_ns)
         if fmt in ("jsonl", "lines", "zstd-frames"):
-            with open(path, "rb") as stream:
+            with open_regular(path) as stream:
                 st = os.fstat(stream.fileno())
-                plan = plan_jsonl(cursor, st, stream)  # offsets of a frame chain are compressed bytes
+                plan = plan_jsonl(cursor, st, stream, lines=fmt != "zstd-frames")  # frames: compressed offsets
                 stream.seek(plan.offset)
-                yield from _consume(harness, ref, cursor, st, plan, stream, True, outcome, prepare,
-                                    read_frames if fmt == "zstd-frames" else read_lines)
+                pieces = (read_frames(stream, plan.offset, plan.line, cap=limits.max_decompressed_bytes)
+                          if fmt == "zstd-frames" else
+                          read_lines(stream, plan.offset, plan.line, take_tail=_tail_rule(fmt, st, limits)))
+                yield from _consume(harness, ref, cursor, st, plan, stream, fmt, outcome, prepare, pieces)
         elif fmt == "jsonl.zst":
             # Never appended in place (Codex decompresses it back to .jsonl to resume): any change
             # means reading it again from the start, which uids make harmless.
-            with open_zst(path) as stream:
-                yield from _consume(harness, ref, cursor, st, Plan(0, 0, cursor is not None), stream, False,
-                                    outcome, prepare)
+            cut = cut_at(path)
+            with open_zst(path, limits.max_decompressed_bytes) as zst:
+                pieces = read_lines(zst, 0, 0, take_tail=_whole_record)  # type: ignore[arg-type]
+                yield from _consume(harness, ref, cursor, st, Plan(0, 0, cursor is not None), None, fmt,
+                                    outcome, prepare, pieces)
+            if cut is not None:
+                outcome.problems.append(Problem("malformed", outcome.line or 1, (
+                    f"zstd stream cut short at byte {cut} of {st.st_size}: what it held after that is lost")))
         elif fmt == "sqlite":
             yield from _database(harness, found, ref, cursor, st, outcome, prepare)
         else:
@@ -108,41 +154,59 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
         outcome.outcome = "unreadable"
         outcome.problems.append(Problem("malformed", (cursor.line if cursor else 0) + 1,
                                         f"zstd stream cut short or corrupt: {exc}"))
-    except OSError as exc:
+    except OSError as exc:  # NotRegular included: a FIFO is refused, never waited on
         _unreadable(outcome, exc)
 
 
+def _tail_rule(fmt: str, st: os.stat_result, limits: ReadLimits) -> Callable[[bytes], bool] | None:
+    """Whether a last line without its newline may be taken: only a JSON record (which cannot grow
+    into another valid record), and only once the file has been quiet. Markdown (Aider) has no way
+    to tell a whole line from the start of one."""
+    if fmt != "jsonl" or time.time() - st.st_mtime_ns / 1e9 < limits.quiet_seconds:
+        return None
+    return _whole_record
+
+
+def _whole_record(raw: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(raw), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
 def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_result | Stat, plan: Plan,
-             stream: BinaryIO, seekable: bool, outcome: Outcome, prepare: Prepare | None,
-             lines_of: Callable[[BinaryIO, int, int], Iterator[Lines]] = read_lines) -> Iterator[Chunk]:
+             stream: BinaryIO | None, fmt: str, outcome: Outcome, prepare: Prepare | None,
+             pieces: Iterator[Lines]) -> Iterator[Chunk]:
+    """Chunks from a run of line pieces. ``stream``: the seekable file (None for a decompressed one)."""
     path = str(ref.path)
     outcome.restart_reason = plan.reason if plan.restart else ""
-    fmt = "zstd-frames" if lines_of is read_frames else ("jsonl" if seekable else "jsonl.zst")
     new = _new_cursor(harness.name, path, fmt, cursor, st)
     new.offset, new.line = plan.offset, plan.line
     new.state = {} if plan.restart or cursor is None else dict(cursor.state)
     is_new = cursor is None
     outcome.outcome = "new" if is_new else ("restarted" if plan.restart else "read")
-    pieces = lines_of(stream, plan.offset, plan.line)
-    piece = next(pieces, None)
+    piece = _next(pieces, outcome, new.line)
     committed_any = False
     while piece is not None:
-        following = next(pieces, None)  # look ahead: only the last chunk may record the stat
+        following = _next(pieces, outcome, piece.end_line)  # look ahead: only the last chunk may record the stat
+        if following is not None and not following.records and not following.problems \
+                and following.end_offset == piece.end_offset:
+            piece.waiting, following = following.waiting, None  # the final "a line waits" note
+        outcome.line = piece.records[0].line if piece.records else new.line + 1
         outcome.bytes_read += piece.end_offset - new.offset
-        batch = _parse(harness, ref, piece.records, new.state)
-        if batch is None:
-            _parser_failed(outcome, cursor, piece.records[0].line if piece.records else new.line + 1)
-            return
+        batch, redactions = read_batch(harness, ref, piece.records, new.state, split=True)
         batch.problems[:0] = piece.problems
         new.offset, new.line, new.state = piece.end_offset, piece.end_line, batch.state
-        if seekable:
+        if stream is not None:
             position = stream.tell()
             new.head_len, new.head_hash, new.tail_hash = fingerprints(stream, new.offset)
             stream.seek(position)
         # A cursor committed mid-file must never look "unchanged" to the next stat, or the rest of
-        # the file would wait for the next append: only the last chunk records the stat.
-        new.size, new.mtime_ns = (st.st_size, st.st_mtime_ns) if following is None else (-1, -1)
-        yield _chunk(batch, new, is_new and not committed_any, prepare)
+        # the file would wait for the next append: only the last chunk records the stat; nor may one
+        # with a last line still waiting for its newline (it is taken once the file is quiet).
+        done = following is None and not (piece.waiting and stream is not None)
+        new.size, new.mtime_ns = (st.st_size, st.st_mtime_ns) if done else (-1, -1)
+        yield _chunk(batch, redactions, new, is_new and not committed_any, prepare, outcome.line)
         committed_any = True
         new.generation += 1  # what the bank holds once that chunk is committed
         piece = following
@@ -153,10 +217,19 @@ def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_re
         # rewritten one and read it all again.
         if new.offset == 0:
             new.head_len, new.head_hash, new.tail_hash, new.state = 0, None, None, {}
-        elif seekable:
+        elif stream is not None:
             new.head_len, new.head_hash, new.tail_hash = fingerprints(stream, new.offset)
         new.size, new.mtime_ns = st.st_size, st.st_mtime_ns
-        yield _chunk(Batch(state=new.state), new, is_new, prepare)
+        yield _chunk(Batch(state=new.state), Counter(), new, is_new, prepare, new.line + 1)
+
+
+def _next(pieces: Iterator[Lines], outcome: Outcome, line: int) -> Lines | None:
+    """The next piece; a compressed source that decompresses past the cap ends here, recorded."""
+    try:
+        return next(pieces, None)
+    except TooLarge as exc:
+        outcome.problems.append(Problem("oversize", line + 1, f"{exc}: read no further"))
+        return None
 
 
 def _document(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None, outcome: Outcome,
@@ -167,30 +240,29 @@ def _document(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
     # Taken before reading, and over the related documents too: a change after this stat shows as a
     # difference at the next check, never as something already seen.
     st = source_stat(path, "json", found.spec.related)
-    with open(path, "rb") as stream:
-        data = stream.read()
+    data = read_regular(path)
     records = [Record(1, data)] if data.strip() else []
     for other in found.spec.related(found.path) if found.spec.related else ():
         try:
-            records.append(Record(len(records) + 1, Path(other).read_bytes()))
+            records.append(Record(len(records) + 1, read_regular(other)))
         except FileNotFoundError:
             continue  # deleted between listing and reading: the next change brings it
+        except OSError as exc:  # NotRegular included
+            outcome.problems.append(Problem("unreadable", len(records) + 1, f"{other}: {_reason(exc)}"))
     outcome.bytes_read += sum(len(r.raw) for r in records)
     outcome.outcome = "new" if cursor is None else "read"
+    outcome.line = 1
     new = _new_cursor(harness.name, path, "json", cursor, st)
     new.offset, new.line = len(data), len(records)
-    batch = _parse(harness, ref, records, {})
-    if batch is None:
-        _parser_failed(outcome, cursor, 1)
-        return
-    yield _chunk(batch, new, cursor is None, prepare)
+    batch, redactions = read_batch(harness, ref, records, {}, split=False)
+    yield _chunk(batch, redactions, new, cursor is None, prepare, 1)
 
 
 def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None, st: Stat, outcome: Outcome,
               prepare: Prepare | None) -> Iterator[Chunk]:
-    """A SQLite store the agent keeps open. Opened read-only (never a write, never a lock held past
-    the read), every query in one read transaction: one consistent snapshot of a live database.
-    The cursor keeps each query's watermark beside the parser's state."""
+    """A SQLite store the agent keeps open. Opened so that nothing beside it is created or changed
+    (:mod:`harvester.foreign_sqlite`), every query in one read transaction: one consistent snapshot
+    of a live database. The cursor keeps each query's watermark beside the parser's state."""
     path = str(ref.path)
     # A database replaced by another file (restored, recreated) is read from the start: its rows
     # need not be above the old file's watermarks.
@@ -199,46 +271,45 @@ def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
     marks: dict[str, Any] = dict(state.get("watermarks", {}))
     records: list[Record] = []
     try:
-        conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=2.0)
-    except sqlite3.Error as exc:
-        raise OSError(f"cannot open {path} read-only: {exc}") from exc
-    try:
-        conn.row_factory = sqlite3.Row
-        conn.execute("BEGIN")
-        for query in found.spec.queries:
-            since = marks.get(query.name, 0)
-            try:
-                rows = conn.execute(query.sql, {"since": since})
-            except sqlite3.OperationalError as exc:
-                if query.optional and "no such table" in str(exc):
-                    continue
-                raise
-            for row in rows:
-                data = dict(row)
-                records.append(Record(len(records) + 1, orjson.dumps({"table": query.name, "row": data},
-                                                                     default=_bytes_as_text)))
-                mark = data.get(query.watermark)
-                if mark is not None and (query.name not in marks or mark > marks[query.name]):
-                    marks[query.name] = mark
-        conn.execute("ROLLBACK")
+        with open_readonly(path) as conn:
+            conn.row_factory = sqlite3.Row
+            conn.execute("BEGIN")
+            for query in found.spec.queries:
+                since = marks.get(query.name, 0)
+                try:
+                    rows = conn.execute(query.sql, {"since": since})
+                except sqlite3.OperationalError as exc:
+                    if query.optional and "no such table" in str(exc):
+                        continue
+                    raise
+                for row in rows:
+                    data = dict(row)
+                    records.append(Record(len(records) + 1, orjson.dumps({"table": query.name, "row": data},
+                                                                         default=_bytes_as_text)))
+                    mark = data.get(query.watermark)
+                    if mark is not None and (query.name not in marks or mark > marks[query.name]):
+                        marks[query.name] = mark
+            conn.execute("ROLLBACK")
+    except NotADatabase as exc:  # empty (caught mid-creation) or another format
+        _unreadable(outcome, exc)
+        return
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
             return  # the agent holds a lock right now: the next poll reads it
         outcome.outcome = "failed"
         outcome.problems.append(Problem("malformed", 0, f"unexpected database shape: {exc}"))
         return
-    finally:
-        conn.close()
+    except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
+        _unreadable(outcome, OSError(0, f"not a readable SQLite database ({exc})"))
+        return
     outcome.bytes_read += sum(len(r.raw) for r in records)
     outcome.outcome = "new" if cursor is None else "read"
+    outcome.line = 1
     new = _new_cursor(harness.name, path, "sqlite", cursor, st)
     new.offset, new.line = 0, (cursor.line if cursor else 0) + len(records)
-    batch = _parse(harness, ref, records, dict(state.get("parser", {})))
-    if batch is None:
-        _parser_failed(outcome, cursor, 1)
-        return
+    batch, redactions = read_batch(harness, ref, records, dict(state.get("parser", {})), split=True)
     new.state = {"parser": batch.state, "watermarks": marks}
-    yield _chunk(batch, new, cursor is None, prepare)
+    yield _chunk(batch, redactions, new, cursor is None, prepare, 1)
 
 
 def _bytes_as_text(value: Any) -> Any:
@@ -247,18 +318,64 @@ def _bytes_as_text(value: Any) -> Any:
     raise TypeError
 
 
-def _chunk(batch: Batch, cursor: Cursor, is_new: bool, prepare: Prepare | None) -> Chunk:
-    redactions = redact_batch(batch)
+def _chunk(batch: Batch, redactions: Counter[str], cursor: Cursor, is_new: bool, prepare: Prepare | None,
+           first_line: int) -> Chunk:
     snapshot = replace(cursor, state=dict(cursor.state))  # the caller goes on advancing its own
-    return Chunk(batch, snapshot, redactions, prepare(batch.events) if prepare else None, is_new)
+    return Chunk(batch, snapshot, redactions, prepare(batch.events) if prepare else None, is_new, first_line)
 
 
-def _parse(harness: Any, ref: SourceRef, records: list[Record], state: dict[str, Any]) -> Batch | None:
+def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[str, Any],
+               split: bool) -> tuple[Batch, Counter[str]]:
+    """Parse, check and redact records: what reaches the bank from them. One bad record costs that
+    record. A run of records is parsed in one call; if the parser raises, or what it returns has
+    values of the wrong type (:func:`harvester.validate.repair`), the run is parsed again one record
+    at a time, so that each fault is counted against its own line and every other record imports.
+    ``split`` is False for a whole document (its related documents are not records of their own):
+    there a parser error fails the source (:class:`ParserFailed`), to be read again later."""
+    start = _copy(state)
     try:
-        return harness.parse(ref, records, dict(state))
-    except Exception:  # a parser bug must not stop the scan, nor consume the records it choked on
-        log.exception("parser failed", harness=harness.name, path=str(ref.path))
-        return None
+        batch = harness.parse(ref, records, _copy(start))
+    except Exception as exc:
+        if not split:
+            raise ParserFailed(f"the {harness.name} parser could not read this document: "
+                               f"{describe_error(exc)}") from exc
+        batch = _parse_each(harness, ref, records, start)
+    else:
+        faults = repair(batch, start)
+        if faults and split and len(records) > 1:
+            batch = _parse_each(harness, ref, records, start)
+        elif faults:
+            batch.problems.append(Problem("malformed", records[0].line if records else 1, describe(faults)))
+    return batch, redact_batch(batch)
+
+
+def _parse_each(harness: Any, ref: SourceRef, records: list[Record], state: dict[str, Any]) -> Batch:
+    out = Batch(state=state)
+    for record in records:
+        try:
+            one = harness.parse(ref, [record], _copy(out.state))
+        except Exception as exc:
+            log.warning("parser failed on a record", harness=harness.name, path=str(ref.path), line=record.line,
+                        exc_info=True)
+            out.problems.append(Problem("malformed", record.line, (
+                f"the {harness.name} parser could not read this record: {describe_error(exc)}")))
+            continue
+        faults = repair(one, out.state)
+        if faults:
+            one.problems.append(Problem("malformed", record.line, describe(faults)))
+        out.events += one.events
+        for patch in one.sessions.values():
+            out.patch(patch)
+        out.problems += one.problems
+        out.marks += one.marks
+        out.revise = out.revise or one.revise
+        out.state = one.state
+    return out
+
+
+def _copy(state: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy: a parser that fails half-way through a record must not leave its state half-changed."""
+    return orjson.loads(orjson.dumps(state)) if state else {}
 
 
 def _new_cursor(harness: str, path: str, fmt: str, cursor: Cursor | None, st: os.stat_result | Stat) -> Cursor:
@@ -274,26 +391,23 @@ def _vanished(outcome: Outcome, cursor: Cursor | None) -> None:
         outcome.status = ("missing", "deleted")
 
 
+def _reason(exc: OSError) -> str:
+    """Why a file could not be read, in words (``Permission denied``, ``a FIFO, not a regular file``)."""
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
 def _unreadable(outcome: Outcome, exc: OSError) -> None:
-    detail = f"{type(exc).__name__}: {exc.strerror or exc}"
+    detail = _reason(exc)
     outcome.outcome = "unreadable"
     outcome.problems.append(Problem("unreadable", 0, detail))
     outcome.status = ("unreadable", detail)
-
-
-def _parser_failed(outcome: Outcome, cursor: Cursor | None, line: int) -> None:
-    detail = "parser error (see log); records kept unread for a fixed parser"
-    outcome.outcome = "failed"
-    outcome.problems.append(Problem("malformed", line, detail))
-    if cursor is not None:
-        outcome.status = ("failed", detail)
 
 
 def _read_sidecar(found: Found) -> bytes | None:
     if found.spec.sidecar is None:
         return None
     try:
-        return Path(found.spec.sidecar(found.path)).read_bytes()
+        return read_regular(found.spec.sidecar(found.path))
     except OSError:
         return None
 
@@ -324,9 +438,15 @@ def redact_batch(batch: Batch) -> Counter[str]:
     return redactions
 
 
-def read_all(found: Found, harness_name: str, cursor: Cursor | None,
-             prepare: Prepare | None) -> tuple[list[Chunk], Outcome]:
-    """:func:`read_source` as one picklable result (what a worker process sends back)."""
+def read_all(found: Found, harness_name: str, cursor: Cursor | None, prepare: Prepare | None,
+             limits: ReadLimits = LIMITS) -> tuple[list[Chunk], Outcome]:
+    """:func:`read_source` as one picklable result (what a worker process sends back). An exception
+    comes back as ``outcome.failure``, after the chunks read before it (they are still committed)."""
     outcome = Outcome(str(found.path))
-    chunks = list(read_source(found, harness_name, cursor, outcome, prepare))
+    chunks: list[Chunk] = []
+    try:
+        for chunk in read_source(found, harness_name, cursor, outcome, prepare, limits):
+            chunks.append(chunk)
+    except Exception as exc:
+        outcome.failure = failure_of(exc, outcome.line)
     return chunks, outcome

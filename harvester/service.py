@@ -162,15 +162,16 @@ class Service:
             # Reading stays in this process (no reader process, as scan uses for large imports): a
             # service's imports are small after the first, and an idle service should be one process.
             self.ingestor = Ingestor(self.bank, self.settings.bank_id_template, exclude=self.settings.excluded,
-                                     parallel_bytes=sys.maxsize)
+                                     parallel_bytes=sys.maxsize, limits=self.settings.read_limits())
             log.info("service starting", pid=os.getpid(), bank=str(self.settings.bank),
                      harnesses=[h.name for h in self.harnesses])
             self.observer = Observer()
             self.observer.start()
             self._arm_watches()
             self._write_heartbeat()
-            self.reconcile()
-            self.check_sessions()
+            # Input never stops the service: a job that fails is logged and runs again on its timer.
+            self._run_job("reconcile", self.reconcile)
+            self._run_job("sessions", self.check_sessions)
             self._start_scheduler()
             log.info("service running", watched=sorted(w.path for w in self._watches.values()))
             self._loop()
@@ -241,10 +242,13 @@ class Service:
             for name, fn in jobs:
                 if self.stop_event.is_set():
                     return
-                try:
-                    fn()
-                except Exception:  # one failed job must not end the service
-                    log.exception("job failed", job=name)
+                self._run_job(name, fn)
+
+    def _run_job(self, name: str, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Exception:  # one failed job must not end the service
+            log.exception("job failed", job=name)
 
     def _read(self, harness: Harness, found: Found) -> None:
         assert self.ingestor is not None and self.bank is not None

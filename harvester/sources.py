@@ -12,12 +12,12 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+import re
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import BinaryIO
-
-import zstandard
 
 from harvester.bank import Cursor
 from harvester.model import Problem
@@ -49,19 +49,94 @@ def existing_roots(harness: Harness, env: Mapping[str, str], home: Path,
     return out
 
 
-def discover(harness: Harness, roots: list[Path]) -> Iterator[Found]:
-    """Every source file of a harness under the given roots, each path once."""
+def discover(harness: Harness, roots: list[Path],
+             unlisted: list[tuple[Path, str]] | None = None) -> Iterator[Found]:
+    """Every source file of a harness under the given roots, each path once. A directory that cannot
+    be listed is put in ``unlisted`` with the reason (the scan records it), never skipped in silence.
+    Entries that are not regular files (a FIFO named like a session) are found too: reading refuses
+    them and says so."""
     seen: set[str] = set()
     for root in roots:
         for spec in harness.sources:
-            for path in sorted(root.glob(spec.pattern)):
+            for path in sorted(glob_files(root, spec.pattern, unlisted)):
                 key = str(path)
-                if key in seen or path.name in spec.ignore or not path.is_file():
+                if key in seen or path.name in spec.ignore:
                     continue
                 if spec.shadowed_by is not None and os.path.exists(spec.shadowed_by(path)):
                     continue
                 seen.add(key)
                 yield Found(path, root, spec)
+
+
+def glob_files(root: Path, pattern: str, unlisted: list[tuple[Path, str]] | None = None) -> list[Path]:
+    """What ``root.glob(pattern)`` finds that is not a directory (``*`` and ``**`` segments; ``**``
+    follows links to directories once each), but a directory it cannot list is reported in ``unlisted``
+    instead of being passed over without a word."""
+    out: list[Path] = []
+    _walk(root, tuple(pattern.split("/")), out, unlisted, set())
+    return out
+
+
+def _walk(directory: Path, parts: tuple[str, ...], out: list[Path], unlisted: list[tuple[Path, str]] | None,
+          visiting: set[tuple[int, int]]) -> None:
+    head, rest = parts[0], parts[1:]
+    if head == "**":
+        if rest:
+            _walk(directory, rest, out, unlisted, visiting)
+        for sub in _entries(directory, unlisted, dirs=True):
+            key = _identity(sub)
+            if key is not None and key not in visiting:  # a link back up would loop for ever
+                visiting.add(key)
+                _walk(sub, parts, out, unlisted, visiting)
+                visiting.discard(key)
+        return
+    if rest and not _WILDCARD.search(head):  # a fixed name: no need to list a large directory
+        sub = directory / head
+        if sub.is_dir():
+            _walk(sub, rest, out, unlisted, visiting)
+        return
+    for entry in _entries(directory, unlisted, dirs=bool(rest)):
+        if fnmatch.fnmatchcase(entry.name, head):
+            if rest:
+                _walk(entry, rest, out, unlisted, visiting)
+            else:
+                out.append(entry)
+
+
+_WILDCARD = re.compile(r"[*?\[]")
+
+
+def _entries(directory: Path, unlisted: list[tuple[Path, str]] | None, dirs: bool) -> list[Path]:
+    """The subdirectories (``dirs``) or the other entries of a directory, links followed; broken links
+    are left out (nothing is behind them)."""
+    try:
+        with os.scandir(directory) as it:
+            entries = list(it)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        if unlisted is not None:
+            unlisted.append((directory, exc.strerror or str(exc)))
+        return []
+    out = []
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir()
+            if not is_dir and not dirs and not entry.is_file():
+                os.stat(entry.path)  # a FIFO, a socket, a device: found (reading refuses it); a broken link: not
+        except OSError:
+            continue
+        if is_dir == dirs:
+            out.append(Path(entry.path))
+    return out
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def match(harness: Harness, root: Path, path: Path) -> Found | None:
@@ -107,6 +182,36 @@ def _glob_match(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
     return bool(parts) and fnmatch.fnmatchcase(parts[0], pattern[0]) and _glob_match(parts[1:], pattern[1:])
 
 
+class NotRegular(OSError):
+    """A path that is not a regular file (a FIFO, a socket, a device): never opened for reading, as
+    opening a FIFO blocks until someone writes to it."""
+
+
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+def open_regular(path: str | PurePath) -> BinaryIO:
+    """Open a file for reading only if it is a regular file. The open itself cannot block (O_NONBLOCK:
+    a FIFO that appeared under the path is refused, not waited on)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "not a regular file")
+            raise NotRegular(0, f"{kind}, not a regular file: not read", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | PurePath) -> bytes:
+    with open_regular(path) as stream:
+        return stream.read()
+
+
 def fingerprint(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
@@ -119,6 +224,7 @@ class Lines:
     end_offset: int
     end_line: int
     problems: list[Problem] = field(default_factory=list)
+    waiting: int = 0  # bytes of an unterminated last line left for a later read
 
 
 @dataclass(slots=True)
@@ -161,8 +267,9 @@ def unchanged(cursor: Cursor, st: os.stat_result | Stat) -> bool:
             and cursor.size == st.st_size and cursor.mtime_ns == st.st_mtime_ns)
 
 
-def plan_jsonl(cursor: Cursor | None, st: os.stat_result | Stat, stream: BinaryIO) -> Plan:
-    """Continue from the cursor unless the file is not the one the cursor describes any more."""
+def plan_jsonl(cursor: Cursor | None, st: os.stat_result | Stat, stream: BinaryIO, lines: bool = True) -> Plan:
+    """Continue from the cursor unless the file is not the one the cursor describes any more.
+    ``lines``: offsets are bytes of text (not of compressed frames)."""
     if cursor is None or cursor.offset == 0:
         return Plan(0, 0, restart=cursor is not None and cursor.offset == 0)
     if (cursor.device, cursor.inode) != (st.st_dev, st.st_ino):
@@ -176,7 +283,13 @@ def plan_jsonl(cursor: Cursor | None, st: os.stat_result | Stat, stream: BinaryI
     stream.seek(cursor.offset - tail_len)
     if fingerprint(stream.read(tail_len)) != cursor.tail_hash:
         return Plan(0, 0, True, "rewritten")
-    return Plan(cursor.offset, cursor.line, False)
+    offset = cursor.offset
+    if lines:
+        stream.seek(offset - 1)
+        around = stream.read(2)
+        if around[:1] != b"\n" and around[1:] == b"\n":
+            offset += 1  # a last line taken whole before its newline came (read_lines take_tail): its newline
+    return Plan(offset, cursor.line, False)
 
 
 def fingerprints(stream: BinaryIO, offset: int) -> tuple[int, str, str]:
@@ -191,11 +304,12 @@ def fingerprints(stream: BinaryIO, offset: int) -> tuple[int, str, str]:
 
 
 def read_lines(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHUNK_BYTES,
-               max_line: int = MAX_LINE_BYTES) -> Iterator[Lines]:
+               max_line: int = MAX_LINE_BYTES, take_tail: Callable[[bytes], bool] | None = None) -> Iterator[Lines]:
     """Yield chunks of complete lines from ``offset`` (already positioned) to the last newline.
 
     A line longer than ``max_line`` is not kept in memory: it is skipped up to its newline and
-    reported as oversize. A last line without a newline is left for a later read.
+    reported as oversize. A last line without a newline is left for a later read (a final ``Lines``
+    says how many bytes wait), unless ``take_tail`` accepts it as a whole record.
     """
     pending = b""  # bytes after the last newline seen, not yet consumed
     consumed = offset  # offset just past the last newline handed out
@@ -204,6 +318,13 @@ def read_lines(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHUN
     while True:
         data = stream.read(chunk_bytes)
         if not data:
+            if pending and skipping_from is None:
+                if take_tail is not None and pending.strip() and take_tail(pending):
+                    line += 1
+                    yield Lines([Record(line, pending[:-1] if pending.endswith(b"\r") else pending)],
+                                consumed + len(pending), line)
+                else:
+                    yield Lines([], consumed, line, waiting=len(pending))
             return
         if skipping_from is not None:
             newline = data.find(b"\n")
@@ -245,82 +366,3 @@ def read_lines(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHUN
         if len(pending) > max_line:
             skipping_from, skipped, pending = line + 1, len(pending), b""
         yield Lines(records, consumed, line, problems)
-
-
-def read_frames(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Lines]:
-    """Complete lines from a chain of zstd frames appended one after another (DeepSeek Harness),
-    from the compressed ``offset`` (already positioned) on. Offsets are compressed bytes: a cursor
-    moves frame by frame. A last frame not yet complete (still being written, or torn by a crash)
-    waits for a later read, like a last line without its newline; a complete frame that does not
-    decompress is corrupt: counted and skipped. Linear in the file: each frame is located by its
-    own block headers and decompressed from an exact slice."""
-    data = memoryview(stream.read())
-    decompressor = zstandard.ZstdDecompressor()
-    position = 0
-    records: list[Record] = []
-    problems: list[Problem] = []
-    size = 0
-    pending = b""  # a frame that ends mid-line leaves its tail here, for the next frame
-    # The cursor can only stand after a frame that ends on a line end: what is handed out stops there.
-    committed, safe, safe_line = offset, 0, line
-    while position < len(data):
-        length = _frame_length(data, position)
-        if length is None:
-            break  # not complete yet
-        frame = data[position:position + length]
-        position += length
-        try:
-            text = pending + decompressor.decompressobj().decompress(frame)
-        except zstandard.ZstdError as exc:
-            problems.append(Problem("malformed", line + 1,
-                                    f"corrupt zstd frame at byte {offset + position - length}: {exc}"))
-            text = b""  # skipped, with whatever partial line it would have finished
-        cut = text.rfind(b"\n")
-        pending = text[cut + 1:]
-        for raw in text[:cut].split(b"\n") if cut >= 0 else ():
-            line += 1
-            if raw.strip():
-                records.append(Record(line, raw[:-1] if raw.endswith(b"\r") else raw))
-                size += len(raw)
-        if not pending:
-            committed, safe, safe_line = offset + position, len(records), line
-            if size >= chunk_bytes:
-                yield Lines(records, committed, line, problems)
-                records, problems, size, safe = [], [], 0, 0
-    if safe or problems or committed != offset:
-        yield Lines(records[:safe], committed, safe_line, problems)
-
-
-def _frame_length(data: memoryview, start: int) -> int | None:
-    """Compressed length of the zstd frame at ``start`` (RFC 8878), or None when it is cut short."""
-    if len(data) - start < 8:
-        return None
-    magic = int.from_bytes(data[start:start + 4], "little")
-    if 0x184D2A50 <= magic <= 0x184D2A5F:  # a skippable frame: size in its header
-        length = 8 + int.from_bytes(data[start + 4:start + 8], "little")
-        return length if start + length <= len(data) else None
-    head = bytes(data[start:start + 18])
-    try:
-        position = start + zstandard.frame_header_size(head)
-        checksum = zstandard.get_frame_parameters(head).has_checksum
-    except zstandard.ZstdError:
-        return None if len(data) - start < 18 else len(data) - start  # too short, or garbage: all of it
-    while True:
-        if position + 3 > len(data):
-            return None
-        header = int.from_bytes(data[position:position + 3], "little")
-        last, kind, block = header & 1, (header >> 1) & 3, header >> 3
-        position += 3 + (1 if kind == 1 else block)  # an RLE block stores one byte
-        if position > len(data):
-            return None
-        if last:
-            break
-    position += 4 if checksum else 0
-    return position - start if position <= len(data) else None
-
-
-def open_zst(path: str | PurePath) -> BinaryIO:
-    """A decompressed read stream over a .zst file (all frames, as Codex may append frames)."""
-    raw = open(path, "rb")  # noqa: SIM115 - closed with the returned reader
-    reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
-    return reader  # type: ignore[return-value]

@@ -104,21 +104,21 @@ def test_unreadable_file_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyP
     bad.write(*bad.conversation(1))
     good = ClaudeSession(home, "/work/other")
     good.write(*good.conversation(1))
-    import builtins
+    import os
 
-    real_open = builtins.open
+    real_open = os.open
 
     def guarded_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
         if str(path) == str(bad.path):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "open", guarded_open)
+    monkeypatch.setattr(os, "open", guarded_open)
     report = scan(home, bank)
     assert report.harnesses["claude-code"].unreadable == 1
     assert report.events_added == 2  # the other session still imports
     assert _problems(bank) == [("claude-code", str(bad.path), 0, "unreadable")]
-    monkeypatch.setattr(builtins, "open", real_open)
+    monkeypatch.setattr(os, "open", real_open)
     assert scan(home, bank).events_added == 2  # readable again: imported
 
 

@@ -9,6 +9,7 @@ already holds is a no-op (events are unique per session and uid).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,22 @@ class CursorMoved(Exception):
 
 class BankError(Exception):
     """The bank cannot be opened or written (the one failure ``scan`` exits non-zero for)."""
+
+
+class NotABank(BankError):
+    """The bank path holds a file that is not a harvester bank: it is refused, and left untouched."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path} is not a harvester bank: {why}. It was not changed; "
+                         "give --bank (or HARVESTER_BANK) a new file or an existing bank")
+
+
+class BankNewer(BankError):
+    """The bank was written by a newer harvester: refused for writing, readable read-only."""
+
+    def __init__(self, version: int, known: int, path: str) -> None:
+        super().__init__(f"the bank at {path} was written by a newer harvester (schema {version}; this version "
+                         f"knows up to {known}): upgrade harvester to write to it")
 
 
 @dataclass(slots=True)
@@ -100,7 +117,11 @@ class Bank(Protocol):
     def record_problems(self, harness: str, path: str, problems: list[Problem]) -> None: ...
 
     def resolve_read_problems(self, path: str) -> None:
-        """The source read cleanly again: what kept it from being read (line 0) is over."""
+        """The source read cleanly again: what kept it from being read (line 0), or made it fail, is over."""
+        ...
+
+    def set_unlisted_directories(self, harness: str, roots: list[str], directories: dict[str, str]) -> None:
+        """Directories under ``roots`` that cannot be listed now (path -> reason); others recorded are cleared."""
         ...
     def open_sessions(self, harness: str, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]: ...
     def set_states(self, changes: list[tuple[int, str]]) -> None: ...
@@ -126,7 +147,23 @@ class Bank(Protocol):
     def search(self, query: str, bank_id: str | None = None, limit: int = 20) -> list[dict[str, Any]]: ...
 
 
-def open_bank(path: str | Path) -> Bank:
+def open_bank(path: str | Path, readonly: bool = False) -> Bank:
     from harvester.bank.sqlite import SqliteBank
 
-    return SqliteBank(str(path))
+    return SqliteBank(str(path), readonly=readonly)
+
+
+def open_bank_to_read(path: str | Path) -> Bank:
+    """The bank for a command that only reads: opened for writing where this user can write it (so it
+    is created or migrated as usual), else read-only; read-only too when a newer harvester wrote it."""
+    path = str(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    writable = os.access(path, os.W_OK) if os.path.exists(path) else os.access(directory, os.W_OK)
+    if os.path.exists(path) and not os.access(directory, os.W_OK):
+        writable = False  # -wal and -shm could not be created beside it
+    if writable:
+        try:
+            return open_bank(path)
+        except BankNewer:
+            pass
+    return open_bank(path, readonly=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from harvester.bank import BankError, Cursor, CursorMoved, SessionHead, Write
+from harvester.bank import BankError, BankNewer, Cursor, CursorMoved, NotABank, SessionHead, Write
 from harvester.bank.migrations import MIGRATIONS, search_text
 from harvester.bank.sqlite_events import (
     event_rows,
@@ -25,8 +25,11 @@ from harvester.bank.sqlite_events import (
     split_known,
 )
 from harvester.bank.sqlite_read import SqliteReads
+from harvester.foreign_sqlite import HEADER, NotADatabase, open_readonly, read_header
 from harvester.gitident import RepoIdentity
 from harvester.model import Event, Problem, title_rank
+
+UNLISTED = "directory cannot be listed: "  # the detail of a directory's problem (set_unlisted_directories)
 
 # The imports table feeds "recently imported" in status; older rows carry no information.
 IMPORTS_KEPT = 5000
@@ -52,28 +55,51 @@ def _loads(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
 
 
+# Stamped in every bank's header (``PRAGMA application_id``, "HVST"): a SQLite file without it is
+# another program's database, which the harvester never changes.
+APPLICATION_ID = 0x48565354
+# What a bank written before the stamp existed holds (user_version 1 to 4): it is ours.
+_BANK_TABLES = {"sessions", "events", "sources", "problems", "imports", "directories"}
+
+
 class SqliteBank(SqliteReads):
-    def __init__(self, path: str) -> None:
+    """``readonly``: for commands that only read, on a bank this user cannot write or that a newer
+    harvester wrote. Nothing is migrated and nothing is written, not even beside the file."""
+
+    def __init__(self, path: str, readonly: bool = False) -> None:
         self.path = path
+        self.readonly = readonly
+        check_bank(path)  # before the first byte is changed: refuse what is not ours
         try:
-            self.conn = _connect(path)
-            self._migrate()
+            if readonly:
+                self._readonly = contextlib.ExitStack()
+                self.conn = self._readonly.enter_context(open_readonly(path, timeout=30.0))
+                if self.conn.execute("PRAGMA user_version").fetchone()[0] < len(MIGRATIONS):
+                    raise BankError(f"the bank at {path} was written by an older harvester and needs an upgrade, "
+                                    "which needs write access: run `harvester scan` once as its owner")
+            else:
+                self.conn = _connect(path)
+                self._migrate()
         except (sqlite3.Error, OSError) as exc:
             raise BankError(f"cannot open the bank at {path}: {exc}") from exc
 
     # -- setup -----------------------------------------------------------------------------
     def _migrate(self) -> None:
-        if self.conn.execute("PRAGMA user_version").fetchone()[0] >= len(MIGRATIONS):
+        version, app = (self.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("user_version", "application_id"))
+        if version >= len(MIGRATIONS) and app == APPLICATION_ID:
             return
         with self.transaction():
             # Read again under the write lock: another process (status beside a starting service)
             # may have migrated the file between the check above and now.
             version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise BankNewer(version, len(MIGRATIONS), self.path)
             for number, script in enumerate(MIGRATIONS, start=1):
                 if number > version:
                     for statement in _statements(script):
                         self.conn.execute(statement)
             self.conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+            self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -89,7 +115,10 @@ class SqliteBank(SqliteReads):
             self.conn.execute("COMMIT")
 
     def close(self) -> None:
-        self.conn.close()
+        if self.readonly:
+            self._readonly.close()
+        else:
+            self.conn.close()
 
     def __enter__(self) -> SqliteBank:
         return self
@@ -131,11 +160,34 @@ class SqliteBank(SqliteReads):
 
     def resolve_read_problems(self, path: str) -> None:
         # Only the reader's own line-0 problems (a database caught mid-creation, a file that could not
-        # be opened) describe a condition that ends; a bad record stays a bad record.
-        if self.conn.execute("SELECT 1 FROM problems WHERE source_path = ? AND line = 0", (path,)).fetchone():
+        # be opened) and a failure of the whole source describe a condition that ends; a bad record
+        # stays a bad record.
+        if self.conn.execute("SELECT 1 FROM problems WHERE source_path = ? AND (line = 0 OR kind = 'failed')",
+                             (path,)).fetchone():
             with self.transaction() as conn:
-                conn.execute("DELETE FROM problems WHERE source_path = ? AND line = 0 AND (kind = 'unreadable' "
-                             "OR detail LIKE 'unexpected database shape:%')", (path,))
+                conn.execute("DELETE FROM problems WHERE source_path = ? AND (kind = 'failed' OR line = 0 AND "
+                             "(kind = 'unreadable' OR detail LIKE 'unexpected database shape:%'))", (path,))
+
+    def set_unlisted_directories(self, harness: str, roots: list[str], directories: dict[str, str]) -> None:
+        """The directories under ``roots`` that could not be listed now (path -> reason): recorded as
+        problems of the directory; those recorded before that can be listed again are cleared."""
+        known = {p for (p,) in self.conn.execute(
+            "SELECT source_path FROM problems WHERE harness = ? AND line = 0 AND kind = 'unreadable' "
+            "AND detail LIKE ?", (harness, UNLISTED + "%"))}
+        gone = [p for p in known - set(directories)
+                if any(p == r or p.startswith(r.rstrip(os.sep) + os.sep) for r in roots)]
+        new = {p: r for p, r in directories.items() if p not in known}
+        if not gone and not new:
+            return
+        with self.transaction() as conn:
+            conn.executemany("DELETE FROM problems WHERE harness = ? AND source_path = ? AND line = 0 "
+                             "AND kind = 'unreadable'", [(harness, p) for p in gone])
+            now = utcnow()
+            conn.executemany(
+                "INSERT INTO problems (harness, source_path, line, kind, detail, first_seen_at, last_seen_at) "
+                "VALUES (?, ?, 0, 'unreadable', ?, ?, ?) ON CONFLICT (source_path, line, kind) DO UPDATE SET "
+                "detail = excluded.detail, last_seen_at = excluded.last_seen_at",
+                [(harness, p, f"{UNLISTED}{reason}", now, now) for p, reason in new.items()])
 
     # -- sessions --------------------------------------------------------------------------
     def session_heads(self, harness: str, native_ids: list[str]) -> dict[str, SessionHead]:
@@ -431,6 +483,38 @@ class SqliteBank(SqliteReads):
             "root = excluded.root, origin_url = excluded.origin_url, origin_id = excluded.origin_id, "
             "probed_at = excluded.probed_at",
             (directory, identity.project, identity.root, identity.origin_url, identity.origin_id, utcnow()))
+
+
+def check_bank(path: str) -> None:
+    """Refuse (:class:`NotABank`) a file at ``path`` that is not a harvester bank (another program's
+    database, another format), having read it without changing it or anything beside it. A missing
+    or empty file is a bank about to be created."""
+    try:
+        header = read_header(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise BankError(f"cannot open the bank at {path}: {exc}") from exc
+    if not header:
+        return
+    if len(header) < 100 or not header.startswith(HEADER):
+        raise NotABank(path, "it is not a SQLite database")
+    if int.from_bytes(header[68:72], "big") == APPLICATION_ID:
+        return  # stamped: the one byte range that says so (the schema version is checked when opened)
+    try:
+        with open_readonly(path, timeout=30.0) as conn:
+            app, version = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("application_id", "user_version"))
+            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except NotADatabase as exc:
+        raise NotABank(path, "it is not a SQLite database") from exc
+    except (sqlite3.Error, OSError) as exc:
+        raise NotABank(path, f"it cannot be read as a SQLite database ({exc})") from exc
+    if app == APPLICATION_ID or (app == 0 and not tables and version == 0):
+        return  # stamped (its header not yet checkpointed), or an empty database: a bank being created
+    if app == 0 and tables >= _BANK_TABLES and 1 <= version <= len(MIGRATIONS):
+        return  # written before banks were stamped
+    owner = f"application id {app:#x}" if app else "no harvester tables"
+    raise NotABank(path, f"it is another program's SQLite database ({owner})")
 
 
 def _seconds_between(earlier: str, later: str) -> float:

@@ -58,7 +58,8 @@ class SqliteReads:
             return stats.setdefault(name, {
                 "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0,
                 "sessions": 0, "events": 0, "last_import": None, "git_errors": 0,
-                "malformed": 0, "oversize": 0, "unreadable": 0, "unknown_types": 0, "drift": {}, "version": None,
+                "malformed": 0, "oversize": 0, "unreadable": 0, "failed": 0, "unknown_types": 0, "drift": {},
+                "version": None, "failures": [], "unlisted_directories": [],
             })
 
         for harness, status, n in self.conn.execute(
@@ -88,6 +89,16 @@ class SqliteReads:
                 "SELECT harness, detail, count(*) FROM problems WHERE kind = 'unknown_type' "
                 "GROUP BY harness, detail ORDER BY count(*) DESC"):
             entry(harness)["drift"][detail] = n
+        # Why each failed source failed, and the directories that could not be listed (a few each).
+        for harness, path, line, detail in self.conn.execute(
+                "SELECT harness, source_path, line, detail FROM (SELECT *, row_number() OVER (PARTITION BY harness "
+                "ORDER BY last_seen_at DESC) AS n FROM problems WHERE kind = 'failed') WHERE n <= 10"):
+            entry(harness)["failures"].append({"path": path, "line": line, "reason": detail})
+        for harness, path, detail in self.conn.execute(
+                "SELECT harness, source_path, detail FROM (SELECT *, row_number() OVER (PARTITION BY harness "
+                "ORDER BY last_seen_at DESC) AS n FROM problems WHERE kind = 'unreadable' AND line = 0 "
+                "AND detail LIKE 'directory cannot be listed: %') WHERE n <= 10"):
+            entry(harness)["unlisted_directories"].append({"path": path, "reason": detail.split(": ", 1)[1]})
         return stats
 
     def recent_problems(self, limit: int = 10) -> list[dict[str, Any]]:
