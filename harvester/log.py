@@ -38,10 +38,11 @@ def configure(default_level: str = "warning", stream=None, level: str | None = N
 
 
 def _visible(renderer: structlog.types.Processor) -> structlog.types.Processor:
-    """The readable renderer prints paths and problem details raw; a terminal must not obey their
-    control characters (JSON lines escape them already)."""
+    """The readable renderer prints paths and problem details raw, and a terminal must not obey their
+    control characters (JSON lines go to journald and log files, not to a terminal)."""
 
-    def render(logger: structlog.types.WrappedLogger, name: str, event_dict: structlog.types.EventDict) -> str:
+    def render(logger: structlog.types.WrappedLogger, name: str,
+               event_dict: structlog.types.EventDict) -> str:
         return visible(renderer(logger, name, event_dict))
 
     return render
