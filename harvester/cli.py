@@ -10,7 +10,7 @@ from typing import Any
 import click
 import orjson
 
-from harvester import config, log, render
+from harvester import config, log, render, terminal
 from harvester.bank import Bank, BankError, open_bank, open_bank_to_read
 from harvester.config import ConfigError, Settings
 from harvester.gitident import GitResolver, bank_id
@@ -36,7 +36,7 @@ def _print_json(value: Any) -> None:
     sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=terminal.VisibleErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bank", "bank_option", metavar="PATH",
               help=f"The bank file (default: ${config.BANK_ENV}, the config file, else {config.default_bank_path()}).")
 @click.option("--bank-id-template", metavar="TEMPLATE",
@@ -82,7 +82,7 @@ def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
     if as_json:
         _print_json(render.scan_report_dict(report, settings.bank))
     else:
-        click.echo(render.scan_report_text(report, settings.bank))
+        terminal.echo(render.scan_report_text(report, settings.bank))
 
 
 @cli.command()
@@ -94,7 +94,7 @@ def run(settings: Settings) -> None:
     try:
         code = Service(settings, os.environ, config.home()).run()
     except AlreadyRunning as exc:
-        click.echo(f"harvester: {exc}", err=True)
+        terminal.echo(f"harvester: {exc}", err=True)
         sys.exit(1)
     except BankError as exc:
         raise click.ClickException(str(exc)) from exc
@@ -110,10 +110,10 @@ def show_config(settings: Settings, as_json: bool) -> None:
     if as_json:
         _print_json({key: {"value": value, "from": origin} for key, value, origin in rows})
         return
-    click.echo(f"# config file: {config.config_path()} ({'found' if settings.config_file else 'none'})")
+    terminal.echo(f"# config file: {config.config_path()} ({'found' if settings.config_file else 'none'})")
     for key, value, origin in rows[1:]:
         shown = value if isinstance(value, str) else orjson.dumps(value).decode()
-        click.echo(f"{key:<28} {shown:<50} {origin}")
+        terminal.echo(f"{key:<28} {terminal.visible(shown):<50} {origin}")
 
 
 @cli.command()
@@ -122,7 +122,7 @@ def install(dry_run: bool) -> None:
     """Install and start the login service (systemd user unit, or launchd agent on macOS)."""
     from harvester import units
 
-    sys.exit(units.apply(units.install_plan(), dry_run, click.echo))
+    sys.exit(units.apply(units.install_plan(), dry_run, terminal.echo))
 
 
 @cli.command()
@@ -131,7 +131,7 @@ def uninstall(dry_run: bool) -> None:
     """Stop and remove the login service."""
     from harvester import units
 
-    sys.exit(units.apply(units.uninstall_plan(), dry_run, click.echo))
+    sys.exit(units.apply(units.uninstall_plan(), dry_run, terminal.echo))
 
 
 @cli.command()
@@ -161,7 +161,7 @@ def status(settings: Settings, as_json: bool) -> None:
     if as_json:
         _print_json(data)
     else:
-        click.echo(render.status_text(data))
+        terminal.echo(render.status_text(data))
 
 
 def _service_status(bank: Bank) -> dict[str, Any]:
@@ -206,7 +206,7 @@ def sessions(settings: Settings, repo: str | None, bank_filter: str | None, harn
     if as_json:
         _print_json(rows)
     else:
-        click.echo(render.sessions_text(rows))
+        terminal.echo(render.sessions_text(rows))
 
 
 @cli.command()
@@ -227,7 +227,7 @@ def show(settings: Settings, session: str, as_json: bool) -> None:
     if as_json:
         _print_json({"session": row, "events": events})
     else:
-        click.echo(render.transcript_text(row, events))
+        terminal.echo(render.transcript_text(row, events))
 
 
 @cli.command()
@@ -246,7 +246,7 @@ def search(settings: Settings, query: str, bank_filter: str | None, limit: int, 
     if as_json:
         _print_json(hits)
     else:
-        click.echo(render.search_text(hits))
+        terminal.echo(render.search_text(hits))
 
 
 def main() -> None:

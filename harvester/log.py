@@ -9,6 +9,7 @@ import sys
 import structlog
 
 from harvester.config import LOG_LEVEL_ENV
+from harvester.terminal import visible
 
 
 def configure(default_level: str = "warning", stream=None, level: str | None = None) -> None:
@@ -20,7 +21,7 @@ def configure(default_level: str = "warning", stream=None, level: str | None = N
         level = logging.WARNING
     renderer: structlog.types.Processor
     if stream.isatty():
-        renderer = structlog.dev.ConsoleRenderer(colors=False)
+        renderer = _visible(structlog.dev.ConsoleRenderer(colors=False))
     else:
         renderer = structlog.processors.JSONRenderer()
     structlog.configure(
@@ -34,3 +35,14 @@ def configure(default_level: str = "warning", stream=None, level: str | None = N
         logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=False,
     )
+
+
+def _visible(renderer: structlog.types.Processor) -> structlog.types.Processor:
+    """The readable renderer prints paths and problem details raw, and a terminal must not obey their
+    control characters (JSON lines go to journald and log files, not to a terminal)."""
+
+    def render(logger: structlog.types.WrappedLogger, name: str,
+               event_dict: structlog.types.EventDict) -> str:
+        return visible(renderer(logger, name, event_dict))
+
+    return render

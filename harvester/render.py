@@ -1,4 +1,8 @@
-"""Text (and JSON-ready) renderings of what the CLI prints."""
+"""Text (and JSON-ready) renderings of what the CLI prints.
+
+The text renderings hold transcript content (titles, texts, paths, problem details): cells and
+bodies pass through :func:`harvester.terminal.visible` before widths are measured or text is
+indented, and the CLI prints the result through :func:`harvester.terminal.echo` as well."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import click
 
 from harvester.ingest import ScanReport, SourceResult
 from harvester.sources import Found
+from harvester.terminal import visible
 from parsers.base import Harness
 
 EMPTY_STATS: dict[str, Any] = {
@@ -29,8 +34,8 @@ class ScanProgress:
 
     def start(self, harness: Harness, found: list[Found]) -> None:
         self.finish()
-        self.bar = click.progressbar(length=len(found), label=f"{harness.name:<16}", file=sys.stderr,
-                                     show_pos=True)
+        self.bar = click.progressbar(length=len(found), label=visible(f"{harness.name:<16}"),
+                                     file=sys.stderr, show_pos=True)
         self.bar.__enter__()
 
     def advance(self, harness: Harness, found: Found, result: SourceResult) -> None:
@@ -86,6 +91,7 @@ def scan_report_text(report: ScanReport, bank_path: Path) -> str:
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
+    rows = [[visible(cell) for cell in row] for row in rows]  # measured as they will be shown
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
@@ -110,7 +116,8 @@ def _when(ts: str | None) -> str:
 
 
 def _short(text: str | None, width: int) -> str:
-    text = " ".join((text or "").split())
+    """One line of at most ``width`` characters, counted as they are shown."""
+    text = " ".join(visible(text or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -219,6 +226,7 @@ def transcript_text(session: dict[str, Any], events: list[dict[str, Any]]) -> st
         body = e["text"] or ""
         if e["kind"] == "tool_result" and len(body) > 2000:
             body = body[:2000] + f"\n… ({len(body) - 2000} more characters)"
+        body = visible(body)  # before indenting: textwrap.indent also starts lines after \r and \x1c-\x1e
         out.append(f"[{_when(e['ts'])[11:] or '-'}] {label}\n{textwrap.indent(body, '  ')}".rstrip())
     return "\n\n".join(out)
 

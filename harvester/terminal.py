@@ -1,0 +1,65 @@
+"""What reaches a terminal: transcripts are untrusted, so their control characters are shown, not obeyed.
+
+A session's text, title, cwd, file names and problem details can hold escape sequences (OSC 52 writes
+the clipboard, OSC 0 the window title, CSI 2J clears the screen, ``\\r`` overwrites a line) and bidi
+controls that show text in another order than it is stored in ("Trojan Source"). Every line printed
+for a person goes through :func:`visible`; ``--json`` output and the bank are never altered.
+
+The visible forms:
+
+- C0 controls (U+0000-U+001F except ``\\n`` and ``\\t``) and DEL become their Unicode control
+  pictures (ESC is ``␛``, CR ``␍``, BEL ``␇``, DEL ``␡``): one column each, so tables stay aligned,
+  and the symbol names the character.
+- C1 controls (U+0080-U+009F) have no control pictures; they become ``\\x9b``-style escapes. Some
+  terminals obey them as 8-bit CSI/OSC; in real text they only appear as mis-decoded bytes, so the
+  wider form costs nothing in practice.
+- Bidi embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) become ``\\u202e``-style
+  escapes, so their presence shows and they reorder nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+
+_KEPT = ("\n", "\t")  # layout a terminal only moves the cursor for, and that every transcript has
+_BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
+
+_SHOWN: dict[str, str] = {chr(c): chr(0x2400 + c) for c in range(0x20) if chr(c) not in _KEPT}
+_SHOWN["\x7f"] = "\u2421"
+_SHOWN.update({chr(c): f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+_SHOWN.update({chr(c): f"\\u{c:04x}" for c in _BIDI})
+
+# One character class: on clean text (the usual case) a single failed search, no copy.
+_UNSAFE = re.compile("[" + "".join(re.escape(c) for c in _SHOWN) + "]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character a terminal would obey shown instead (``\\n`` and ``\\t``
+    kept); clean text is returned as it is. Idempotent: the visible forms are themselves clean."""
+    if _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub(_shown, text)
+
+
+def _shown(match: re.Match[str]) -> str:
+    return _SHOWN[match[0]]
+
+
+def echo(message: str = "", err: bool = False) -> None:
+    """The one way the CLI prints for a person (stdout, or stderr with ``err``)."""
+    click.echo(visible(message), err=err)
+
+
+class VisibleErrors(click.Group):
+    """A command group whose error messages reach the terminal through :func:`visible`: they quote
+    session ids, paths and queries, and every subcommand's ``ClickException`` passes here."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            exc.message = visible(exc.message)
+            raise
