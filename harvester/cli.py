@@ -33,7 +33,7 @@ def enabled_harnesses(settings: Settings, names: tuple[str, ...] = ()) -> list[H
 
 
 def _print_json(value: Any) -> None:
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+    sys.stdout.write(terminal.json_text(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()) + "\n")
 
 
 @click.group(cls=terminal.VisibleErrors, context_settings={"help_option_names": ["-h", "--help"]})

@@ -63,3 +63,15 @@ class VisibleErrors(click.Group):
         except click.ClickException as exc:
             exc.message = visible(exc.message)
             raise
+
+
+# JSON escapes only U+0000-U+001F: DEL, C1 and bidi controls would reach a terminal raw from `--json`.
+# Written as \uXXXX escapes they are the same JSON values, and obey nothing.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text(encoded: str) -> str:
+    """JSON text with the code points a terminal obeys that JSON leaves raw written as escapes."""
+    if _JSON_UNSAFE.search(encoded) is None:
+        return encoded
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", encoded)

@@ -253,6 +253,7 @@ def test_json_output_and_the_bank_keep_the_raw_characters(hostile: Hostile) -> N
     code, out = hostile.harvester("show", hostile.first.id, "--json")
     assert code == 0, out
     assert "\\u001b]52;c;cHduZWQ=\\u0007" in out and "looks fine\\rcovered" in out  # JSON's own escapes
+    assert not any(c in out for c in "\x7f\x9b\u202e\u2066"), "DEL, C1 and bidi go out as JSON escapes too"
     document = orjson.loads(out)
     assert document["session"]["title"] == "T " + HOSTILE and document["session"]["native_id"] == hostile.first.id
     assert document["events"][0]["text"] == "U " + HOSTILE
