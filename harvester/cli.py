@@ -153,7 +153,7 @@ def status(settings: Settings, as_json: bool) -> None:
             harnesses.append({"name": name, "label": name, "enabled": False, "roots": [], **leftover})
         data = {
             "bank": {"path": str(settings.bank), "size_bytes": bank.size_bytes()},
-            "service": _service_status(bank),
+            "service": _service_status(bank, settings),
             "harnesses": harnesses,
             "recent_imports": bank.recent_imports(20),
             "recent_problems": bank.recent_problems(10),
@@ -164,14 +164,16 @@ def status(settings: Settings, as_json: bool) -> None:
         terminal.echo(render.status_text(data))
 
 
-def _service_status(bank: Bank) -> dict[str, Any]:
+def _service_status(bank: Bank, settings: Settings) -> dict[str, Any]:
     from harvester import units
-    from harvester.service import read_heartbeat, service_alive
+    from harvester.service import read_heartbeat, responding, service_alive
 
     beat = read_heartbeat()
     running = beat is not None and service_alive(beat)
     return {
         "running": running,
+        "responding": running and beat is not None and responding(beat, settings.timings.heartbeat_seconds),
+        "busy": beat.get("busy") if running and beat else None,
         "pid": beat["pid"] if running and beat else None,
         "started_at": beat.get("started_at") if running and beat else None,
         "heartbeat_at": beat.get("heartbeat_at") if beat else None,

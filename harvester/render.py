@@ -121,6 +121,13 @@ def _short(text: str | None, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _seconds_since(ts: str | None) -> float:
+    try:
+        return (datetime.now(UTC) - datetime.fromisoformat((ts or "").replace("Z", "+00:00"))).total_seconds()
+    except ValueError:
+        return 0.0
+
+
 def _ago(ts: str | None) -> str:
     if not ts:
         return "never"
@@ -139,10 +146,17 @@ def service_text(service: dict[str, Any]) -> list[str]:
     unit = service.get("unit") or {}
     unit_text = (f"unit {unit.get('unit_path')}: {unit.get('state')}" if unit.get("installed")
                  else f"no unit installed ({unit.get('platform', '?')})")
-    if service["running"]:
+    if service["running"] and not service.get("responding", True):
+        lines = [f"Service: NOT RESPONDING: pid {service['pid']} runs, but its last heartbeat was "
+                 f"{_ago(service['heartbeat_at'])}; {unit_text}",
+                 "  it may be stuck: its log (journalctl --user -u harvester) says where; restarting it is safe"]
+    elif service["running"]:
         lines = [f"Service: running, pid {service['pid']}, up since {_when(service['started_at'])}, "
                  f"heartbeat {_ago(service['heartbeat_at'])}; {unit_text}"]
         lines.append("  watching: " + (", ".join(service["watched"]) or "no agent store yet"))
+        busy = service.get("busy")
+        if busy and _seconds_since(busy.get("since")) > 60:  # a long read is normal; a stuck one shows here
+            lines.append(f"  busy with {busy.get('with')} since {_when(busy.get('since'))}")
         lines.append(f"  live sessions: {service['live_sessions']}; last import {_ago(service['last_activity'])}")
     else:
         lines = [f"Service: not running; {unit_text}",
@@ -162,22 +176,28 @@ def status_text(data: dict[str, Any]) -> str:
         rows.append([
             h["name"], h.get("version") or "-", str(len(h["roots"])), str(h["sources"]), str(h["sessions"]),
             str(h["events"]),
-            _when(h["last_import"]), str(skipped), str(h["unknown_types"]),
+            _when(h["last_import"]), str(skipped), str(h["unknown_types"]), str(h["sources_failed"]),
             "ok" if not (skipped or h["unknown_types"] or h["sources_failed"]) else "check",
         ])
     parts.append(_table(["HARNESS", "VERSION", "ROOTS", "SOURCES", "SESSIONS", "EVENTS", "LAST IMPORT",
-                         "MALFORMED", "DRIFT", "PARSE"], rows))
+                         "MALFORMED", "DRIFT", "FAILED", "PARSE"], rows))
     for h in data["harnesses"]:
         notes = []
         if h["drift"]:
             notes.append("unknown record types: " + ", ".join(f"{k} ({v})" for k, v in h["drift"].items()))
         for key, label in (("sources_missing", "sources gone"), ("sources_unreadable", "sources unreadable"),
-                           ("sources_failed", "sources the parser failed on"),
+                           ("sources_failed", "sources failed (read again at the next reconcile)"),
                            ("git_errors", "sessions whose git probe failed")):
             if h.get(key):
                 notes.append(f"{h[key]} {label}")
+        if h.get("unlisted_directories"):
+            notes.append(f"{len(h['unlisted_directories'])} directories cannot be listed")
         if notes:
             parts.append(f"  {h['name']}: " + "; ".join(notes))
+        for f in h.get("failures", [])[:3]:
+            parts.append(f"    failed: {_short(f['path'], 70)}:{f['line'] or 0}: {_short(f['reason'], 90)}")
+        for d in h.get("unlisted_directories", [])[:3]:
+            parts.append(f"    cannot list: {_short(d['path'], 70)}: {_short(d['reason'], 40)}")
     parts += ["", "Recent imports:"]
     if data["recent_imports"]:
         parts.append(_table(

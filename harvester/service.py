@@ -105,6 +105,12 @@ def service_alive(beat: Mapping[str, Any]) -> bool:
         return False
 
 
+def responding(beat: Mapping[str, Any], heartbeat_seconds: float) -> bool:
+    """Has the service written its heartbeat lately (three beats, and a little slack)?"""
+    moment = _epoch(beat.get("heartbeat_at"))
+    return moment is not None and time.time() - moment <= 3 * heartbeat_seconds + 5
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -147,6 +153,9 @@ class Service:
         self._held: dict[tuple[str, str], int] = {}  # (harness, native id) -> pid of its agent process
         self.started = _now()
         self.last_activity: str | None = None
+        self._busy: tuple[str, str] | None = None  # what the work thread does, since when (the heartbeat says)
+        self._live = 0  # live sessions, as the work thread last counted them
+        self._watched: tuple[list[str], list[str]] = ([], [])  # (roots watched, parents waited on), for the heartbeat
         self.bank: Bank | None = None
         self.ingestor: Ingestor | None = None
         self.observer: Any = None
@@ -211,9 +220,11 @@ class Service:
             ("reconcile", self.reconcile, t.reconcile_minutes * 60),
             ("sessions", self.check_sessions, t.unfinished_seconds),
             ("poll", self.poll, t.poll_seconds),
-            ("heartbeat", self._write_heartbeat, t.heartbeat_seconds),
         ):
             self.scheduler.add_job(self._queue_job, "interval", seconds=seconds, args=(name, fn), id=name)
+        # The heartbeat is written from the scheduler's thread, not queued behind the work: a stuck
+        # read still shows in status, as "busy with <what> since <when>", and a frozen process as silence.
+        self.scheduler.add_job(self._write_heartbeat, "interval", seconds=t.heartbeat_seconds, id="heartbeat")
         self.scheduler.start()
 
     # -- the one thread that works ---------------------------------------------------------
@@ -238,17 +249,25 @@ class Service:
             for p in due:
                 if self.stop_event.is_set():
                     return
+                self._busy = (str(p.found.path), _now())
                 self._read(p.harness, p.found)
+                self._busy = None
             for name, fn in jobs:
                 if self.stop_event.is_set():
                     return
                 self._run_job(name, fn)
 
     def _run_job(self, name: str, fn: Callable[[], None]) -> None:
+        self._busy = (name, _now())
         try:
             fn()
         except Exception:  # one failed job must not end the service
             log.exception("job failed", job=name)
+        finally:
+            self._busy = None
+            if self.bank is not None:
+                with contextlib.suppress(Exception):
+                    self._live = self.bank.live_count()
 
     def _read(self, harness: Harness, found: Found) -> None:
         assert self.ingestor is not None and self.bank is not None
@@ -423,6 +442,8 @@ class Service:
                 log.warning("cannot watch", path=path, error=str(exc))
                 continue
             self._watches[(path, recursive)] = _Watch(path, recursive, handle)
+        self._watched = (sorted(w.path for w in self._watches.values() if w.recursive),
+                         sorted(w.path for w in self._watches.values() if not w.recursive))
 
     def _release_memory(self) -> None:
         """After a large import, hand back what it used: the service idles for hours after."""
@@ -456,9 +477,9 @@ class Service:
         data = {
             "pid": os.getpid(), "version": __version__, "started_at": self.started, "heartbeat_at": _now(),
             "last_activity": self.last_activity, "bank": str(self.settings.bank),
-            "watched": sorted(w.path for w in self._watches.values() if w.recursive),
-            "waiting_for": sorted(w.path for w in self._watches.values() if not w.recursive),
-            "live_sessions": self.bank.live_count() if self.bank is not None else 0,
+            "watched": self._watched[0], "waiting_for": self._watched[1],
+            "live_sessions": self._live,
+            "busy": {"with": self._busy[0], "since": self._busy[1]} if self._busy else None,
         }
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = directory / f".{HEARTBEAT_NAME}.{os.getpid()}"
