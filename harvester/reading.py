@@ -100,7 +100,12 @@ class ParserFailed(Exception):
 
 
 def failure_of(exc: BaseException, line: int) -> Failure:
-    detail = str(exc) if isinstance(exc, ParserFailed) else describe_error(exc)
+    if isinstance(exc, ParserFailed):
+        detail = str(exc)
+    elif isinstance(exc, sqlite3.InterfaceError | sqlite3.ProgrammingError | sqlite3.DataError | OverflowError):
+        detail = f"a value the bank cannot store ({exc})"  # a binding error: what validate.py missed
+    else:
+        detail = describe_error(exc)
     return Failure(line, detail, "".join(traceback.format_exception(exc)))
 
 

@@ -195,9 +195,9 @@ def status_text(data: dict[str, Any]) -> str:
         if notes:
             parts.append(f"  {h['name']}: " + "; ".join(notes))
         for f in h.get("failures", [])[:3]:
-            parts.append(f"    failed: {_short(f['path'], 70)}:{f['line'] or 0}: {_short(f['reason'], 90)}")
+            parts.append(f"    failed: {f['path']}:{f['line'] or 0}: {_short(f['reason'], 100)}")
         for d in h.get("unlisted_directories", [])[:3]:
-            parts.append(f"    cannot list: {_short(d['path'], 70)}: {_short(d['reason'], 40)}")
+            parts.append(f"    cannot list: {d['path']}: {_short(d['reason'], 60)}")
     parts += ["", "Recent imports:"]
     if data["recent_imports"]:
         parts.append(_table(

@@ -148,7 +148,10 @@ def render_call(name: Any, tool_input: Any, keys: Iterable[str]) -> str:
         return str(name)
     if isinstance(tool_input, list) and all(isinstance(v, str) for v in tool_input):
         tool_input = " ".join(tool_input)
-    text = tool_input if isinstance(tool_input, str) else orjson.dumps(tool_input, default=repr).decode()
+    try:
+        text = tool_input if isinstance(tool_input, str) else orjson.dumps(tool_input, default=repr).decode()
+    except orjson.JSONEncodeError:  # nested deeper than JSON can be written back (agents' JSON can be)
+        text = "(input nested too deep to show)"
     return clip(f"{name}: {text}")
 
 

@@ -86,7 +86,9 @@ class SqliteBank(SqliteReads):
     # -- setup -----------------------------------------------------------------------------
     def _migrate(self) -> None:
         version, app = (self.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("user_version", "application_id"))
-        if version >= len(MIGRATIONS) and app == APPLICATION_ID:
+        if version > len(MIGRATIONS):
+            raise BankNewer(version, len(MIGRATIONS), self.path)
+        if version == len(MIGRATIONS) and app == APPLICATION_ID:
             return
         with self.transaction():
             # Read again under the write lock: another process (status beside a starting service)

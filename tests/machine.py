@@ -1,0 +1,86 @@
+"""A whole machine's agent stores under one HOME, and the harvester CLI run against it as a user would.
+
+Every harness's hand-written fixture tree is copied where the agent keeps it by default; the CLI runs
+in a subprocess whose environment holds no agent overrides and points the bank, config and runtime
+directory into the test's temp dir.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.golden import LAYOUTS
+
+ROOT = Path(__file__).resolve().parent.parent
+EXTENSIONS = ".config/Code/User/globalStorage"
+
+# Layout key (tests/golden.py) -> where the agent keeps that store, relative to HOME, by default.
+PLACES = {
+    "claude_code": ".claude",
+    "codex": ".codex",
+    "qwen_code": ".qwen",
+    "gemini_cli": ".gemini",
+    "antigravity": ".gemini/antigravity-cli",
+    "opencode": ".local/share/opencode",
+    "kilo": ".local/share/kilo",
+    "continue_cli": ".continue",
+    "aider": "src",  # Aider keeps its history in each repository: configured as roots below
+    "cline": ".cline/data",
+    "cline-legacy": ".cline/data",
+    "roo-code": f"{EXTENSIONS}/rooveterinaryinc.roo-cline",
+    "kilo-code": f"{EXTENSIONS}/kilocode.kilo-code",
+    "pi": ".pi/agent",
+    "prime-agent": ".prime/agent",
+    "oh-my-pi": ".omp/agent",
+    "openclaw": ".openclaw",
+    "copilot_cli": ".copilot",
+    "cursor-cli": ".cursor",
+    "cursor": ".config/Cursor",
+    "grok": ".grok",
+    "devin": ".local/share/devin/cli",
+    "deepseek_harness": ".dsh",
+    "dcode": ".deepagents",
+}
+# Hand-written databases are kept as SQL text; each becomes the file the agent writes.
+DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql": "sessions.db",
+             "store.sql": "store.db", "state.sql": "state.vscdb", "openclaw-agent.sql": "openclaw-agent.sqlite"}
+
+
+def lay_out_every_store(home: Path) -> None:
+    """Every hand-written store at its agent's default place under ``home``."""
+    for key, place in PLACES.items():
+        layout = LAYOUTS[key]
+        shutil.copytree(layout.base(key) / layout.hand, home / place, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("README.md", "*.db-wal", "*.db-shm"))
+    for text in home.rglob("*.sql"):
+        if text.name in DATABASES:
+            conn = sqlite3.connect(text.with_name(DATABASES[text.name]))
+            conn.executescript(text.read_text())
+            conn.commit()
+            conn.close()
+
+
+def harvester_env(tmp: Path) -> dict[str, str]:
+    """This process's environment without any agent's or harvester's overrides, HOME at ``tmp/home``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "HARVESTER_"))}
+    env = {k: v for k, v in env.items() if not any(k.startswith(p) for p in (
+        "CLAUDE_", "CODEX_", "QWEN_", "GEMINI_", "CONTINUE_", "CLINE_", "PI_", "PRIME_", "OMP_", "OPENCLAW_",
+        "COPILOT_", "CURSOR_", "VSCODE_", "GROK_", "DSH_", "DEEPAGENTS_", "OPENCODE_", "KILO_"))}
+    env.update(HOME=str(tmp / "home"), HARVESTER_BANK=str(tmp / "bank.sqlite"), HARVESTER_RUNTIME_DIR=str(tmp / "run"),
+               PYTHONPATH=str(ROOT), TZ="UTC")
+    if (tmp / "config.toml").exists():
+        env["HARVESTER_CONFIG"] = str(tmp / "config.toml")
+    return env
+
+
+def harvester_cli(tmp: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``harvester ARGS`` in a subprocess against the machine under ``tmp`` (see :func:`harvester_env`)."""
+    return subprocess.run([sys.executable, "-m", "harvester", *args], env=harvester_env(tmp), capture_output=True,
+                          text=True, timeout=timeout, cwd=tmp)
+
+
