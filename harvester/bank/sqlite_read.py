@@ -59,7 +59,7 @@ class SqliteReads:
                 "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0,
                 "sessions": 0, "events": 0, "last_import": None, "git_errors": 0,
                 "malformed": 0, "oversize": 0, "unreadable": 0, "failed": 0, "unknown_types": 0, "drift": {},
-                "version": None, "failures": [], "unlisted_directories": [],
+                "version": None, "failures": [], "unlisted_directories": [], "problems": [],
             })
 
         for harness, status, n in self.conn.execute(
@@ -99,6 +99,12 @@ class SqliteReads:
                 "ORDER BY last_seen_at DESC) AS n FROM problems WHERE kind = 'unreadable' AND line = 0 "
                 "AND detail LIKE 'directory cannot be listed: %') WHERE n <= 10"):
             entry(harness)["unlisted_directories"].append({"path": path, "reason": detail.split(": ", 1)[1]})
+        # The latest problems of every harness, one per source: where to look first.
+        for harness, path, line, kind, detail in self.conn.execute(
+                "SELECT harness, source_path, line, kind, detail FROM (SELECT *, row_number() OVER (PARTITION BY "
+                "harness ORDER BY last_seen_at DESC, id DESC) AS n FROM (SELECT *, row_number() OVER (PARTITION BY "
+                "source_path ORDER BY last_seen_at DESC, id DESC) AS k FROM problems) WHERE k = 1) WHERE n <= 5"):
+            entry(harness)["problems"].append({"path": path, "line": line, "kind": kind, "detail": detail})
         return stats
 
     def recent_problems(self, limit: int = 10) -> list[dict[str, Any]]:

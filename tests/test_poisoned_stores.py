@@ -1,0 +1,181 @@
+"""A machine holding every harness's store, and beside each a poisoned source of that harness: garbage
+lines, values of every wrong type, a document cut short, a corrupt database, a zstd stream cut short.
+
+`scan` exits 0 and imports every good session; each poisoned source is counted (malformed, unreadable,
+failed) with its reason in `status --json`; `run` over the same HOME stays up, keeps capturing appends to
+good sources, and stops cleanly on SIGTERM within 2 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+import zstandard
+
+from parsers import HARNESSES
+from parsers.base import Harness, SourceSpec
+from tests.daemon import Daemon, wait_for
+from tests.golden import LAYOUTS, expected_path
+from tests.helpers import ClaudeSession
+from tests.machine import PLACES, harvester_cli, lay_out_every_store
+
+WRONG_TYPES = [
+    {"type": 5, "timestamp": {"x": 1}, "cwd": 12, "sessionId": [], "id": {}, "role": [], "content": 3},
+    {"type": "user", "uuid": 7, "message": {"content": {"a": [1]}, "model": {}}, "timestamp": [],
+     "payload": {"type": "message", "content": 5}},
+    {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": {"n": 1}, "input": 5}]}},
+    {"type": "response_item", "payload": {"type": "function_call", "name": [], "arguments": {"x": {}}}},
+    {"type": "message", "id": None, "parentId": [1], "message": {"role": 1, "content": None}},
+]
+
+
+def _deep(levels: int) -> dict:
+    value: dict = {"x": 1}
+    for _ in range(levels):
+        value = {"type": "user", "nested": value}
+    return value
+
+
+def _poisoned_lines() -> bytes:
+    lines = [b"this is not json", b"\xff\xfe{\"type\": \"user\"}", b"[1, 2, 3]", b'"just text"',
+             *(json.dumps(record).encode() for record in WRONG_TYPES), json.dumps(_deep(400)).encode()]
+    return b"\n".join(lines) + b"\n"
+
+
+def _poison(path: Path, spec: SourceSpec) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if spec.format in ("jsonl", "lines"):
+        path.write_bytes(_poisoned_lines())
+    elif spec.format == "json":
+        path.write_bytes(b'{"id": "poisoned", "messages": [{"role": "user", "content": "cut sh')
+    elif spec.format == "sqlite":
+        path.write_bytes(b"SQLite format 3\x00" + os.urandom(16384))
+    elif spec.format == "jsonl.zst":
+        whole = zstandard.ZstdCompressor().compress(_poisoned_lines() * 50)
+        path.write_bytes(whole[: len(whole) // 2])
+    elif spec.format == "zstd-frames":
+        path.write_bytes(zstandard.ZstdCompressor().compress(b'{"type": 5}\n') + os.urandom(512))
+    else:
+        raise AssertionError(f"no poison for {spec.format}")
+
+
+def _concrete(pattern: str) -> str:
+    """A path the pattern matches, with "poisoned" for every wildcard."""
+    parts = [p.replace("*", "poisoned").replace("?", "x") for p in pattern.split("/") if p != "**"]
+    return "/".join(parts)
+
+
+def poison_every_harness(home: Path, repositories: list[str]) -> dict[str, Path]:
+    """One poisoned source per harness, where the harness looks: harness -> its path."""
+    env = {"HOME": str(home)}
+    out: dict[str, Path] = {}
+    for name, harness in HARNESSES.items():
+        if harness.roots_in_repositories:  # Aider: a repository of its own, added to the configured roots
+            repo = home / "src" / "poisoned-repo"
+            out[name] = repo / ".aider.chat.history.md"
+            repositories.append(str(repo))
+            _poison(out[name], harness.sources[0])
+            continue
+        root = next((r for r in harness.roots(env, home) if r.is_dir()), None)
+        assert root is not None, f"{name}: no root laid out"
+        target = _poisonable(harness, root)
+        if target is not None:
+            out[name] = target[0]
+            _poison(*target)
+    # DeepAgents Code keeps every thread in one database, beside which no second source is read:
+    # its poisoned source is that database with a checkpoint write that does not decode.
+    store = home / ".deepagents" / ".state" / "sessions.db"
+    conn = sqlite3.connect(store)
+    conn.execute("INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, "
+                 "type, value) VALUES ('poisoned-thread', '', 'c1', 't1', '', 0, 'messages', 'msgpack', ?)",
+                 (os.urandom(64),))
+    conn.commit()
+    conn.close()
+    out["dcode"] = store
+    return out
+
+
+def _poisonable(harness: Harness, root: Path) -> tuple[Path, SourceSpec] | None:
+    for spec in harness.sources:
+        path = root / _concrete(spec.pattern)
+        if path.exists() or path.name in spec.ignore:  # a fixed name already taken by the good store
+            continue
+        if spec.shadowed_by is not None and Path(spec.shadowed_by(path)).exists():
+            continue
+        return path, spec
+    return None
+
+
+@pytest.fixture(scope="module")
+def poisoned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path], dict]:
+    tmp = tmp_path_factory.mktemp("poisoned")
+    home = tmp / "home"
+    lay_out_every_store(home)
+    repositories = sorted({str(p.parent) for p in (home / "src").rglob(".aider.chat.history.md")})
+    sources = poison_every_harness(home, repositories)
+    (tmp / "config.toml").write_text("[roots]\naider = " + orjson.dumps(repositories).decode() + "\n")
+    scanned = harvester_cli(tmp, "scan", "--json")
+    assert scanned.returncode == 0, scanned.stderr
+    status = harvester_cli(tmp, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    return tmp, sources, orjson.loads(status.stdout)
+
+
+def test_every_harness_has_a_poisoned_source(poisoned: tuple) -> None:
+    _, sources, _ = poisoned
+    assert set(sources) == set(HARNESSES)
+
+
+def test_every_good_session_is_imported(poisoned: tuple) -> None:
+    tmp, _, _ = poisoned
+    conn = sqlite3.connect(tmp / "bank.sqlite")
+    have = {(h, n) for h, n in conn.execute("SELECT harness, native_id FROM sessions")}
+    conn.close()
+    for key in PLACES:
+        layout = LAYOUTS[key]
+        expected = orjson.loads(expected_path(key, layout.hand.replace("/", "-")).read_bytes())["sessions"]
+        missing = {s["native_id"] for s in expected} - {n for h, n in have if h == layout.harness}
+        assert not missing, f"{layout.harness}: not imported: {missing}"
+
+
+def test_each_poisoned_source_is_counted_with_its_reason(poisoned: tuple) -> None:
+    _, sources, status = poisoned
+    rows = {h["name"]: h for h in status["harnesses"]}
+    for name, path in sources.items():
+        row = rows[name]
+        seen = [p for p in row["problems"] if p["path"] == str(path)] + [
+            f for f in row["failures"] if f["path"] == str(path)]
+        assert seen, f"{name}: {path} not in status: {row['problems']} {row['failures']}"
+        assert all(p.get("detail") or p.get("reason") for p in seen)
+        assert row["malformed"] + row["unreadable"] + row["oversize"] + row["sources_failed"] > 0, row
+        assert not any("Error(" in (p.get("detail") or p.get("reason")) for p in seen), seen
+
+
+def test_run_over_the_poisoned_machine_stays_up_captures_and_stops_on_sigterm(poisoned: tuple) -> None:
+    tmp, _, _ = poisoned
+    daemon = Daemon(tmp)  # its config: the machine's roots, and fast timings
+    daemon.config.write_text(daemon.config.read_text() + "\n[timings]\ndebounce_ms = 20\nunfinished_seconds = 0.3\n"
+                             "poll_seconds = 0.3\nheartbeat_seconds = 0.3\n")
+    daemon.start()
+    try:
+        s = ClaudeSession(daemon.home, "/work/after-the-poison")
+        s.write(*s.conversation(1))
+        wait_for(lambda: daemon.query("SELECT count(*) FROM events e JOIN sessions x ON x.id = e.session_id "
+                                      "WHERE x.native_id = ?", s.id) == [(2,)], 20, "a new good session")
+        s.write(*s.conversation(1, start=1))
+        wait_for(lambda: daemon.query("SELECT count(*) FROM events e JOIN sessions x ON x.id = e.session_id "
+                                      "WHERE x.native_id = ?", s.id) == [(4,)], 20, "an append to it")
+        assert daemon.proc is not None and daemon.proc.poll() is None
+        started = time.monotonic()
+        assert daemon.stop(signal.SIGTERM) == 0
+        assert time.monotonic() - started < 2
+    finally:
+        if daemon.proc is not None:
+            daemon.proc.kill()
