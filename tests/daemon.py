@@ -7,9 +7,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,3 +110,41 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str) -> floa
             return time.monotonic() - started
         time.sleep(0.02)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+class AgentFilesWatch:
+    """While it runs, samples the service process: any file under ``roots`` (the agents' HOME, a repository
+    Aider writes in) that it holds open for writing, or maps writable (a SQLite -shm), is noted. Used while
+    real agents run: their own files change, so "the service changed nothing" is proven by the service
+    never holding a way to."""
+
+    def __init__(self, pid: int, *roots: Path, every: float = 0.1) -> None:
+        self.pid, self.roots, self.every = pid, tuple(str(r) + os.sep for r in roots), every
+        self.offenders: set[str] = set()
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="agent-files-watch", daemon=True)
+
+    def __enter__(self) -> AgentFilesWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _sample(self) -> None:
+        maps = Path(f"/proc/{self.pid}/maps")
+        while not self._stop.wait(self.every):
+            try:
+                for f in psutil.Process(self.pid).open_files():
+                    if f.path.startswith(self.roots) and f.mode != "r":
+                        self.offenders.add(f"open {f.mode}: {f.path}")
+                if maps.exists():
+                    for line in maps.read_text().splitlines():
+                        fields = line.split(maxsplit=5)
+                        if len(fields) == 6 and fields[5].startswith(self.roots) and "w" in fields[1]:
+                            self.offenders.add(f"mapped {fields[1]}: {fields[5]}")
+            except (psutil.Error, OSError):
+                return  # the service is gone
+            self.samples += 1

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests import realagents
-from tests.daemon import FAST, Daemon, wait_for
+from tests.daemon import FAST, AgentFilesWatch, Daemon, wait_for
 from tests.fakellm import FakeLLM
 from tests.helpers import scan
 
@@ -161,6 +161,8 @@ def test_two_turns_are_captured_live_and_by_a_clean_scan(name: str, tmp_path: Pa
     repo = realagents.make_repo(tmp_path)
     realagents.write_config(agent, home, llm.port)
     daemon.start()
+    assert daemon.proc is not None
+    watch = AgentFilesWatch(daemon.proc.pid, home, repo).__enter__()  # the agent's own files: never writable by us
     read_prompt = f"READ_FILE {repo / 'notes.txt'}"
     try:
         for args in (realagents.prompt_args(agent, "say hi", home=home),
@@ -196,7 +198,10 @@ def test_two_turns_are_captured_live_and_by_a_clean_scan(name: str, tmp_path: Pa
             wait_for(lambda: _identities(daemon.bank, expect.harness) == reference, 10,
                      "the live bank to equal a clean scan after the kill")
             assert _duplicates(_events(daemon.bank, expect.harness)) == []
+        watch.__exit__()
+        assert watch.samples > 10 and watch.offenders == set(), watch.offenders
     finally:
+        watch.__exit__()
         if daemon.proc is not None:
             assert daemon.stop() == 0, daemon.log.read_text()[-3000:]
 
