@@ -22,7 +22,7 @@ import pytest
 
 from harvester.bank.migrations import MIGRATIONS
 from harvester.bank.sqlite import APPLICATION_ID
-from tests.daemon import wait_for
+from tests.daemon import AgentFilesWatch, wait_for
 from tests.helpers import ClaudeSession, events_of
 from tests.machine import harvester_cli, harvester_env, lay_out_every_store
 
@@ -124,17 +124,10 @@ def test_stores_held_open_by_their_agent_are_read_without_touching_wal_or_shm(ma
     proc = subprocess.Popen([sys.executable, "-m", "harvester", "run"], env=harvester_env(machine), cwd=machine,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(10)
         # Nothing of an agent's directory is open for writing, nor mapped writable (-shm), in the service.
-        service = psutil.Process(proc.pid)
-        for f in service.open_files():
-            if f.path.startswith(str(home)):
-                assert f.mode == "r", f
-        maps = Path(f"/proc/{proc.pid}/maps")
-        if maps.exists():
-            writable = [line for line in maps.read_text().splitlines()
-                        if str(home) in line and line.split()[1].startswith("rw")]
-            assert writable == []
+        with AgentFilesWatch(proc.pid, home) as watch:
+            time.sleep(10)
+        assert watch.samples > 20 and watch.offenders == set(), watch.offenders
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0

@@ -187,16 +187,14 @@ def test_two_turns_are_captured_live_and_by_a_clean_scan(name: str, tmp_path: Pa
         env = {**realagents.agent_env(agent, home, llm.port), "HOME": str(home)}
         scan(home, clean, (expect.harness,), env=env, extra_roots={"aider": [tmp_path]})
         reference = _identities(clean, expect.harness)
-        wait_for(lambda: _identities(daemon.bank, expect.harness) == reference, 10,
-                 "the live bank to equal a clean scan")
+        _wait_equal(daemon, expect.harness, reference, "the live bank to equal a clean scan")
         if expect.kill:
             _kill_mid_turn(agent, expect, daemon, repo, llm)
             # What the killed agent left is in the bank once: exactly what a clean scan reads now.
             after = tmp_path / "clean-after-kill.sqlite"
             scan(home, after, (expect.harness,), env=env, extra_roots={"aider": [tmp_path]})
             reference = _identities(after, expect.harness)
-            wait_for(lambda: _identities(daemon.bank, expect.harness) == reference, 10,
-                     "the live bank to equal a clean scan after the kill")
+            _wait_equal(daemon, expect.harness, reference, "the live bank to equal a clean scan after the kill")
             assert _duplicates(_events(daemon.bank, expect.harness)) == []
         watch.__exit__()
         assert watch.samples > 10 and watch.offenders == set(), watch.offenders
@@ -204,6 +202,16 @@ def test_two_turns_are_captured_live_and_by_a_clean_scan(name: str, tmp_path: Pa
         watch.__exit__()
         if daemon.proc is not None:
             assert daemon.stop() == 0, daemon.log.read_text()[-3000:]
+
+
+def _wait_equal(daemon: Daemon, harness: str, reference: list[tuple], what: str) -> None:
+    try:
+        wait_for(lambda: _identities(daemon.bank, harness) == reference, 10, what)
+    except AssertionError as exc:  # say what differs
+        live = _identities(daemon.bank, harness)
+        raise AssertionError(f"{exc}\nonly live: {sorted(set(live) - set(reference))}\n"
+                             f"only in the clean scan: {sorted(set(reference) - set(live))}\n"
+                             f"service log:\n{daemon.log.read_text()[-3000:]}") from None
 
 
 def _kill_mid_turn(agent: realagents.Agent, expect: Expect, daemon: Daemon, repo: Path, llm: FakeLLM) -> None:
