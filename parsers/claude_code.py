@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
+from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 
 NAME = "claude-code"
 
@@ -134,7 +134,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
             handler(reader, data, record.raw)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             reader.batch.problems.append(
-                Problem("malformed", record.line, f"{kind} record of unexpected shape: {exc!r}"))
+                Problem("malformed", record.line, f"{kind} record of unexpected shape: {describe_error(exc)}"))
     reader.state["session"] = reader.session_id
     return reader.batch
 

@@ -30,7 +30,7 @@ import orjson
 import yaml
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
+from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 
 NAME = "copilot-cli"
 
@@ -192,7 +192,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
         try:
             (_legacy_document if ref.variant == "legacy" else _record)(reader, data, record.raw)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            reader.batch.problems.append(Problem("malformed", record.line, f"unexpected shape: {exc!r}"))
+            reader.batch.problems.append(Problem("malformed", record.line, f"unexpected shape: {describe_error(exc)}"))
     state["session"] = reader.sid
     return reader.batch
 

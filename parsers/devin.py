@@ -39,7 +39,16 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage, clip
-from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, iso_text, json_objects, render_call
+from parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    SqliteQuery,
+    describe_error,
+    iso_text,
+    json_objects,
+    render_call,
+)
 
 NAME = "devin"
 
@@ -276,7 +285,7 @@ def _node(reader: _Reader, row: dict) -> None:
         else:
             _assistant(node)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        reader.problem("malformed", f"{role} node {row.get('node_id')} of unexpected shape: {exc!r}")
+        reader.problem("malformed", f"{role} node {row.get('node_id')} of unexpected shape: {describe_error(exc)}")
         return
     if row.get("is_tip"):  # the tip of the main chain: how the session's last turn stands
         reader.batch.session(node.session).note(last_turn=_turn_state(role, message))

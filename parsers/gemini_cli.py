@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Mark, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
+from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 
 NAME = "gemini-cli"
 
@@ -147,7 +147,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
             else:
                 reader.drift(f"document with keys {sorted(data)[:6]}")
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            reader.batch.problems.append(Problem("malformed", record.line, f"record of unexpected shape: {exc!r}"))
+            reader.batch.problems.append(Problem("malformed", record.line, f"record of unexpected shape: {describe_error(exc)}"))
     return reader.finish()
 
 

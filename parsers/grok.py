@@ -31,7 +31,7 @@ from urllib.parse import unquote
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, iso_text, json_objects, render_call
+from parsers.base import Record, SourceRef, SourceSpec, describe_error, iso_text, json_objects, render_call
 
 NAME = "grok"
 
@@ -157,7 +157,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
         try:
             handler(reader, data, uid)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            reader.batch.problems.append(Problem("malformed", record.line, f"record of unexpected shape: {exc!r}"))
+            reader.batch.problems.append(Problem("malformed", record.line, f"record of unexpected shape: {describe_error(exc)}"))
     return reader.batch
 
 

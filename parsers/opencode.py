@@ -30,7 +30,16 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage, clip
-from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, iso_ms, json_objects, render_call
+from parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    SqliteQuery,
+    describe_error,
+    iso_ms,
+    json_objects,
+    render_call,
+)
 
 OPENCODE_NAME = "opencode"
 KILO_NAME = "kilo"
@@ -375,7 +384,7 @@ def _part(reader: _Reader, row: dict) -> None:
     try:
         handler(part)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        reader.problem("malformed", f"{ptype} part of unexpected shape: {exc!r}")
+        reader.problem("malformed", f"{ptype} part of unexpected shape: {describe_error(exc)}")
 
 
 # -- parts ---------------------------------------------------------------------------------

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import orjson
 import pytest
 
 from parsers import claude_code
+from parsers.base import Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "claude_code" / "hand"
@@ -248,3 +249,12 @@ def test_sessions_that_share_no_record_are_not_forks(tmp_path: Path) -> None:
     scan(tmp_path, bank, ("claude-code",), env={"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")})
     sessions = sessions_of(bank)
     assert [(s["cwd"], s["parent_native_id"]) for s in sessions] == [("/tmp/demo-repo", None)] * 2
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/c/projects/-w/s1.jsonl"), PurePath("/c/projects"))
+    raw = b'{"type":"user","message":5}'
+    batch = claude_code.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "user record of unexpected shape: a number where an object was expected")]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 
 from parsers import codex
+from parsers.base import Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "codex" / "hand"
@@ -192,3 +193,13 @@ def test_real_subagent_and_fork_links(tmp_path: Path) -> None:
 def test_roots_follow_codex_home(tmp_path: Path) -> None:
     assert codex.roots({}, tmp_path) == [tmp_path / ".codex"]
     assert codex.roots({"CODEX_HOME": "/srv/codex"}, tmp_path) == [Path("/srv/codex")]
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath(f"/x/sessions/rollout-2026-08-03T10-48-56-{A}.jsonl"), PurePath("/x"))
+    raw = (b'{"timestamp":"2026-08-03T10:48:56.000Z","type":"response_item",'
+           b'"payload":{"type":"message","role":"user","content":5}}')
+    batch = codex.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "record of unexpected shape: a number where an object or an array was expected")]

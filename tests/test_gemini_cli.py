@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 
@@ -12,7 +12,7 @@ import parsers
 from harvester.bank import open_bank
 from harvester.sources import discover, existing_roots
 from parsers import gemini_cli
-from parsers.base import Harness
+from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of, shapes
 
 HAND = FIXTURES / "gemini_cli" / "hand"
@@ -299,3 +299,12 @@ def test_real_thinking_and_tool_error(tmp_path: Path) -> None:
     assert [k for _r, k, _t, _e in _real(tmp_path / "t", "thinking")][1:] == ["text", "thinking", "text"]
     assert _real(tmp_path / "e", "tool_error")[3:5] == [
         ("tool", "tool_result", "File not found: ", True), ("assistant", "text", "The tool reporte", False)]
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/g/tmp/p/chats/session-2026-09-14T10-02-3f9c2a71.jsonl"), PurePath("/g"))
+    raw = b'{"id":"m1","type":"gemini","thoughts":5}'
+    batch = gemini_cli.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "record of unexpected shape: a number where an object or an array was expected")]

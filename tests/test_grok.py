@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import orjson
 import pytest
@@ -13,7 +13,7 @@ import parsers
 from harvester.bank import open_bank
 from harvester.sources import discover, existing_roots
 from parsers import grok
-from parsers.base import Harness
+from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of, shapes
 
 HAND = FIXTURES / "grok" / "hand"
@@ -226,3 +226,12 @@ def test_grok_home_moves_the_root(tmp_path: Path, registered: Harness) -> None:
     (tmp_path / "home" / ".grok").symlink_to(moved, target_is_directory=True)
     assert existing_roots(registered, {"HOME": str(tmp_path / "home")}, tmp_path / "home") == [
         tmp_path / "home" / ".grok"]
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/r/sessions/p/s1/updates.jsonl"), PurePath("/r"), "updates")
+    raw = b'{"method":[1]}'
+    batch = grok.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "record of unexpected shape: an array where text or a number was expected")]

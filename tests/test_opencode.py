@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import orjson
 import pytest
@@ -16,7 +16,7 @@ import pytest
 import parsers
 from harvester.bank import open_bank
 from parsers import opencode
-from parsers.base import Harness
+from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, event_identities, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "opencode" / "hand"
@@ -389,3 +389,13 @@ def test_roots_follow_the_agents_variables(tmp_path: Path) -> None:
     # Relative to the data dir, as the agents resolve it; ":memory:" is no store at all.
     assert opencode.opencode_roots({"OPENCODE_DB": "alt/opencode.db"}, home)[1] == home / ".local/share/opencode/alt"
     assert opencode.kilo_roots({"KILO_DB": ":memory:"}, home) == [home / ".local/share/kilo"]
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    row = {"id": "prt_1", "message_id": "msg_1", "session_id": "ses_1", "data": '{"type":"reasoning","text":"x","time":5}',
+           "message": '{"role":"assistant"}'}
+    raw = orjson.dumps({"table": "part", "row": row})
+    batch = opencode.parse(SourceRef(PurePath("/o/opencode.db"), PurePath("/o"), "db"), [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "reasoning part of unexpected shape: a number where an object was expected")]
