@@ -124,7 +124,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
         kind = data.get("type")
         handler = HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is None:
-            if kind in BOOKKEEPING:
+            if isinstance(kind, str) and kind in BOOKKEEPING:
                 _envelope(reader, data)
                 continue
             reader.batch.problems.append(Problem("unknown_type", record.line, f"type={kind!r}"))
@@ -210,10 +210,11 @@ def _user(reader: _Reader, data: dict, raw: bytes) -> None:
         suffix = index if len(content) > 1 else None
         btype = block.get("type") if isinstance(block, dict) else None
         if btype == "tool_result":
+            use_id = _call_id(block.get("tool_use_id"))
             reader.event(data, suffix, raw, role="tool", kind="tool_result",
-                         text=clip(_plain(block.get("content"))), tool_call_id=block.get("tool_use_id"),
+                         text=clip(_plain(block.get("content"))), tool_call_id=use_id,
                          is_error=bool(block.get("is_error")),
-                         tool_name=reader.state.get("tools", {}).pop(block.get("tool_use_id"), None))
+                         tool_name=reader.state.get("tools", {}).pop(use_id, None) if use_id else None)
         elif btype == "text":
             _user_text(reader, data, raw, block.get("text") or "", suffix)
         elif btype in ("image", "document"):
@@ -284,12 +285,12 @@ def _assistant(reader: _Reader, data: dict, raw: bytes) -> None:
             reader.event(data, suffix, raw, role="assistant", kind="thinking", text="[redacted thinking]",
                          **common)
         elif btype in ("tool_use", "server_tool_use"):
-            name = block.get("name")
-            tool_input = block.get("input")
-            reader.state.setdefault("tools", {})[block.get("id")] = name
-            _trim_tools(reader.state)
+            name, tool_input, call_id = block.get("name"), block.get("input"), _call_id(block.get("id"))
+            if call_id:  # bridges the call to its result; a call without an id has nothing to bridge
+                reader.state.setdefault("tools", {})[call_id] = name
+                _trim_tools(reader.state)
             reader.event(data, suffix, raw, role="assistant", kind="tool_call", text=render_call(name, tool_input, _CALL_KEYS),
-                         tool_name=name, tool_input=tool_input, tool_call_id=block.get("id"), **common)
+                         tool_name=name, tool_input=tool_input, tool_call_id=call_id, **common)
         else:
             reader.event(data, suffix, raw, role="assistant", kind="meta", text=f"[{btype} block]",
                          **{**common, "meta": {"block": btype}})
@@ -449,6 +450,12 @@ def _attachment_label(block: dict) -> str:
 def _first_line(text: str, limit: int = 80) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _call_id(value: Any) -> str | None:
+    """A tool_use id as written (``toolu_...``); anything else is no id: it can key nothing in the
+    state, which must stay JSON (text keys only)."""
+    return value if isinstance(value, str) and value else None
 
 
 def _trim_tools(state: dict[str, Any], keep: int = 64) -> None:

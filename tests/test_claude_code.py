@@ -10,7 +10,7 @@ import pytest
 
 from parsers import claude_code
 from parsers.base import Record, SourceRef
-from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
+from tests.helpers import FIXTURES, ClaudeSession, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "claude_code" / "hand"
 REAL = FIXTURES / "claude_code" / "real"
@@ -258,3 +258,26 @@ def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
     batch = claude_code.parse(ref, [Record(1, raw)], {})
     assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
         ("malformed", 1, "user record of unexpected shape: a number where an object was expected")]
+
+
+def test_a_tool_use_without_id_imports_and_nothing_crashes(tmp_path: Path) -> None:
+    """A tool_use block with no ``id`` and no result after it: the call is kept (no tool_call_id, the
+    line's uuid as uid) and the parser's state stays JSON (it once held the call under a None key)."""
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    call = s._envelope("assistant", message={"id": "msg_1", "type": "message", "role": "assistant",
+                                             "model": "claude-sonnet-4-5",
+                                             "content": [{"type": "tool_use", "name": "Read", "input": {}}]})
+    s.write(s.user("read it"), orjson.dumps(call) + b"\n")
+    report = scan(home, bank, ("claude-code",))
+    assert report.harnesses["claude-code"].problems == 0
+    events = events_of(bank, s.id)
+    assert [(e["kind"], e["tool_name"], e["tool_call_id"], e["uid"]) for e in events[1:]] == [
+        ("tool_call", "Read", None, call["uuid"])]
+    assert scan(home, bank, ("claude-code",)).events_added == 0
+
+
+def test_a_line_whose_type_is_not_text_is_drift_not_a_crash() -> None:
+    ref = SourceRef(PurePath("/c/projects/-w/s1.jsonl"), PurePath("/c/projects"))
+    batch = claude_code.parse(ref, [Record(1, b'{"type":["user"]}'), Record(2, b'{"type":{"a":1}}')], {})
+    assert [(p.kind, p.line) for p in batch.problems] == [("unknown_type", 1), ("unknown_type", 2)]
