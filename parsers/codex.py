@@ -388,11 +388,12 @@ def _tool_call(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
         text = f"image_generation: {item.get('revised_prompt') or ''} [image generated]"
     if item.get("namespace"):
         name = f"{item['namespace']}.{name}"
-    call_id = item.get("call_id") or item.get("id")
-    tools = reader.state.setdefault("tools", {})
-    tools[call_id] = name
-    while len(tools) > 64:  # the id -> name map only bridges a call and its result
-        tools.pop(next(iter(tools)))
+    call_id = _call_id(item.get("call_id")) or _call_id(item.get("id"))
+    if call_id:  # a call without an id has no result to bridge to (and None cannot key the JSON state)
+        tools = reader.state.setdefault("tools", {})
+        tools[call_id] = name
+        while len(tools) > 64:  # the id -> name map only bridges a call and its result
+            tools.pop(next(iter(tools)))
     reader.event(raw, ts, role="assistant", kind="tool_call", text=text or render_call(name, tool_input, _CALL_KEYS),
                  tool_name=name, tool_input=tool_input, tool_call_id=call_id, model=reader.state.get("model"))
 
@@ -414,9 +415,9 @@ def _tool_output(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
         text = "tools: " + ", ".join(str(t.get("name")) for t in output if isinstance(t, dict))
     else:
         text = output if isinstance(output, str) else _content_text(output)
-    call_id = item.get("call_id")
+    call_id = _call_id(item.get("call_id"))
     reader.event(raw, ts, role="tool", kind="tool_result", text=clip(text), tool_call_id=call_id,
-                 tool_name=reader.state.get("tools", {}).pop(call_id, None), is_error=is_error)
+                 tool_name=reader.state.get("tools", {}).pop(call_id, None) if call_id else None, is_error=is_error)
 
 
 # -- eras before the envelope --------------------------------------------------------------
@@ -443,6 +444,11 @@ def _legacy_document(reader: _Reader, data: dict, record: Record) -> None:
 
 
 # -- helpers -------------------------------------------------------------------------------
+def _call_id(value: Any) -> str | None:
+    """A call id as Codex writes it (``call_...``); anything else is no id."""
+    return value if isinstance(value, str) and value else None
+
+
 def _offer_first_line(reader: _Reader, text: str) -> None:
     first = text.strip().splitlines()[0]
     reader.patch().offer_title(first if len(first) <= 80 else first[:79] + "…", "first-prompt")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePath
 
+import orjson
 import pytest
 
 from parsers import codex
@@ -203,3 +204,35 @@ def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
     batch = codex.parse(ref, [Record(1, raw)], {})
     assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
         ("malformed", 1, "record of unexpected shape: a number where an object or an array was expected")]
+
+
+def _rollout(tmp_path: Path, *payloads: dict) -> Path:
+    """A current (paginated) rollout under $CODEX_HOME/sessions: session_meta, then these items."""
+    folder = tmp_path / "codex" / "sessions" / "2026" / "08" / "03"
+    folder.mkdir(parents=True)
+    meta = {"id": A, "session_id": A, "timestamp": "2026-08-03T10:48:56.118Z", "cwd": "/home/dev/src/demo-repo",
+            "originator": "codex_exec", "cli_version": "0.171.0", "source": "exec", "history_mode": "paginated"}
+    lines = [{"type": "session_meta", "payload": meta}, *payloads]
+    path = folder / f"rollout-2026-08-03T10-48-56-{A}.jsonl"
+    path.write_bytes(b"".join(orjson.dumps({"timestamp": f"2026-08-03T10:48:{56 + n}.000Z", "ordinal": n, **line})
+                              + b"\n" for n, line in enumerate(lines)))
+    return path
+
+
+def _scan_rollout(tmp_path: Path, name: str = "bank") -> Path:
+    bank = tmp_path / f"{name}.sqlite"
+    report = scan(tmp_path, bank, ("codex",), env={"HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / "codex")})
+    assert report.harnesses["codex"].problems == 0
+    return bank
+
+
+def test_a_function_call_without_call_id_imports_and_nothing_crashes(tmp_path: Path) -> None:
+    """No ``call_id`` (nor ``id``) and no output after it: the call is kept without a tool_call_id, and
+    the parser's state stays JSON (it once held the call under a None key)."""
+    call = {"type": "function_call", "name": "exec_command", "arguments": '{"cmd":"ls"}'}
+    _rollout(tmp_path, {"type": "response_item", "payload": call})
+    bank = _scan_rollout(tmp_path)
+    (event,) = events_of(bank, A)
+    assert (event["kind"], event["tool_name"], event["tool_call_id"], event["text"]) == (
+        "tool_call", "exec_command", None, "exec_command: ls")
+    assert [e["uid"] for e in events_of(_scan_rollout(tmp_path, "again"), A)] == [event["uid"]]  # stable
