@@ -344,7 +344,7 @@ def _assistant(node: _Node) -> None:
         if isinstance(arguments, str):
             with contextlib.suppress(orjson.JSONDecodeError):  # else kept as the string the model wrote
                 arguments = orjson.loads(arguments)
-        call_id = call.get("id") or f"{node.uid}#{index}"
+        call_id = _text_id(call.get("id")) or f"{node.uid}#{index}"
         if isinstance(name, str):
             node.reader.tools[call_id] = name
         last = index == len(calls) - 1
@@ -364,7 +364,7 @@ def _tool(node: _Node) -> None:
     exit_info = terminal.get("exit") if isinstance(terminal, dict) else None
     exited = isinstance(exit_info, dict) and "exit_code" in exit_info
     node.emit("tool", "tool_result", _text(node.message.get("content")),
-              tool_call_id=node.message.get("tool_call_id"), tool_name=node.row.get("tool_name"),
+              tool_call_id=_text_id(node.message.get("tool_call_id")), tool_name=node.row.get("tool_name"),
               is_error=failed, meta={"exit_code": exit_info["exit_code"]} if exited else None)
 
 
@@ -392,6 +392,11 @@ def _text(content: Any) -> str:
         return "\n".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content
                          if not isinstance(b, dict) or b.get("type") in (None, "text"))
     return "" if content is None else orjson.dumps(content).decode()
+
+
+def _text_id(value: Any) -> str | None:
+    """A call id as Devin writes it (text); anything else names no call."""
+    return value if isinstance(value, str) and value else None
 
 
 def _json(value: Any) -> Any:

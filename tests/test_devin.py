@@ -232,3 +232,14 @@ def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
     batch = devin.parse(SourceRef(PurePath("/v/sessions.db"), PurePath("/v")), [Record(1, raw)], {})
     assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
         ("malformed", 1, "assistant node 7 of unexpected shape: a number where an object was expected")]
+
+
+def test_a_tool_result_whose_call_id_is_not_text_imports(tmp_path: Path) -> None:
+    """A tool message naming its call by a list (no Devin writes that): the result imports without a
+    tool_call_id; the parser used to crash pairing it with its call's name."""
+    db = build_store(tmp_path)
+    write_node(db, C, 3, 2, {"message_id": "m-c-x", "role": "tool", "content": "ok", "tool_call_id": ["x"]},
+               1795174300)
+    bank, problems = read(tmp_path)
+    assert problems == 0
+    assert [(e["kind"], e["tool_call_id"]) for e in events_of(bank, C)][-1] == ("tool_result", None)
