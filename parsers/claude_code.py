@@ -236,9 +236,7 @@ def _user_text(reader: _Reader, data: dict, raw: bytes, text: str, suffix: int |
         reader.event(data, suffix, raw, role="system", kind="meta", text=clip(_ANSI.sub("", stdout.group(1)).strip()),
                      meta={"local_command_output": True})
         return
-    origin = data.get("origin")
-    machine = isinstance(origin, dict) and origin.get("kind") not in (None, "human")
-    if data.get("isMeta") or machine or text.lstrip().startswith(_MACHINE_PREFIXES):
+    if _machine(data, text):
         # Text Claude Code injects on the user's behalf (caveats, reminders, task notifications).
         reader.event(data, suffix, raw, role="system", kind="text", text=clip(text), meta={"injected": True})
         return
@@ -251,6 +249,14 @@ def _user_text(reader: _Reader, data: dict, raw: bytes, text: str, suffix: int |
     if not reader.state.get("titled"):
         reader.state["titled"] = True
         reader.patch().offer_title(_first_line(text), "first-prompt")
+
+
+def _machine(record: dict, text: str) -> bool:
+    """Is this user-role text Claude Code's own? Said by the record (``isMeta``, an ``origin`` other
+    than a human: task-notification, auto-continuation, ...) or by the text's markup."""
+    origin = record.get("origin")
+    machine = isinstance(origin, dict) and origin.get("kind") not in (None, "human")
+    return bool(record.get("isMeta")) or machine or text.lstrip().startswith(_MACHINE_PREFIXES)
 
 
 def _assistant(reader: _Reader, data: dict, raw: bytes) -> None:
@@ -373,12 +379,17 @@ def _noted(label: str, field: str) -> Callable[[_Reader, dict, bytes], None]:
 
 def _attachment(reader: _Reader, data: dict, raw: bytes) -> None:
     """Attachments are context Claude Code adds (skills, hooks, memory files, ...), except a
-    ``queued_command``: a prompt the user typed while the agent was busy, delivered mid-turn."""
+    ``queued_command``: a prompt the user typed while the agent was busy, delivered mid-turn, or
+    Claude Code's own text queued the same way (a task notification): told apart as on user lines."""
     attachment = data.get("attachment")
     if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
         return
     prompt = attachment.get("prompt")
     text = prompt if isinstance(prompt, str) else _plain(prompt)
+    if _machine(attachment, text) or attachment.get("commandMode") == "task-notification":
+        reader.event(data, None, raw, role="system", kind="text", text=clip(text),
+                     meta={"injected": True, "queued": True})
+        return
     reader.event(data, None, raw, role="user", kind="text", text=clip(text), meta={"queued": True})
 
 

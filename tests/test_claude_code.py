@@ -281,3 +281,26 @@ def test_a_line_whose_type_is_not_text_is_drift_not_a_crash() -> None:
     ref = SourceRef(PurePath("/c/projects/-w/s1.jsonl"), PurePath("/c/projects"))
     batch = claude_code.parse(ref, [Record(1, b'{"type":["user"]}'), Record(2, b'{"type":{"a":1}}')], {})
     assert [(p.kind, p.line) for p in batch.problems] == [("unknown_type", 1), ("unknown_type", 2)]
+
+
+def test_a_queued_task_notification_is_machine_text_not_a_prompt(tmp_path: Path) -> None:
+    """A notification that arrives mid-turn is delivered as a ``queued_command`` attachment (2.1.296,
+    see SOURCE.md): Claude Code's words, like the same text on a user line; a prompt the user typed
+    while the agent was busy stays the user's."""
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    note = ("<task-notification>\n<task-id>bd38s001c</task-id>\n<status>completed</status>\n"
+            "<summary>Background command \"npm test\" completed (exit code 0)</summary>\n</task-notification>")
+    queued = [
+        {"type": "queued_command", "prompt": note, "commandMode": "task-notification",
+         "origin": {"kind": "task-notification", "producer": "session-task"}},
+        {"type": "queued_command", "prompt": "also bump node", "commandMode": "prompt"},
+    ]
+    s.write(s.user("run the tests"), s.tool_use("Bash", {"command": "npm test"}, "toolu_1"),
+            *(orjson.dumps(s._envelope("attachment", attachment=a)) + b"\n" for a in queued))
+    scan(home, bank, ("claude-code",))
+    events = events_of(bank, s.id)
+    assert [(e["role"], e["kind"], e["text"][:20], e["meta"]) for e in events[2:]] == [
+        ("system", "text", "<task-notification>\n", {"injected": True, "queued": True}),
+        ("user", "text", "also bump node", {"queued": True}),
+    ]
