@@ -6,7 +6,8 @@ Format facts and their sources: ``fixtures/codex/SOURCE.md`` (eras, upstream fil
   opens the file; ``response_item`` is the model-visible history and the ONE source of truth for
   the transcript. ``event_msg`` is the UI stream: its copies of the same content (``user_message``,
   ``agent_message``, ``agent_reasoning``, ``item_completed``, ``*_end``) are dropped; turn
-  boundaries, token counts, rollbacks and reviews are kept as facts or notices (``parsers/codex_events.py``).
+  boundaries, token counts, rollbacks, reviews, errors and warnings are kept as facts or notices
+  (``parsers/codex_events.py``).
 - Injected context (developer instructions, AGENTS.md, environment context, skills, ...) arrives as
   ``message`` items too: it is filed as ``system``, never as the user's words. Codex 0.171 labels
   each content item (``content_item_kinds``); older files are told apart by their markup.

@@ -2,7 +2,7 @@
 
 Most of them copy what ``response_item`` lines already hold (``user_message``, ``agent_message``,
 ``*_end``, ``item_completed``...) and are dropped. Kept: turn boundaries and token totals as session
-facts; rollbacks, reviews and aborted turns as ``system`` notices.
+facts; rollbacks, reviews, aborted turns and the turn's errors and warnings as ``system`` notices.
 Names and payloads: ``EventMsg`` and its event structs in ``codex-rs/protocol/src/protocol.rs``; which
 of them a rollout holds: ``codex-rs/rollout/src/policy.rs`` (``fixtures/codex/SOURCE.md``).
 """
@@ -23,10 +23,17 @@ EVENT_SKIPPED = frozenset({
     "patch_apply_end", "mcp_tool_call_begin", "mcp_tool_call_end", "web_search_begin", "web_search_end",
     "image_generation_begin", "image_generation_end", "view_image_tool_call", "thread_settings_applied",
     "thread_goal_updated", "thread_name_updated", "turn_diff", "plan_update", "background_event",
-    "stream_error", "warning", "error", "deprecation_notice", "sub_agent_activity", "undo_started", "undo_completed", "collab_agent_spawn_begin",
+    "deprecation_notice", "sub_agent_activity", "undo_started", "undo_completed", "collab_agent_spawn_begin",
     "collab_agent_spawn_end", "model_reroute", "agent_message_delta", "agent_reasoning_delta",
     "agent_reasoning_section_break", "session_configured",
 })
+
+# What went wrong in a turn (ErrorEvent, StreamErrorEvent, WarningEvent): {message, codex_error_info?,
+# additional_details?}. Only ``error`` was ever persisted (extended history, 2026-02-12 to 2026-06-01).
+NOTICES = {"error": "error", "stream_error": "stream error", "warning": "warning", "guardian_warning": "guardian warning"}
+# CodexErrorInfo variants that leave the turn as it was (CodexErrorInfo::affects_turn_status).
+TURN_UNAFFECTED = frozenset({"thread_rollback_failed", "active_turn_not_steerable"})
+
 
 def event_msg(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
     etype = payload.get("type")
@@ -36,13 +43,17 @@ def event_msg(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
         if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
             patch.note(tokens=info["total_token_usage"])
     elif etype == "task_started":
+        reader.state.pop("turn_failed", None)
         patch.note(last_turn="open")
     elif etype == "task_complete":
-        patch.note(last_turn="complete")
+        # Codex's replay keeps a turn that had an error failed when it completes (thread_history.rs).
+        patch.note(last_turn="failed" if reader.state.pop("turn_failed", False) else "complete")
     elif etype == "turn_aborted":
         patch.note(last_turn="aborted")
         reader.event(raw, ts, role="system", kind="meta", text=f"turn aborted: {payload.get('reason') or '?'}",
                      meta={"event": etype})
+    elif etype in NOTICES:
+        _notice(reader, etype, payload, raw, ts)
     elif etype == "thread_rolled_back":
         n = payload.get("num_turns")
         reader.event(raw, ts, role="system", kind="meta", text=f"the last {n} turn(s) were rolled back",
@@ -63,3 +74,17 @@ def event_msg(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
         if item.get("type") == "Plan" and item.get("text"):  # a plan has no response item of its own
             reader.event(raw, ts, role="assistant", kind="text", text=clip(str(item["text"])), meta={"plan": True})
 
+
+def _notice(reader: _Reader, etype: str, payload: dict, raw: bytes, ts: Any) -> None:
+    """An error or warning the turn met (a usage limit, a dropped stream being retried, ...)."""
+    message = payload.get("message")
+    info = payload.get("codex_error_info")  # "usage_limit_exceeded", or {"http_connection_failed": {...}}
+    details = payload.get("additional_details")
+    meta = {"event": etype, **({"error_info": info} if info else {}),
+            **({"details": details} if isinstance(details, str) and details else {})}
+    text = f"{NOTICES[etype]}: {message}" if isinstance(message, str) and message else NOTICES[etype]
+    reader.event(raw, ts, role="system", kind="meta", text=clip(text), meta=meta)
+    kind = next(iter(info)) if isinstance(info, dict) and info else info
+    if etype == "error" and kind not in TURN_UNAFFECTED:
+        reader.state["turn_failed"] = True
+        reader.patch().note(last_turn="failed")

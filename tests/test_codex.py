@@ -236,3 +236,27 @@ def test_a_function_call_without_call_id_imports_and_nothing_crashes(tmp_path: P
     assert (event["kind"], event["tool_name"], event["tool_call_id"], event["text"]) == (
         "tool_call", "exec_command", None, "exec_command: ls")
     assert [e["uid"] for e in events_of(_scan_rollout(tmp_path, "again"), A)] == [event["uid"]]  # stable
+
+
+def test_errors_and_warnings_of_the_ui_stream_are_kept(tmp_path: Path) -> None:
+    """``error`` (written only while extended history was on, 2026-02 to 2026-06), ``stream_error`` and
+    ``warning`` (protocol.rs: ErrorEvent, StreamErrorEvent, WarningEvent) say what went wrong in a
+    turn: notices in the transcript. An error fails the turn, as Codex's own replay has it."""
+    events = [
+        {"type": "task_started", "turn_id": "t1"},
+        {"type": "stream_error", "message": "Reconnecting... 1/5", "codex_error_info": "response_stream_disconnected",
+         "additional_details": "stream disconnected before completion"},
+        {"type": "warning", "message": "Heads up: long conversations make the model less accurate."},
+        {"type": "error", "message": "You've hit your usage limit.", "codex_error_info": "usage_limit_exceeded"},
+        {"type": "task_complete", "turn_id": "t1"},
+    ]
+    _rollout(tmp_path, *({"type": "event_msg", "payload": e} for e in events))
+    bank = _scan_rollout(tmp_path)
+    assert [(e["role"], e["kind"], e["text"], e["meta"]) for e in events_of(bank, A)] == [
+        ("system", "meta", "stream error: Reconnecting... 1/5",
+         {"event": "stream_error", "error_info": "response_stream_disconnected",
+          "details": "stream disconnected before completion"}),
+        ("system", "meta", "warning: Heads up: long conversations make the model less accurate.", {"event": "warning"}),
+        ("system", "meta", "error: You've hit your usage limit.", {"event": "error", "error_info": "usage_limit_exceeded"}),
+    ]
+    assert session_of(bank, A)["meta"]["last_turn"] == "failed"
