@@ -363,9 +363,9 @@ def _tool_output(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
             is_error = bool((wrapped.get("metadata") or {}).get("exit_code"))
         except (orjson.JSONDecodeError, AttributeError):
             pass
-    if isinstance(output, dict):  # {"content": ..., "success": bool}
+    if isinstance(output, dict):  # read as {"content", "success"}; Codex writes text or content items
         is_error = output.get("success") is False
-        output = output.get("content")
+        output = output["content"] if "content" in output else orjson.dumps(output).decode()
     if item.get("type") == "tool_search_output" and isinstance(output, list):
         text = "tools: " + ", ".join(str(t.get("name")) for t in output if isinstance(t, dict))
     else:

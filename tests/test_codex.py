@@ -238,6 +238,17 @@ def test_a_function_call_without_call_id_imports_and_nothing_crashes(tmp_path: P
     assert [e["uid"] for e in events_of(_scan_rollout(tmp_path, "again"), A)] == [event["uid"]]  # stable
 
 
+def test_an_output_object_without_content_is_rendered_not_emptied(tmp_path: Path) -> None:
+    """Codex writes ``output`` as text or a list of content items (models.rs); an object without
+    ``content`` is no shape it writes, and its fields are still the result, not an empty text."""
+    call = {"type": "function_call", "name": "exec_command", "arguments": '{"cmd":"ls"}', "call_id": "call_1"}
+    output = {"type": "function_call_output", "call_id": "call_1", "output": {"exit_code": 1, "stderr": "no such dir"}}
+    _rollout(tmp_path, {"type": "response_item", "payload": call}, {"type": "response_item", "payload": output})
+    result = events_of(_scan_rollout(tmp_path), A)[-1]
+    assert (result["kind"], result["tool_name"], result["text"]) == (
+        "tool_result", "exec_command", '{"exit_code":1,"stderr":"no such dir"}')
+
+
 def test_errors_and_warnings_of_the_ui_stream_are_kept(tmp_path: Path) -> None:
     """``error`` (written only while extended history was on, 2026-02 to 2026-06), ``stream_error`` and
     ``warning`` (protocol.rs: ErrorEvent, StreamErrorEvent, WarningEvent) say what went wrong in a
