@@ -20,18 +20,17 @@ Format facts and their sources: ``fixtures/gemini_cli/SOURCE.md``. In short:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
+from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
 
 from harvester.model import Batch, Event, Mark, Problem, SessionPatch, Usage, clip, record_uid
 from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
+from parsers.gemini_project import find_project, project_marker, registered_project
 
 NAME = "gemini-cli"
 
@@ -46,31 +45,16 @@ def roots(env: Mapping[str, str], home: Path) -> list[Path]:
     return [base / ".gemini"]
 
 
-_HASH_DIR = re.compile(r"^[0-9a-f]{64}$")
-
-
-def _project_folder(path: PurePath) -> PurePath:
-    """``<root>/tmp/<slug or hash>`` of a file under its ``chats`` folder."""
-    parts = path.parts
-    return PurePath(*parts[:len(parts) - 1 - parts[::-1].index("chats")])
-
-
-def _project_marker(path: PurePath) -> PurePath:
-    """A slug folder's ``.project_root`` names its path; for a sha256 folder, ``projects.json``."""
-    folder = _project_folder(path)
-    return folder.parent.parent / "projects.json" if _HASH_DIR.match(folder.name) else folder / ".project_root"
-
-
 def _jsonl_twin(path: PurePath) -> PurePath:
     return path.with_name(path.name + "l")  # resuming a .json session continues it as .jsonl
 
 
 SOURCES = (
-    SourceSpec("tmp/*/chats/session-*.jsonl", "jsonl", "main", sidecar=_project_marker),
-    SourceSpec("tmp/*/chats/*/*.jsonl", "jsonl", "subagent", sidecar=_project_marker),
-    SourceSpec("tmp/*/chats/session-*.json", "json", "legacy", shadowed_by=_jsonl_twin, sidecar=_project_marker),
+    SourceSpec("tmp/*/chats/session-*.jsonl", "jsonl", "main", sidecar=project_marker),
+    SourceSpec("tmp/*/chats/*/*.jsonl", "jsonl", "subagent", sidecar=project_marker),
+    SourceSpec("tmp/*/chats/session-*.json", "json", "legacy", shadowed_by=_jsonl_twin, sidecar=project_marker),
     SourceSpec("tmp/*/chats/*/*.json", "json", "legacy-subagent", shadowed_by=_jsonl_twin,
-               sidecar=_project_marker),
+               sidecar=project_marker),
 )
 
 # The npm package @google/gemini-cli installs a node script named gemini.
@@ -180,7 +164,7 @@ def _header(reader: _Reader, data: dict) -> None:
             state["kind"] = data["kind"]
             if data["kind"] != "main":
                 patch.note(kind=data["kind"])
-        _registered_project(reader)
+        registered_project(reader)
     else:
         state["resumes"] = state.get("resumes", 0) + 1
         reader.patch().note(resumes=state["resumes"])
@@ -201,7 +185,7 @@ def _set(reader: _Reader, fields: dict) -> None:
             patch.offer_title(_first_line(value), "summary" if _is_subagent(reader) else "ai")
         elif key == "directories" and isinstance(value, list):
             patch.note(directories=[str(d) for d in value])
-            _find_project(reader, (str(d) for d in value))
+            find_project(reader, (str(d) for d in value))
         elif key == "messages" and isinstance(value, list):
             _checkpoint(reader, value)
         elif key not in SET_BOOKKEEPING:
@@ -279,7 +263,7 @@ def _user(reader: _Reader, msg: dict, out: list[Event], checkpoint: bool) -> Non
         return
     injected = _join((p for p in parts if _injected(p)), True)
     for match in _WORKSPACE.finditer(injected):  # the session context (0.44+) lists the workspace
-        _find_project(reader, (line.strip()[2:].strip() for line in match.group(1).splitlines()))
+        find_project(reader, (line.strip()[2:].strip() for line in match.group(1).splitlines()))
     if checkpoint or _is_subagent(reader):
         # Seen only in a checkpoint: Gemini wrote it. In a subagent: the parent agent's words.
         meta = {"injected": True, "from_agent": "parent"} if _is_subagent(reader) else {"injected": True}
@@ -361,7 +345,7 @@ def _tool_call(reader: _Reader, mid: str, call: dict, model: Any, out: list[Even
                 text=render_call(name, args, _CALL_KEYS), tool_name=name, tool_input=args, tool_call_id=call_id, model=model,
                 meta=meta or None)
     if isinstance(args, dict) and not reader.state.get("cwd_known"):
-        _find_project(reader, (str(v) for k, v in args.items() if k in _PATH_ARGS and isinstance(v, str)))
+        find_project(reader, (str(v) for k, v in args.items() if k in _PATH_ARGS and isinstance(v, str)))
     result = call.get("result")
     has_result = result is not None or status in _TERMINAL
     calls = reader.state.setdefault("calls", {})
@@ -396,41 +380,6 @@ MessageHandler = Callable[[_Reader, dict, list[Event], bool], None]
 MESSAGES: dict[str, MessageHandler] = {
     "user": _user, "gemini": _gemini, "info": _notice, "warning": _notice, "error": _notice,
 }
-
-
-# -- the project directory -------------------------------------------------------------------
-def _registered_project(reader: _Reader) -> None:
-    """The marker beside the chats (slug folders), or the registry's paths (sha256 folders)."""
-    sidecar = reader.ref.sidecar
-    if sidecar and not _HASH_DIR.match(_project_folder(reader.ref.path).name):
-        _set_cwd(reader, sidecar.decode("utf-8", "replace").strip())
-    elif sidecar:
-        with contextlib.suppress(orjson.JSONDecodeError, AttributeError):  # keys are paths: hashed
-            _find_project(reader, map(str, orjson.loads(sidecar).get("projects") or {}))
-
-
-def _find_project(reader: _Reader, candidates: Iterable[str]) -> None:
-    """The project root is the path whose sha256 is the header's projectHash (paths.ts
-    getProjectHash); any path inside the project leads to it through its ancestors."""
-    wanted = reader.state.get("hash")
-    if reader.state.get("cwd_known") or not isinstance(wanted, str):
-        return
-    for candidate in candidates:
-        for path in _ancestors(candidate):
-            if hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest() == wanted:
-                _set_cwd(reader, path)
-                return
-
-
-def _set_cwd(reader: _Reader, path: str) -> None:
-    if path:
-        reader.state["cwd_known"] = True
-        reader.patch().cwd = path
-
-
-def _ancestors(path: str) -> list[str]:
-    pure: PurePath = PureWindowsPath(path) if re.match(r"^[A-Za-z]:\\", path) else PurePosixPath(path)
-    return [str(pure), *map(str, pure.parents)] if pure.is_absolute() and len(path) < 4096 else []
 
 
 # -- helpers ---------------------------------------------------------------------------------
