@@ -14,7 +14,8 @@ Format facts and their sources: ``fixtures/opencode/SOURCE.md`` and ``fixtures/k
   unknown is drift.
 - Before 1.2: ``storage/session/<projectID>/<sessionID>.json`` with the session's messages in
   ``storage/message/<sessionID>/*.json`` and their parts in ``storage/part/<messageID>/*.json``
-  (same objects, with their ids inside). The JSON-to-SQLite migration (opencode 1.2 until it was
+  (``parsers/opencode_storage.py``; joined by those folders, as opencode does, not by the ids the
+  documents repeat inside). The JSON-to-SQLite migration (opencode 1.2 until it was
   dropped; Kilo still) copies them into the database with the file names as ids, so both layouts give
   the same uids: a migrated session is stored once, its database version winning.
 - Text opencode writes on the user's behalf (``synthetic`` parts, command templates of subtasks)
@@ -160,8 +161,8 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
     """Both harnesses, both layouts. Stateless: the queries bring what a row needs to be read alone
     (its message's role, the session's parent and first message), so no per-session state grows."""
     reader = _Reader()
-    rows = legacy_rows if ref.variant == "legacy" else _db_rows
-    sessions, messages, parts = rows(reader, records)
+    legacy = ref.variant == "legacy"
+    sessions, messages, parts = legacy_rows(reader, records, ref.path) if legacy else _db_rows(reader, records)
     for line, row in sessions:
         reader.line = line
         _session(reader, row)

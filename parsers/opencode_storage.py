@@ -29,50 +29,57 @@ def storage_related(path: PurePath) -> list[PurePath]:
     return out
 
 
-def legacy_rows(reader: _Reader, records: Iterable[Record]) -> Rows:
-    """The storage/ tree as rows shaped like the database's (json-migration.ts maps them so)."""
+def legacy_rows(reader: _Reader, records: Iterable[Record], path: PurePath) -> Rows:
+    """The storage/ tree as rows shaped like the database's (json-migration.ts maps them so), joined
+    as opencode joins them: by the folders the documents were found in (``storage_related`` lists
+    each message, then its parts), not by the ids inside them. opencode's own reader lists
+    ``message/<sessionID>/`` and ``part/<messageID>/``; its migration takes every id from the paths,
+    "not JSON content". A document's own ``id`` is still its uid (opencode names its files by it)."""
     session: dict | None = None
     worktree = None
     messages: list[tuple[int, dict]] = []
-    part_docs: list[tuple[int, dict]] = []
+    part_docs: list[tuple[int, dict, dict | None]] = []  # each with the message it was listed under
+    message: dict | None = None
     for record, doc in json_objects(records, reader.batch.problems):
         reader.line = record.line
         if record.line == 1 and not {"worktree", "role", "messageID"} & doc.keys():
             session = doc  # the session file itself (an empty one is skipped: a related file comes first)
-        elif "messageID" in doc:
-            part_docs.append((record.line, doc))
         elif "role" in doc:
+            message = None
             if isinstance(doc.get("parts"), list):  # pre-2025-07 messages held their parts inline
                 reader.problem("unknown_type", "message with inline parts (storage format before MessageV2)")
                 continue
             time = doc.get("time") if isinstance(doc.get("time"), dict) else {}
-            messages.append((record.line, {"id": doc.get("id"), "session_id": doc.get("sessionID"),
-                                           "time_created": time.get("created"), "data": doc}))
+            message = {"id": doc.get("id"), "time_created": time.get("created"), "data": doc}
+            messages.append((record.line, message))
+        elif "messageID" in doc or "type" in doc:
+            part_docs.append((record.line, doc, message))
         elif "worktree" in doc:
             worktree = doc.get("worktree")
         else:
             reader.problem("unknown_type", f"storage document with keys {sorted(doc)[:6]}")
+    reader.line = 1
     if session is None:
-        reader.line = 1
         reader.problem("malformed", "session file empty or not a session")
         return [], [], []
     time = session.get("time") if isinstance(session.get("time"), dict) else {}
     sid = session.get("id")
+    if isinstance(sid, str) and sid != path.stem:
+        reader.problem("malformed", f"session file {path.name} holds session {sid}: its messages are read from "
+                                    f"message/{path.stem}/")
     row = {"id": sid, "parent_id": session.get("parentID"), "slug": session.get("slug"),
            "directory": session.get("directory"), "title": session.get("title"), "version": session.get("version"),
            "time_created": time.get("created"), "time_updated": time.get("updated"),
            "time_archived": time.get("archived"), "worktree": worktree}
     order = sorted((m for _, m in messages if isinstance(m["id"], str)),
                    key=lambda m: (m["time_created"] or 0, m["id"]))
-    by_id = {m["id"]: m for m in order}
-    for m in order:
-        m["is_last"] = m is order[-1]
+    for _, m in messages:
+        m["session_id"], m["is_last"] = sid, m is order[-1]
     parts = []
-    for line, doc in part_docs:
-        message = by_id.get(doc.get("messageID"))
-        parts.append((line, {"id": doc.get("id"), "message_id": doc.get("messageID"), "session_id": sid,
-                             "data": doc, "message": message["data"] if message else None,
-                             "message_time": message["time_created"] if message else None,
+    for line, doc, listed in part_docs:
+        parts.append((line, {"id": doc.get("id"), "message_id": listed["id"] if listed else None, "session_id": sid,
+                             "data": doc, "message": listed["data"] if listed else None,
+                             "message_time": listed["time_created"] if listed else None,
                              "session_parent": session.get("parentID"),
                              "first_message": order[0]["id"] if order else None}))
     return [(1, row)], messages, parts
