@@ -170,9 +170,15 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
     for line, row in sorted(messages, key=lambda r: (r[1].get("time_created") or 0, str(r[1].get("id")))):
         reader.line = line
         _message(reader, row)
+    shared: dict[tuple[str, str], int] = {}  # (session, part id) -> parts read with that id
     for line, row in sorted(parts, key=lambda r: (r[1].get("message_time") or 0, str(r[1].get("message_id")),
                                                   str(r[1].get("id")))):
         reader.line = line
+        if isinstance(row.get("session_id"), str) and isinstance(row.get("id"), str):
+            # Two parts with one id (a copied storage/ file; the database's key forbids it): both are
+            # kept, the later ones (in time order, which a re-read repeats) as <id>#2, <id>#3...
+            n = shared[row["session_id"], row["id"]] = shared.get((row["session_id"], row["id"]), 0) + 1
+            row = row if n == 1 else {**row, "uid": f"{row['id']}#{n}"}
         _part(reader, row)
     reader.pending.sort(key=lambda item: item[0])
     reader.batch.events.extend(event for _, event in reader.pending)
@@ -288,6 +294,7 @@ class _Part:
         self.reader = reader
         self.data: dict = row["data"]
         self.id: str = row["id"]
+        self.uid: str = row.get("uid") or self.id
         self.session: str = row["session_id"]
         self.message_id: str = row.get("message_id") or ""
         self.message: dict = row.get("message") or {}
@@ -302,7 +309,7 @@ class _Part:
         return iso_ms(ms) or iso_ms(time.get("created"))
 
     def emit(self, role: Role, kind: Kind, text: str, suffix: str = "", order: int = 0, **fields: Any) -> None:
-        uid = f"{self.id}:{suffix}" if suffix else self.id
+        uid = f"{self.uid}:{suffix}" if suffix else self.uid
         self.reader.event((self.message_time, self.message_id, self.id, order), self.session, uid, role, kind,
                           text, **fields)
 

@@ -439,3 +439,18 @@ def test_a_session_file_named_for_another_session_is_said(tmp_path: Path) -> Non
     with open_bank(bank) as b:
         (detail,) = [r[0] for r in b.conn.execute("SELECT detail FROM problems")]
     assert detail == f"session file {L2}.json holds session ses_other: its messages are read from message/{L2}/"
+
+
+def test_two_parts_sharing_an_id_are_both_kept(tmp_path: Path) -> None:
+    """The same part id in two messages' folders (a copied file): each is kept, the later one under
+    ``<id>#2``, and a second reading gives the same uids."""
+    storage = _storage(tmp_path)
+    copy = orjson.loads((storage / "part" / L2_PROMPT / f"{L2_TASK}.json").read_bytes())
+    (storage / "part" / L2_REPLY / f"{L2_TASK}.json").write_bytes(
+        orjson.dumps({**copy, "messageID": L2_REPLY, "text": "the copy"}, option=orjson.OPT_INDENT_2))
+    bank, problems = read(tmp_path, "opencode", storage.parent)
+    again, _ = read(tmp_path, "opencode", storage.parent, "again.sqlite")
+    assert problems == 0
+    texts = {e["uid"]: e["text"] for e in events_of(bank, L2) if e["uid"].startswith(L2_TASK)}
+    assert texts == {L2_TASK: "Write tests for --strict.", f"{L2_TASK}#2": "the copy"}
+    assert event_identities(again) == event_identities(bank)
