@@ -235,3 +235,17 @@ def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
     batch = grok.parse(ref, [Record(1, raw)], {})
     assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
         ("malformed", 1, "record of unexpected shape: an array where text or a number was expected")]
+
+
+def test_tool_calls_without_id_are_each_kept() -> None:
+    """Two calls with no ``id`` in one chat_history row (grok names every call): each is its own event
+    under the row's uid and its place, not one ``call:None`` that the second replaces."""
+    row = {"type": "assistant", "content": "", "model_id": "grok-4.5",
+           "tool_calls": [{"name": "read_file", "arguments": '{"target_file":"a.py"}'},
+                          {"name": "read_file", "arguments": '{"target_file":"b.py"}'}]}
+    ref = SourceRef(PurePath("/r/sessions/p/s1/chat_history.jsonl"), PurePath("/r"), "chat")
+    batch = grok.parse(ref, [Record(1, orjson.dumps(row))], {})
+    calls = [e for e in batch.events if e.kind == "tool_call"]
+    assert [(e.tool_call_id, e.tool_input) for e in calls] == [
+        (None, {"target_file": "a.py"}), (None, {"target_file": "b.py"})]
+    assert len({e.uid for e in calls}) == 2 and batch.state.get("calls", {}) == {}
