@@ -380,3 +380,14 @@ def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
     batch = copilot_cli.parse(ref, [Record(1, raw)], {})
     assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
         ("malformed", 1, "unexpected shape: an array where text or a number was expected")]
+
+
+def test_tool_requests_without_id_are_each_kept() -> None:
+    """Two tool requests with no ``toolCallId`` in one message (Copilot names every call): each is its
+    own event, and neither is remembered under a "None" key that a result without an id would find."""
+    batch = _parse([{"type": "assistant.message", "id": "e1", "data": {"messageId": "m1", "content": "", "toolRequests": [
+        {"name": "bash", "arguments": {"command": "ls"}}, {"name": "bash", "arguments": {"command": "pwd"}}]}}])
+    calls = [e for e in batch.events if e.kind == "tool_call"]
+    assert [(e.uid, e.tool_call_id, e.text) for e in calls] == [
+        ("e1:call#0", None, "bash: ls"), ("e1:call#1", None, "bash: pwd")]
+    assert batch.state.get("calls", {}) == {}
