@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Problem, SessionPatch, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
+from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 
 NAME = "antigravity"
 
@@ -110,7 +110,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
         try:
             _step(reader, data, uid)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            reader.batch.problems.append(Problem("malformed", record.line, f"step of unexpected shape: {exc!r}"))
+            reader.batch.problems.append(Problem("malformed", record.line, f"step of unexpected shape: {describe_error(exc)}"))
     reader.batch.session(reader.sid)  # every read names its session, even one with nothing new
     return reader.batch
 

@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
+from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 
 NAME = "claude-code"
 
@@ -124,7 +124,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
         kind = data.get("type")
         handler = HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is None:
-            if kind in BOOKKEEPING:
+            if isinstance(kind, str) and kind in BOOKKEEPING:
                 _envelope(reader, data)
                 continue
             reader.batch.problems.append(Problem("unknown_type", record.line, f"type={kind!r}"))
@@ -134,7 +134,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
             handler(reader, data, record.raw)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             reader.batch.problems.append(
-                Problem("malformed", record.line, f"{kind} record of unexpected shape: {exc!r}"))
+                Problem("malformed", record.line, f"{kind} record of unexpected shape: {describe_error(exc)}"))
     reader.state["session"] = reader.session_id
     return reader.batch
 
@@ -210,10 +210,11 @@ def _user(reader: _Reader, data: dict, raw: bytes) -> None:
         suffix = index if len(content) > 1 else None
         btype = block.get("type") if isinstance(block, dict) else None
         if btype == "tool_result":
+            use_id = _call_id(block.get("tool_use_id"))
             reader.event(data, suffix, raw, role="tool", kind="tool_result",
-                         text=clip(_plain(block.get("content"))), tool_call_id=block.get("tool_use_id"),
+                         text=clip(_plain(block.get("content"))), tool_call_id=use_id,
                          is_error=bool(block.get("is_error")),
-                         tool_name=reader.state.get("tools", {}).pop(block.get("tool_use_id"), None))
+                         tool_name=reader.state.get("tools", {}).pop(use_id, None) if use_id else None)
         elif btype == "text":
             _user_text(reader, data, raw, block.get("text") or "", suffix)
         elif btype in ("image", "document"):
@@ -235,9 +236,7 @@ def _user_text(reader: _Reader, data: dict, raw: bytes, text: str, suffix: int |
         reader.event(data, suffix, raw, role="system", kind="meta", text=clip(_ANSI.sub("", stdout.group(1)).strip()),
                      meta={"local_command_output": True})
         return
-    origin = data.get("origin")
-    machine = isinstance(origin, dict) and origin.get("kind") not in (None, "human")
-    if data.get("isMeta") or machine or text.lstrip().startswith(_MACHINE_PREFIXES):
+    if _machine(data, text):
         # Text Claude Code injects on the user's behalf (caveats, reminders, task notifications).
         reader.event(data, suffix, raw, role="system", kind="text", text=clip(text), meta={"injected": True})
         return
@@ -250,6 +249,14 @@ def _user_text(reader: _Reader, data: dict, raw: bytes, text: str, suffix: int |
     if not reader.state.get("titled"):
         reader.state["titled"] = True
         reader.patch().offer_title(_first_line(text), "first-prompt")
+
+
+def _machine(record: dict, text: str) -> bool:
+    """Is this user-role text Claude Code's own? Said by the record (``isMeta``, an ``origin`` other
+    than a human: task-notification, auto-continuation, ...) or by the text's markup."""
+    origin = record.get("origin")
+    machine = isinstance(origin, dict) and origin.get("kind") not in (None, "human")
+    return bool(record.get("isMeta")) or machine or text.lstrip().startswith(_MACHINE_PREFIXES)
 
 
 def _assistant(reader: _Reader, data: dict, raw: bytes) -> None:
@@ -284,12 +291,12 @@ def _assistant(reader: _Reader, data: dict, raw: bytes) -> None:
             reader.event(data, suffix, raw, role="assistant", kind="thinking", text="[redacted thinking]",
                          **common)
         elif btype in ("tool_use", "server_tool_use"):
-            name = block.get("name")
-            tool_input = block.get("input")
-            reader.state.setdefault("tools", {})[block.get("id")] = name
-            _trim_tools(reader.state)
+            name, tool_input, call_id = block.get("name"), block.get("input"), _call_id(block.get("id"))
+            if call_id:  # bridges the call to its result; a call without an id has nothing to bridge
+                reader.state.setdefault("tools", {})[call_id] = name
+                _trim_tools(reader.state)
             reader.event(data, suffix, raw, role="assistant", kind="tool_call", text=render_call(name, tool_input, _CALL_KEYS),
-                         tool_name=name, tool_input=tool_input, tool_call_id=block.get("id"), **common)
+                         tool_name=name, tool_input=tool_input, tool_call_id=call_id, **common)
         else:
             reader.event(data, suffix, raw, role="assistant", kind="meta", text=f"[{btype} block]",
                          **{**common, "meta": {"block": btype}})
@@ -372,12 +379,17 @@ def _noted(label: str, field: str) -> Callable[[_Reader, dict, bytes], None]:
 
 def _attachment(reader: _Reader, data: dict, raw: bytes) -> None:
     """Attachments are context Claude Code adds (skills, hooks, memory files, ...), except a
-    ``queued_command``: a prompt the user typed while the agent was busy, delivered mid-turn."""
+    ``queued_command``: a prompt the user typed while the agent was busy, delivered mid-turn, or
+    Claude Code's own text queued the same way (a task notification): told apart as on user lines."""
     attachment = data.get("attachment")
     if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
         return
     prompt = attachment.get("prompt")
     text = prompt if isinstance(prompt, str) else _plain(prompt)
+    if _machine(attachment, text) or attachment.get("commandMode") == "task-notification":
+        reader.event(data, None, raw, role="system", kind="text", text=clip(text),
+                     meta={"injected": True, "queued": True})
+        return
     reader.event(data, None, raw, role="user", kind="text", text=clip(text), meta={"queued": True})
 
 
@@ -449,6 +461,12 @@ def _attachment_label(block: dict) -> str:
 def _first_line(text: str, limit: int = 80) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _call_id(value: Any) -> str | None:
+    """A tool_use id as written (``toolu_...``); anything else is no id: it can key nothing in the
+    state, which must stay JSON (text keys only)."""
+    return value if isinstance(value, str) and value else None
 
 
 def _trim_tools(state: dict[str, Any], keep: int = 64) -> None:

@@ -33,6 +33,7 @@ from parsers.base import (
     SourceRef,
     SourceSpec,
     SqliteQuery,
+    describe_error,
     iso_ms,
     iso_text,
     json_objects,
@@ -195,7 +196,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
     try:
         reader = _sdk_document(ref, docs) if ref.variant == "sdk" else _task(ref, docs)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        return Batch(problems=[*problems, Problem("malformed", 1, f"document of unexpected shape: {exc!r}")])
+        return Batch(problems=[*problems, Problem("malformed", 1, f"document of unexpected shape: {describe_error(exc)}")])
     reader.batch.problems[:0] = problems
     return reader.batch
 
@@ -217,7 +218,7 @@ def _messages(r: _Reader, messages: list, keyed: bool, compaction: dict | None =
             _message(r, message, message["role"], keyed)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             del r.batch.events[start:]  # one odd message costs that message
-            r.batch.problems.append(Problem("malformed", r.line, f"messages[{n}] of unexpected shape: {exc!r}"))
+            r.batch.problems.append(Problem("malformed", r.line, f"messages[{n}] of unexpected shape: {describe_error(exc)}"))
     if isinstance(at, int) and at >= len(messages):
         _compaction_event(r, compaction or {})
 

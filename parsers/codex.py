@@ -6,7 +6,8 @@ Format facts and their sources: ``fixtures/codex/SOURCE.md`` (eras, upstream fil
   opens the file; ``response_item`` is the model-visible history and the ONE source of truth for
   the transcript. ``event_msg`` is the UI stream: its copies of the same content (``user_message``,
   ``agent_message``, ``agent_reasoning``, ``item_completed``, ``*_end``) are dropped; turn
-  boundaries, token counts, rollbacks and reviews are kept as facts or notices.
+  boundaries, token counts, rollbacks, reviews, errors and warnings are kept as facts or notices
+  (``parsers/codex_events.py``).
 - Injected context (developer instructions, AGENTS.md, environment context, skills, ...) arrives as
   ``message`` items too: it is filed as ``system``, never as the user's words. Codex 0.171 labels
   each content item (``content_item_kinds``); older files are told apart by their markup.
@@ -28,7 +29,8 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
+from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
+from parsers.codex_events import event_msg
 
 NAME = "codex"
 
@@ -71,17 +73,6 @@ _IDE_REQUEST = "## My request for Codex:"  # IDE extensions prepend editor conte
 _ENV_CWD = re.compile(r"<cwd>([^<]+)</cwd>")
 _IMAGE_LABEL = re.compile(r"^</?image\b[^>]*>$")
 
-# event_msg types whose content is already in response items, or that only drive the UI.
-EVENT_SKIPPED = frozenset({
-    "user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content", "item_completed",
-    "item_started", "context_compacted", "exec_command_begin", "exec_command_end", "patch_apply_begin",
-    "patch_apply_end", "mcp_tool_call_begin", "mcp_tool_call_end", "web_search_begin", "web_search_end",
-    "image_generation_begin", "image_generation_end", "view_image_tool_call", "thread_settings_applied",
-    "thread_goal_updated", "thread_name_updated", "turn_diff", "plan_update", "background_event",
-    "stream_error", "warning", "error", "deprecation_notice", "sub_agent_activity", "undo_started",
-    "undo_completed", "collab_agent_spawn_begin", "collab_agent_spawn_end", "model_reroute",
-    "agent_message_delta", "agent_reasoning_delta", "agent_reasoning_section_break", "session_configured",
-})
 TOP_LEVEL_SKIPPED = frozenset({"world_state", "inter_agent_communication_metadata", "security_risk_score"})
 ITEM_SKIPPED = frozenset({"ghost_snapshot", "compaction", "context_compaction", "compaction_summary", "other"})
 
@@ -126,7 +117,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
             else:
                 _bare(reader, data, record)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            reader.batch.problems.append(Problem("malformed", record.line, f"record of unexpected shape: {exc!r}"))
+            reader.batch.problems.append(Problem("malformed", record.line, f"record of unexpected shape: {describe_error(exc)}"))
     reader.state["session"] = reader.session_id
     return reader.batch
 
@@ -254,42 +245,6 @@ def _inter_agent(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
                 payload.get("recipient"))
 
 
-def _event_msg(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
-    etype = payload.get("type")
-    patch = reader.patch()
-    if etype == "token_count":
-        info = payload.get("info")
-        if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
-            patch.note(tokens=info["total_token_usage"])
-    elif etype == "task_started":
-        patch.note(last_turn="open")
-    elif etype == "task_complete":
-        patch.note(last_turn="complete")
-    elif etype == "turn_aborted":
-        patch.note(last_turn="aborted")
-        reader.event(raw, ts, role="system", kind="meta", text=f"turn aborted: {payload.get('reason') or '?'}",
-                     meta={"event": etype})
-    elif etype == "thread_rolled_back":
-        n = payload.get("num_turns")
-        reader.event(raw, ts, role="system", kind="meta", text=f"the last {n} turn(s) were rolled back",
-                     meta={"event": etype, "num_turns": n})
-    elif etype == "entered_review_mode":
-        hint = payload.get("user_facing_hint") or ""
-        reader.event(raw, ts, role="system", kind="meta", text=f"review started {hint}".strip(),
-                     meta={"event": etype})
-    elif etype == "exited_review_mode":
-        findings = ((payload.get("review_output") or {}).get("findings")) or []
-        titles = "; ".join(str(f.get("title")) for f in findings if isinstance(f, dict))
-        reader.event(raw, ts, role="system", kind="meta", text=clip(f"review finished: {titles or 'no findings'}"),
-                     meta={"event": etype})
-    elif etype not in EVENT_SKIPPED:
-        reader.drift(f"event_msg={etype!r}")
-    if etype == "item_completed":
-        item = payload.get("item") or {}
-        if item.get("type") == "Plan" and item.get("text"):  # a plan has no response item of its own
-            reader.event(raw, ts, role="assistant", kind="text", text=clip(str(item["text"])), meta={"plan": True})
-
-
 def _response_item(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
     itype = item.get("type")
     handler = ITEMS.get(itype) if isinstance(itype, str) else None
@@ -388,11 +343,12 @@ def _tool_call(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
         text = f"image_generation: {item.get('revised_prompt') or ''} [image generated]"
     if item.get("namespace"):
         name = f"{item['namespace']}.{name}"
-    call_id = item.get("call_id") or item.get("id")
-    tools = reader.state.setdefault("tools", {})
-    tools[call_id] = name
-    while len(tools) > 64:  # the id -> name map only bridges a call and its result
-        tools.pop(next(iter(tools)))
+    call_id = _call_id(item.get("call_id")) or _call_id(item.get("id"))
+    if call_id:  # a call without an id has no result to bridge to (and None cannot key the JSON state)
+        tools = reader.state.setdefault("tools", {})
+        tools[call_id] = name
+        while len(tools) > 64:  # the id -> name map only bridges a call and its result
+            tools.pop(next(iter(tools)))
     reader.event(raw, ts, role="assistant", kind="tool_call", text=text or render_call(name, tool_input, _CALL_KEYS),
                  tool_name=name, tool_input=tool_input, tool_call_id=call_id, model=reader.state.get("model"))
 
@@ -407,16 +363,16 @@ def _tool_output(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
             is_error = bool((wrapped.get("metadata") or {}).get("exit_code"))
         except (orjson.JSONDecodeError, AttributeError):
             pass
-    if isinstance(output, dict):  # {"content": ..., "success": bool}
+    if isinstance(output, dict):  # read as {"content", "success"}; Codex writes text or content items
         is_error = output.get("success") is False
-        output = output.get("content")
+        output = output["content"] if "content" in output else orjson.dumps(output).decode()
     if item.get("type") == "tool_search_output" and isinstance(output, list):
         text = "tools: " + ", ".join(str(t.get("name")) for t in output if isinstance(t, dict))
     else:
         text = output if isinstance(output, str) else _content_text(output)
-    call_id = item.get("call_id")
+    call_id = _call_id(item.get("call_id"))
     reader.event(raw, ts, role="tool", kind="tool_result", text=clip(text), tool_call_id=call_id,
-                 tool_name=reader.state.get("tools", {}).pop(call_id, None), is_error=is_error)
+                 tool_name=reader.state.get("tools", {}).pop(call_id, None) if call_id else None, is_error=is_error)
 
 
 # -- eras before the envelope --------------------------------------------------------------
@@ -443,6 +399,11 @@ def _legacy_document(reader: _Reader, data: dict, record: Record) -> None:
 
 
 # -- helpers -------------------------------------------------------------------------------
+def _call_id(value: Any) -> str | None:
+    """A call id as Codex writes it (``call_...``); anything else is no id."""
+    return value if isinstance(value, str) and value else None
+
+
 def _offer_first_line(reader: _Reader, text: str) -> None:
     first = text.strip().splitlines()[0]
     reader.patch().offer_title(first if len(first) <= 80 else first[:79] + "…", "first-prompt")
@@ -472,7 +433,7 @@ TOP_LEVEL: dict[str, Handler] = {
     "session_meta": _session_meta,
     "turn_context": _turn_context,
     "response_item": _response_item,
-    "event_msg": _event_msg,
+    "event_msg": event_msg,
     "compacted": _compacted,
     "token_usage_record": _token_usage_record,
     "inter_agent_communication": _inter_agent,

@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from harvester.model import Batch, Event, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, iso_ms, json_objects, render_call
+from parsers.base import Record, SourceRef, SourceSpec, describe_error, iso_ms, json_objects, render_call
 
 NAME = "continue"
 INDEX_NAME = "sessions.json"
@@ -120,7 +120,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
         try:
             _session(reader, data)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            batch.problems.append(Problem("malformed", record.line, f"document of unexpected shape: {exc!r}"))
+            batch.problems.append(Problem("malformed", record.line, f"document of unexpected shape: {describe_error(exc)}"))
     return batch
 
 
@@ -202,7 +202,7 @@ def _history(reader: _Reader, history: list) -> None:
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             del reader.batch.events[start:]  # one odd item costs that item, not the session
             reader.batch.problems.append(
-                Problem("malformed", reader.line, f"history[{position}] of unexpected shape: {exc!r}"))
+                Problem("malformed", reader.line, f"history[{position}] of unexpected shape: {describe_error(exc)}"))
         after_summary = isinstance(item.get("conversationSummary"), str)
         if role != "system":
             last = (role, message, item)

@@ -30,7 +30,7 @@ import orjson
 import yaml
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
+from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 
 NAME = "copilot-cli"
 
@@ -137,9 +137,10 @@ class _Reader:
         self.event(role="system", kind="meta", text=clip(text), meta={"event": self.kind, **extra})
 
     def call(self, suffix: str | None, call_id: Any, name: Any, arguments: Any, **fields: Any) -> None:
-        calls = self.state.setdefault("calls", {})
-        calls[str(call_id)] = [name, self.target]  # bridges a call to its result, and to its subagent
-        _trim(calls, 64)
+        if call_id:  # bridges a call to its result, and to its subagent; a call without an id bridges nothing
+            calls = self.state.setdefault("calls", {})
+            calls[str(call_id)] = [name, self.target]
+            _trim(calls, 64)
         arguments = _arguments(arguments)
         fields = {"role": "assistant", "model": self.state.get("model"), **fields}
         self.event(suffix, kind="tool_call", text=_render_call(name, arguments), tool_name=name,
@@ -192,7 +193,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
         try:
             (_legacy_document if ref.variant == "legacy" else _record)(reader, data, record.raw)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            reader.batch.problems.append(Problem("malformed", record.line, f"unexpected shape: {exc!r}"))
+            reader.batch.problems.append(Problem("malformed", record.line, f"unexpected shape: {describe_error(exc)}"))
     state["session"] = reader.sid
     return reader.batch
 
@@ -335,9 +336,9 @@ def _assistant(reader: _Reader, p: dict) -> None:
         reader.event(role="assistant", kind="text", text=clip(p["content"]), model=model,
                      meta={"phase": p["phase"]} if p.get("phase") else None)
     requests = [r for r in p.get("toolRequests") or [] if isinstance(r, dict)]
-    for r in requests:
-        call_id = r.get("toolCallId")
-        reader.call(str(call_id), call_id, r.get("name"), r.get("arguments"), model=model)
+    for n, r in enumerate(requests):
+        call_id = r.get("toolCallId") if isinstance(r.get("toolCallId"), str) and r["toolCallId"] else None
+        reader.call(call_id or f"call#{n}", call_id, r.get("name"), r.get("arguments"), model=model)
     counts = reader.state.setdefault("usage", {}).pop(reader.target, None) or [0] * 5  # its usage_record
     if isinstance(p.get("outputTokens"), int):  # before 1.0.102 the message's own count
         counts[1] = p["outputTokens"]

@@ -37,7 +37,16 @@ import msgpack
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, ProblemKind, Usage, clip
-from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, iso_text, json_objects, render_call
+from parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    SqliteQuery,
+    describe_error,
+    iso_text,
+    json_objects,
+    render_call,
+)
 
 NAME = "dcode"
 
@@ -357,7 +366,7 @@ def _emit_thread(reader: _Reader, thread: str, items: list[tuple[tuple, dict, st
             try:
                 new = _events(reader, thread, message, ts)
             except (AttributeError, KeyError, TypeError, ValueError) as exc:
-                reader.problem("malformed", f"{thread}: {message['type']} message of odd shape: {exc!r}")
+                reader.problem("malformed", f"{thread}: {message['type']} message of odd shape: {describe_error(exc)}")
                 continue
             last, last_key = message, key
         for part, event in enumerate(new):
@@ -539,7 +548,7 @@ def _transcript(ref: SourceRef, records: Iterable[Record]) -> Batch:
         try:
             reader.batch.events.extend(_events(reader, sid, message, iso_text(data.get("timestamp"))))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            reader.problem("malformed", f"{kind} record of unexpected shape: {exc!r}")
+            reader.problem("malformed", f"{kind} record of unexpected shape: {describe_error(exc)}")
     return reader.batch
 
 

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Mark, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, iso_ms, json_objects, render_call
+from parsers.base import Record, SourceRef, SourceSpec, describe_error, iso_ms, json_objects, render_call
 
 NAME = "deepseek-harness"
 FORMAT_VERSION = 0  # the header version this parser reads (dsh's SESSION_FORMAT_VERSION up to 0.1.1-rc.2)
@@ -150,7 +150,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
             _record(reader, kind, data)
         except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
             reader.batch.problems.append(
-                Problem("malformed", record.line, f"{kind} record of unexpected shape: {exc!r}"))
+                Problem("malformed", record.line, f"{kind} record of unexpected shape: {describe_error(exc)}"))
     reader.state["session"] = reader.session_id
     return reader.batch
 

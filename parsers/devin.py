@@ -39,7 +39,16 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage, clip
-from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, iso_text, json_objects, render_call
+from parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    SqliteQuery,
+    describe_error,
+    iso_text,
+    json_objects,
+    render_call,
+)
 
 NAME = "devin"
 
@@ -276,7 +285,7 @@ def _node(reader: _Reader, row: dict) -> None:
         else:
             _assistant(node)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        reader.problem("malformed", f"{role} node {row.get('node_id')} of unexpected shape: {exc!r}")
+        reader.problem("malformed", f"{role} node {row.get('node_id')} of unexpected shape: {describe_error(exc)}")
         return
     if row.get("is_tip"):  # the tip of the main chain: how the session's last turn stands
         reader.batch.session(node.session).note(last_turn=_turn_state(role, message))
@@ -335,7 +344,7 @@ def _assistant(node: _Node) -> None:
         if isinstance(arguments, str):
             with contextlib.suppress(orjson.JSONDecodeError):  # else kept as the string the model wrote
                 arguments = orjson.loads(arguments)
-        call_id = call.get("id") or f"{node.uid}#{index}"
+        call_id = _text_id(call.get("id")) or f"{node.uid}#{index}"
         if isinstance(name, str):
             node.reader.tools[call_id] = name
         last = index == len(calls) - 1
@@ -355,7 +364,7 @@ def _tool(node: _Node) -> None:
     exit_info = terminal.get("exit") if isinstance(terminal, dict) else None
     exited = isinstance(exit_info, dict) and "exit_code" in exit_info
     node.emit("tool", "tool_result", _text(node.message.get("content")),
-              tool_call_id=node.message.get("tool_call_id"), tool_name=node.row.get("tool_name"),
+              tool_call_id=_text_id(node.message.get("tool_call_id")), tool_name=node.row.get("tool_name"),
               is_error=failed, meta={"exit_code": exit_info["exit_code"]} if exited else None)
 
 
@@ -383,6 +392,11 @@ def _text(content: Any) -> str:
         return "\n".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content
                          if not isinstance(b, dict) or b.get("type") in (None, "text"))
     return "" if content is None else orjson.dumps(content).decode()
+
+
+def _text_id(value: Any) -> str | None:
+    """A call id as Devin writes it (text); anything else names no call."""
+    return value if isinstance(value, str) and value else None
 
 
 def _json(value: Any) -> Any:

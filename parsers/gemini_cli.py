@@ -20,18 +20,17 @@ Format facts and their sources: ``fixtures/gemini_cli/SOURCE.md``. In short:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
+from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, Mark, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
+from harvester.model import Batch, Event, Mark, Problem, ProblemKind, SessionPatch, Usage, clip, record_uid
+from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
+from parsers.gemini_project import find_project, project_marker, registered_project
 
 NAME = "gemini-cli"
 
@@ -46,31 +45,16 @@ def roots(env: Mapping[str, str], home: Path) -> list[Path]:
     return [base / ".gemini"]
 
 
-_HASH_DIR = re.compile(r"^[0-9a-f]{64}$")
-
-
-def _project_folder(path: PurePath) -> PurePath:
-    """``<root>/tmp/<slug or hash>`` of a file under its ``chats`` folder."""
-    parts = path.parts
-    return PurePath(*parts[:len(parts) - 1 - parts[::-1].index("chats")])
-
-
-def _project_marker(path: PurePath) -> PurePath:
-    """A slug folder's ``.project_root`` names its path; for a sha256 folder, ``projects.json``."""
-    folder = _project_folder(path)
-    return folder.parent.parent / "projects.json" if _HASH_DIR.match(folder.name) else folder / ".project_root"
-
-
 def _jsonl_twin(path: PurePath) -> PurePath:
     return path.with_name(path.name + "l")  # resuming a .json session continues it as .jsonl
 
 
 SOURCES = (
-    SourceSpec("tmp/*/chats/session-*.jsonl", "jsonl", "main", sidecar=_project_marker),
-    SourceSpec("tmp/*/chats/*/*.jsonl", "jsonl", "subagent", sidecar=_project_marker),
-    SourceSpec("tmp/*/chats/session-*.json", "json", "legacy", shadowed_by=_jsonl_twin, sidecar=_project_marker),
+    SourceSpec("tmp/*/chats/session-*.jsonl", "jsonl", "main", sidecar=project_marker),
+    SourceSpec("tmp/*/chats/*/*.jsonl", "jsonl", "subagent", sidecar=project_marker),
+    SourceSpec("tmp/*/chats/session-*.json", "json", "legacy", shadowed_by=_jsonl_twin, sidecar=project_marker),
     SourceSpec("tmp/*/chats/*/*.json", "json", "legacy-subagent", shadowed_by=_jsonl_twin,
-               sidecar=_project_marker),
+               sidecar=project_marker),
 )
 
 # The npm package @google/gemini-cli installs a node script named gemini.
@@ -124,7 +108,10 @@ class _Reader:
             self.state["updated"] = self.patch().updated_at = ts
 
     def drift(self, detail: str) -> None:
-        self.batch.problems.append(Problem("unknown_type", self.line, detail))
+        self.problem("unknown_type", detail)
+
+    def problem(self, kind: ProblemKind, detail: str) -> None:
+        self.batch.problems.append(Problem(kind, self.line, detail))
 
     def finish(self) -> Batch:
         for session in {e.session for e in self.batch.events}:
@@ -147,7 +134,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
             else:
                 reader.drift(f"document with keys {sorted(data)[:6]}")
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            reader.batch.problems.append(Problem("malformed", record.line, f"record of unexpected shape: {exc!r}"))
+            reader.batch.problems.append(Problem("malformed", record.line, f"record of unexpected shape: {describe_error(exc)}"))
     return reader.finish()
 
 
@@ -161,6 +148,10 @@ def _record(reader: _Reader, data: dict, raw: bytes) -> None:
         _set(reader, data["$set"])
     elif isinstance(data.get("sessionId"), str) and isinstance(data.get("projectHash"), str):
         _header(reader, data)
+    elif isinstance(data.get("type"), str) and data["type"] in MESSAGES:
+        # Gemini's loader skips it too; unlike a whole document's, a line cannot be told from the
+        # re-appends of the same message (they are matched by id).
+        reader.problem("malformed", f"{data['type']} message without an id")
     else:
         reader.drift(f"record with keys {sorted(data)[:6]}")
 
@@ -180,15 +171,26 @@ def _header(reader: _Reader, data: dict) -> None:
             state["kind"] = data["kind"]
             if data["kind"] != "main":
                 patch.note(kind=data["kind"])
-        _registered_project(reader)
+        registered_project(reader)
     else:
         state["resumes"] = state.get("resumes", 0) + 1
         reader.patch().note(resumes=state["resumes"])
     _set(reader, {k: v for k, v in data.items() if k in ("lastUpdated", "summary", "directories")})
     # A whole legacy record (a .json document, or one on a single line): its messages as recorded.
-    for message in data.get("messages") or []:
-        if isinstance(message, dict) and isinstance(message.get("id"), str):
+    for index, message in enumerate(data.get("messages") or []):
+        if not isinstance(message, dict):
+            reader.problem("malformed", f"messages[{index}] is not an object")
+        elif isinstance(message.get("id"), str):
             _message(reader, message, checkpoint=False)
+        else:  # Gemini always names them; one that is not is still a message of the document
+            _message(reader, {**message, "id": _place_id(message, index)}, checkpoint=False)
+
+
+def _place_id(message: dict, index: int) -> str:
+    """Identity of a message without ``id`` in a document rewritten as it grows: its place and the
+    two fields fixed when it was created (a rewind cuts the tail; what takes a place anew has another
+    time), never its content, which grows."""
+    return record_uid(orjson.dumps([message.get("type"), message.get("timestamp")]), index)
 
 
 def _set(reader: _Reader, fields: dict) -> None:
@@ -201,7 +203,7 @@ def _set(reader: _Reader, fields: dict) -> None:
             patch.offer_title(_first_line(value), "summary" if _is_subagent(reader) else "ai")
         elif key == "directories" and isinstance(value, list):
             patch.note(directories=[str(d) for d in value])
-            _find_project(reader, (str(d) for d in value))
+            find_project(reader, (str(d) for d in value))
         elif key == "messages" and isinstance(value, list):
             _checkpoint(reader, value)
         elif key not in SET_BOOKKEEPING:
@@ -214,6 +216,8 @@ def _checkpoint(reader: _Reader, messages: list) -> None:
     never seen is a synthetic turn (session context) and is added. Recorded messages missing from
     it only left the model's context: they happened, so they stay, unmarked."""
     valid = [m for m in messages if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    if len(valid) < len(messages):  # Gemini's loader skips them: nothing tells one from a recorded message
+        reader.problem("malformed", f"$set.messages: {len(messages) - len(valid)} message(s) without an id")
     for message in valid:
         if message["id"] not in reader.live and message["id"] not in reader.gone:
             _message(reader, message, checkpoint=True)
@@ -279,7 +283,7 @@ def _user(reader: _Reader, msg: dict, out: list[Event], checkpoint: bool) -> Non
         return
     injected = _join((p for p in parts if _injected(p)), True)
     for match in _WORKSPACE.finditer(injected):  # the session context (0.44+) lists the workspace
-        _find_project(reader, (line.strip()[2:].strip() for line in match.group(1).splitlines()))
+        find_project(reader, (line.strip()[2:].strip() for line in match.group(1).splitlines()))
     if checkpoint or _is_subagent(reader):
         # Seen only in a checkpoint: Gemini wrote it. In a subagent: the parent agent's words.
         meta = {"injected": True, "from_agent": "parent"} if _is_subagent(reader) else {"injected": True}
@@ -321,13 +325,8 @@ def _gemini(reader: _Reader, msg: dict, out: list[Event], checkpoint: bool) -> N
                     model=model)
     if text.strip():
         reader.emit(out, mid, ts, role="assistant", kind="text", text=clip(text), model=model)
-    calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict) and c.get("id")]
-    recorded = {str(c["id"]) for c in calls}
-    for part in parts:  # calls known only from the history copy (no toolCalls record)
-        call = part.get("functionCall")
-        if isinstance(call, dict) and call.get("id") and str(call["id"]) not in recorded:
-            calls.append({"id": call["id"], "name": call.get("name"), "args": call.get("args"), "status": None})
-    statuses = [_tool_call(reader, mid, call, model, out) for call in calls]
+    calls = _calls(msg, parts)
+    statuses = [_tool_call(reader, mid, call, key, model, out) for call, key in calls]
     holder = next((e for e in out if e.kind != "thinking"), out[0] if out else None)
     tokens = msg.get("tokens")
     if holder is not None and isinstance(tokens, dict):
@@ -353,21 +352,46 @@ def _notice(reader: _Reader, msg: dict, out: list[Event], checkpoint: bool) -> N
         _turn(reader, "aborted")
 
 
-def _tool_call(reader: _Reader, mid: str, call: dict, model: Any, out: list[Event]) -> str | None:
-    call_id, name, args = str(call["id"]), call.get("name"), call.get("args")
-    status = call.get("status")
+def _calls(msg: dict, parts: list[dict]) -> list[tuple[dict, str]]:
+    """A message's tool calls, each with the key of its events: its id, else its place (``#n`` in
+    ``toolCalls``, ``#pn`` among the parts), which a re-appended message keeps. Calls known only from
+    the history copy's parts (no toolCalls record) count too, unless they copy a recorded call: by id,
+    or, for a part without one (the API does not require it), by name."""
+    recorded = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]
+    out = [(c, str(c["id"]) if c.get("id") else f"#{n}") for n, c in enumerate(recorded)]
+    ids = {key for c, key in out if c.get("id")}
+    unmatched = [c.get("name") for c in recorded]
+    for n, part in enumerate(parts):
+        call = part.get("functionCall")
+        if not isinstance(call, dict):
+            continue
+        copy = {"id": call.get("id"), "name": call.get("name"), "args": call.get("args"), "status": None}
+        if call.get("id"):
+            if str(call["id"]) not in ids:
+                out.append((copy, str(call["id"])))
+        elif call.get("name") in unmatched:
+            unmatched.remove(call.get("name"))
+        else:
+            out.append((copy, f"#p{n}"))
+    return out
+
+
+def _tool_call(reader: _Reader, mid: str, call: dict, key: str, model: Any, out: list[Event]) -> str | None:
+    call_id = str(call["id"]) if call.get("id") else None
+    name, args, status = call.get("name"), call.get("args"), call.get("status")
     meta = {k: call[k] for k in ("status", "agentId") if call.get(k)}
-    reader.emit(out, f"{mid}:call:{call_id}", call.get("timestamp"), role="assistant", kind="tool_call",
+    reader.emit(out, f"{mid}:call:{key}", call.get("timestamp"), role="assistant", kind="tool_call",
                 text=render_call(name, args, _CALL_KEYS), tool_name=name, tool_input=args, tool_call_id=call_id, model=model,
                 meta=meta or None)
     if isinstance(args, dict) and not reader.state.get("cwd_known"):
-        _find_project(reader, (str(v) for k, v in args.items() if k in _PATH_ARGS and isinstance(v, str)))
+        find_project(reader, (str(v) for k, v in args.items() if k in _PATH_ARGS and isinstance(v, str)))
     result = call.get("result")
     has_result = result is not None or status in _TERMINAL
-    calls = reader.state.setdefault("calls", {})
-    calls[call_id] = [mid, has_result]
-    while len(calls) > 64:  # only bridges a call and the function response recorded after it
-        calls.pop(next(iter(calls)))
+    if call_id:  # bridges a call and the function response recorded after it (matched by id)
+        calls = reader.state.setdefault("calls", {})
+        calls[call_id] = [mid, has_result]
+        while len(calls) > 64:
+            calls.pop(next(iter(calls)))
     parts = _parts(result)
     # Masking (toolOutputMaskingService.ts) re-appends old results cut to a pointer at a saved
     # file: the result recorded first, whole, stays.
@@ -375,7 +399,7 @@ def _tool_call(reader: _Reader, mid: str, call: dict, model: Any, out: list[Even
         display = call.get("resultDisplay")  # what the UI showed, when no result was kept
         text = "\n".join(map(_part_text, parts)) if parts else display if isinstance(display, str) else f"[{status}]"
         failed = status in ("error", "cancelled") or any(_response_failed(p.get("functionResponse")) for p in parts)
-        reader.emit(out, f"{mid}:result:{call_id}", call.get("timestamp"), role="tool", kind="tool_result",
+        reader.emit(out, f"{mid}:result:{key}", call.get("timestamp"), role="tool", kind="tool_result",
                     text=clip(text), tool_name=name, tool_call_id=call_id, is_error=failed)
     return status if isinstance(status, str) else None
 
@@ -396,41 +420,6 @@ MessageHandler = Callable[[_Reader, dict, list[Event], bool], None]
 MESSAGES: dict[str, MessageHandler] = {
     "user": _user, "gemini": _gemini, "info": _notice, "warning": _notice, "error": _notice,
 }
-
-
-# -- the project directory -------------------------------------------------------------------
-def _registered_project(reader: _Reader) -> None:
-    """The marker beside the chats (slug folders), or the registry's paths (sha256 folders)."""
-    sidecar = reader.ref.sidecar
-    if sidecar and not _HASH_DIR.match(_project_folder(reader.ref.path).name):
-        _set_cwd(reader, sidecar.decode("utf-8", "replace").strip())
-    elif sidecar:
-        with contextlib.suppress(orjson.JSONDecodeError, AttributeError):  # keys are paths: hashed
-            _find_project(reader, map(str, orjson.loads(sidecar).get("projects") or {}))
-
-
-def _find_project(reader: _Reader, candidates: Iterable[str]) -> None:
-    """The project root is the path whose sha256 is the header's projectHash (paths.ts
-    getProjectHash); any path inside the project leads to it through its ancestors."""
-    wanted = reader.state.get("hash")
-    if reader.state.get("cwd_known") or not isinstance(wanted, str):
-        return
-    for candidate in candidates:
-        for path in _ancestors(candidate):
-            if hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest() == wanted:
-                _set_cwd(reader, path)
-                return
-
-
-def _set_cwd(reader: _Reader, path: str) -> None:
-    if path:
-        reader.state["cwd_known"] = True
-        reader.patch().cwd = path
-
-
-def _ancestors(path: str) -> list[str]:
-    pure: PurePath = PureWindowsPath(path) if re.match(r"^[A-Za-z]:\\", path) else PurePosixPath(path)
-    return [str(pure), *map(str, pure.parents)] if pure.is_absolute() and len(path) < 4096 else []
 
 
 # -- helpers ---------------------------------------------------------------------------------

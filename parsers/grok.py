@@ -31,7 +31,7 @@ from urllib.parse import unquote
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, iso_text, json_objects, render_call
+from parsers.base import Record, SourceRef, SourceSpec, describe_error, iso_text, json_objects, render_call
 
 NAME = "grok"
 
@@ -157,7 +157,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
         try:
             handler(reader, data, uid)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            reader.batch.problems.append(Problem("malformed", record.line, f"record of unexpected shape: {exc!r}"))
+            reader.batch.problems.append(Problem("malformed", record.line, f"record of unexpected shape: {describe_error(exc)}"))
     return reader.batch
 
 
@@ -414,14 +414,17 @@ def _chat_assistant(reader: _Reader, data: dict, uid: str) -> None:
     if text.strip():
         reader.emit(uid, role="assistant", kind="text", text=clip(text), model=model)
     calls = [c for c in data.get("tool_calls") or [] if isinstance(c, dict)]
-    for call in calls:
+    for n, call in enumerate(calls):
         function = call.get("function") if isinstance(call.get("function"), dict) else call  # v0 / v1
         name, arguments = function.get("name"), function.get("arguments")
         with contextlib.suppress(orjson.JSONDecodeError, TypeError):
             arguments = orjson.loads(arguments) if isinstance(arguments, str) and arguments.strip() else arguments
-        reader.state.setdefault("calls", {})[str(call.get("id"))] = [name, True, None]
-        reader.emit(f"call:{call.get('id')}", role="assistant", kind="tool_call", text=render_call(name, arguments, _CALL_KEYS),
-                    tool_name=name, tool_input=arguments, tool_call_id=call.get("id"), model=model)
+        call_id = str(call["id"]) if isinstance(call.get("id"), str | int) and call["id"] != "" else None
+        if call_id is not None:  # bridges the call to its result row; one without an id has none to find
+            reader.state.setdefault("calls", {})[call_id] = [name, True, None]
+        reader.emit(f"call:{call_id}" if call_id is not None else f"{uid}:call:{n}", role="assistant",
+                    kind="tool_call", text=render_call(name, arguments, _CALL_KEYS), tool_name=name,
+                    tool_input=arguments, tool_call_id=call_id, model=model)
     reader.turn("open" if calls else "complete")
 
 

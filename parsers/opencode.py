@@ -14,7 +14,8 @@ Format facts and their sources: ``fixtures/opencode/SOURCE.md`` and ``fixtures/k
   unknown is drift.
 - Before 1.2: ``storage/session/<projectID>/<sessionID>.json`` with the session's messages in
   ``storage/message/<sessionID>/*.json`` and their parts in ``storage/part/<messageID>/*.json``
-  (same objects, with their ids inside). The JSON-to-SQLite migration (opencode 1.2 until it was
+  (``parsers/opencode_storage.py``; joined by those folders, as opencode does, not by the ids the
+  documents repeat inside). The JSON-to-SQLite migration (opencode 1.2 until it was
   dropped; Kilo still) copies them into the database with the file names as ids, so both layouts give
   the same uids: a migrated session is stored once, its database version winning.
 - Text opencode writes on the user's behalf (``synthetic`` parts, command templates of subtasks)
@@ -24,13 +25,23 @@ Format facts and their sources: ``fixtures/opencode/SOURCE.md`` and ``fixtures/k
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage, clip
-from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, iso_ms, json_objects, render_call
+from parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    SqliteQuery,
+    describe_error,
+    iso_ms,
+    json_objects,
+    render_call,
+)
+from parsers.opencode_storage import Rows, legacy_rows, storage_related
 
 OPENCODE_NAME = "opencode"
 KILO_NAME = "kilo"
@@ -61,16 +72,6 @@ def opencode_roots(env: Mapping[str, str], home: Path) -> list[Path]:
 def kilo_roots(env: Mapping[str, str], home: Path) -> list[Path]:
     data = _data_dir(env, home, "kilo")
     return [data, *_db_override(env, "KILO_DB", data)]
-
-
-def _storage_related(path: PurePath) -> list[PurePath]:
-    """A legacy session file's project, messages and their parts, in id (= time) order."""
-    storage = Path(path).parents[2]
-    out: list[PurePath] = [storage / "project" / f"{Path(path).parent.name}.json"]
-    for message in sorted((storage / "message" / Path(path).stem).glob("*.json")):
-        out.append(message)
-        out.extend(sorted((storage / "part" / message.stem).glob("*.json")))
-    return out
 
 
 # json_remove: drop the heavy fields nothing here reads (a user message's file diffs and system prompt).
@@ -113,11 +114,11 @@ QUERIES = (
 # there. Both layouts give the same native ids and uids, so a migrated session is stored once; the tree
 # comes first (spec and root order) so that the database's newer versions are the ones that stay.
 OPENCODE_SOURCES = (
-    SourceSpec("storage/session/*/*.json", "json", "legacy", related=_storage_related),
+    SourceSpec("storage/session/*/*.json", "json", "legacy", related=storage_related),
     SourceSpec("opencode*.db", "sqlite", "db", watch=False, queries=QUERIES),
 )
 KILO_SOURCES = (
-    SourceSpec("storage/session/*/*.json", "json", "legacy", related=_storage_related),
+    SourceSpec("storage/session/*/*.json", "json", "legacy", related=storage_related),
     SourceSpec("kilo*.db", "sqlite", "db", watch=False, queries=QUERIES),
     # Kilo keeps using an opencode-<channel>.db it finds in its own data dir (non-release channels).
     SourceSpec("opencode-*.db", "sqlite", "db", watch=False, queries=QUERIES),
@@ -160,8 +161,8 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
     """Both harnesses, both layouts. Stateless: the queries bring what a row needs to be read alone
     (its message's role, the session's parent and first message), so no per-session state grows."""
     reader = _Reader()
-    rows = _legacy_rows if ref.variant == "legacy" else _db_rows
-    sessions, messages, parts = rows(reader, records)
+    legacy = ref.variant == "legacy"
+    sessions, messages, parts = legacy_rows(reader, records, ref.path) if legacy else _db_rows(reader, records)
     for line, row in sessions:
         reader.line = line
         _session(reader, row)
@@ -169,16 +170,19 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
     for line, row in sorted(messages, key=lambda r: (r[1].get("time_created") or 0, str(r[1].get("id")))):
         reader.line = line
         _message(reader, row)
+    shared: dict[tuple[str, str], int] = {}  # (session, part id) -> parts read with that id
     for line, row in sorted(parts, key=lambda r: (r[1].get("message_time") or 0, str(r[1].get("message_id")),
                                                   str(r[1].get("id")))):
         reader.line = line
+        if isinstance(row.get("session_id"), str) and isinstance(row.get("id"), str):
+            # Two parts with one id (a copied storage/ file; the database's key forbids it): both are
+            # kept, the later ones (in time order, which a re-read repeats) as <id>#2, <id>#3...
+            n = shared[row["session_id"], row["id"]] = shared.get((row["session_id"], row["id"]), 0) + 1
+            row = row if n == 1 else {**row, "uid": f"{row['id']}#{n}"}
         _part(reader, row)
     reader.pending.sort(key=lambda item: item[0])
     reader.batch.events.extend(event for _, event in reader.pending)
     return reader.batch
-
-
-Rows = tuple[list[tuple[int, dict]], list[tuple[int, dict]], list[tuple[int, dict]]]
 
 
 def _db_rows(reader: _Reader, records: Iterable[Record]) -> Rows:
@@ -216,55 +220,6 @@ def _decoded(reader: _Reader, row: dict, column: str) -> dict | None:
         reader.problem("malformed", f"{row.get('id')}: {column} is not an object")
         return None
     return data
-
-
-def _legacy_rows(reader: _Reader, records: Iterable[Record]) -> Rows:
-    """The storage/ tree as rows shaped like the database's (json-migration.ts maps them so)."""
-    session: dict | None = None
-    worktree = None
-    messages: list[tuple[int, dict]] = []
-    part_docs: list[tuple[int, dict]] = []
-    for record, doc in json_objects(records, reader.batch.problems):
-        reader.line = record.line
-        if record.line == 1 and not {"worktree", "role", "messageID"} & doc.keys():
-            session = doc  # the session file itself (an empty one is skipped: a related file comes first)
-        elif "messageID" in doc:
-            part_docs.append((record.line, doc))
-        elif "role" in doc:
-            if isinstance(doc.get("parts"), list):  # pre-2025-07 messages held their parts inline
-                reader.problem("unknown_type", "message with inline parts (storage format before MessageV2)")
-                continue
-            time = doc.get("time") if isinstance(doc.get("time"), dict) else {}
-            messages.append((record.line, {"id": doc.get("id"), "session_id": doc.get("sessionID"),
-                                           "time_created": time.get("created"), "data": doc}))
-        elif "worktree" in doc:
-            worktree = doc.get("worktree")
-        else:
-            reader.problem("unknown_type", f"storage document with keys {sorted(doc)[:6]}")
-    if session is None:
-        reader.line = 1
-        reader.problem("malformed", "session file empty or not a session")
-        return [], [], []
-    time = session.get("time") if isinstance(session.get("time"), dict) else {}
-    sid = session.get("id")
-    row = {"id": sid, "parent_id": session.get("parentID"), "slug": session.get("slug"),
-           "directory": session.get("directory"), "title": session.get("title"), "version": session.get("version"),
-           "time_created": time.get("created"), "time_updated": time.get("updated"),
-           "time_archived": time.get("archived"), "worktree": worktree}
-    order = sorted((m for _, m in messages if isinstance(m["id"], str)),
-                   key=lambda m: (m["time_created"] or 0, m["id"]))
-    by_id = {m["id"]: m for m in order}
-    for m in order:
-        m["is_last"] = m is order[-1]
-    parts = []
-    for line, doc in part_docs:
-        message = by_id.get(doc.get("messageID"))
-        parts.append((line, {"id": doc.get("id"), "message_id": doc.get("messageID"), "session_id": sid,
-                             "data": doc, "message": message["data"] if message else None,
-                             "message_time": message["time_created"] if message else None,
-                             "session_parent": session.get("parentID"),
-                             "first_message": order[0]["id"] if order else None}))
-    return [(1, row)], messages, parts
 
 
 # -- rows ----------------------------------------------------------------------------------
@@ -339,6 +294,7 @@ class _Part:
         self.reader = reader
         self.data: dict = row["data"]
         self.id: str = row["id"]
+        self.uid: str = row.get("uid") or self.id
         self.session: str = row["session_id"]
         self.message_id: str = row.get("message_id") or ""
         self.message: dict = row.get("message") or {}
@@ -353,7 +309,7 @@ class _Part:
         return iso_ms(ms) or iso_ms(time.get("created"))
 
     def emit(self, role: Role, kind: Kind, text: str, suffix: str = "", order: int = 0, **fields: Any) -> None:
-        uid = f"{self.id}:{suffix}" if suffix else self.id
+        uid = f"{self.uid}:{suffix}" if suffix else self.uid
         self.reader.event((self.message_time, self.message_id, self.id, order), self.session, uid, role, kind,
                           text, **fields)
 
@@ -375,7 +331,7 @@ def _part(reader: _Reader, row: dict) -> None:
     try:
         handler(part)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        reader.problem("malformed", f"{ptype} part of unexpected shape: {exc!r}")
+        reader.problem("malformed", f"{ptype} part of unexpected shape: {describe_error(exc)}")
 
 
 # -- parts ---------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, json_objects, render_call
+from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 from parsers.pi_roots import omp_roots as omp_roots
 from parsers.pi_roots import openclaw_roots as openclaw_roots
 from parsers.pi_roots import pi_roots as pi_roots
@@ -137,7 +137,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
         try:
             _entry(reader, data, record.raw)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            reader.batch.problems.append(Problem("malformed", record.line, f"unexpected shape: {exc!r}"))
+            reader.batch.problems.append(Problem("malformed", record.line, f"unexpected shape: {describe_error(exc)}"))
     reader.state["session"] = reader.session_id
     return reader.batch
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 
@@ -13,7 +13,7 @@ import parsers
 from harvester.bank import open_bank
 from harvester.sources import discover, existing_roots
 from parsers import antigravity, gemini_cli
-from parsers.base import Harness
+from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of, shapes
 
 HAND = FIXTURES / "antigravity" / "hand"
@@ -175,3 +175,12 @@ def test_gemini_cli_and_antigravity_never_read_each_other(tmp_path: Path, regist
         by_harness.setdefault(s["harness"], set()).add(s["native_id"])
     assert by_harness[NAME] == {A, B, C}
     assert not by_harness[gemini_cli.NAME] & {A, B, C, "6c1f0e2a", "6c1f0e2a-7b3d-4e59-a8c4-2d9f1b7e3a60"}
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/a/brain/c1/.system_generated/logs/transcript.jsonl"), PurePath("/a"))
+    raw = b'{"step_index":0,"type":[1]}'
+    batch = antigravity.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "step of unexpected shape: an array where text or a number was expected")]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import orjson
 import pytest
 
 from parsers import claude_code
-from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
+from parsers.base import Record, SourceRef
+from tests.helpers import FIXTURES, ClaudeSession, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "claude_code" / "hand"
 REAL = FIXTURES / "claude_code" / "real"
@@ -248,3 +249,58 @@ def test_sessions_that_share_no_record_are_not_forks(tmp_path: Path) -> None:
     scan(tmp_path, bank, ("claude-code",), env={"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")})
     sessions = sessions_of(bank)
     assert [(s["cwd"], s["parent_native_id"]) for s in sessions] == [("/tmp/demo-repo", None)] * 2
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/c/projects/-w/s1.jsonl"), PurePath("/c/projects"))
+    raw = b'{"type":"user","message":5}'
+    batch = claude_code.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "user record of unexpected shape: a number where an object was expected")]
+
+
+def test_a_tool_use_without_id_imports_and_nothing_crashes(tmp_path: Path) -> None:
+    """A tool_use block with no ``id`` and no result after it: the call is kept (no tool_call_id, the
+    line's uuid as uid) and the parser's state stays JSON (it once held the call under a None key)."""
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    call = s._envelope("assistant", message={"id": "msg_1", "type": "message", "role": "assistant",
+                                             "model": "claude-sonnet-4-5",
+                                             "content": [{"type": "tool_use", "name": "Read", "input": {}}]})
+    s.write(s.user("read it"), orjson.dumps(call) + b"\n")
+    report = scan(home, bank, ("claude-code",))
+    assert report.harnesses["claude-code"].problems == 0
+    events = events_of(bank, s.id)
+    assert [(e["kind"], e["tool_name"], e["tool_call_id"], e["uid"]) for e in events[1:]] == [
+        ("tool_call", "Read", None, call["uuid"])]
+    assert scan(home, bank, ("claude-code",)).events_added == 0
+
+
+def test_a_line_whose_type_is_not_text_is_drift_not_a_crash() -> None:
+    ref = SourceRef(PurePath("/c/projects/-w/s1.jsonl"), PurePath("/c/projects"))
+    batch = claude_code.parse(ref, [Record(1, b'{"type":["user"]}'), Record(2, b'{"type":{"a":1}}')], {})
+    assert [(p.kind, p.line) for p in batch.problems] == [("unknown_type", 1), ("unknown_type", 2)]
+
+
+def test_a_queued_task_notification_is_machine_text_not_a_prompt(tmp_path: Path) -> None:
+    """A notification that arrives mid-turn is delivered as a ``queued_command`` attachment (2.1.296,
+    see SOURCE.md): Claude Code's words, like the same text on a user line; a prompt the user typed
+    while the agent was busy stays the user's."""
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    note = ("<task-notification>\n<task-id>bd38s001c</task-id>\n<status>completed</status>\n"
+            "<summary>Background command \"npm test\" completed (exit code 0)</summary>\n</task-notification>")
+    queued = [
+        {"type": "queued_command", "prompt": note, "commandMode": "task-notification",
+         "origin": {"kind": "task-notification", "producer": "session-task"}},
+        {"type": "queued_command", "prompt": "also bump node", "commandMode": "prompt"},
+    ]
+    s.write(s.user("run the tests"), s.tool_use("Bash", {"command": "npm test"}, "toolu_1"),
+            *(orjson.dumps(s._envelope("attachment", attachment=a)) + b"\n" for a in queued))
+    scan(home, bank, ("claude-code",))
+    events = events_of(bank, s.id)
+    assert [(e["role"], e["kind"], e["text"][:20], e["meta"]) for e in events[2:]] == [
+        ("system", "text", "<task-notification>\n", {"injected": True, "queued": True}),
+        ("user", "text", "also bump node", {"queued": True}),
+    ]

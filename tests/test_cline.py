@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
@@ -17,7 +17,7 @@ import pytest
 import parsers
 from harvester.bank import open_bank
 from parsers import cline
-from parsers.base import Harness
+from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "cline" / "hand"
@@ -548,3 +548,12 @@ def test_extension_stores_are_found_under_macos_and_windows_layouts(tmp_path: Pa
         report = scan(home, tmp_path / f"{base.name}.sqlite", (harness,), env=env).harnesses[harness]
         assert report.sessions and report.problems == 0
         shutil.rmtree(base)
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/k/tasks/t1/api_conversation_history.json"), PurePath("/k"), "cline")
+    raw = b'[{"role":"user","content":5}]'
+    batch = cline.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "messages[0] of unexpected shape: a number where an object or an array was expected")]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePath
 
+import orjson
 import pytest
 
 from parsers import codex
+from parsers.base import Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "codex" / "hand"
@@ -192,3 +194,80 @@ def test_real_subagent_and_fork_links(tmp_path: Path) -> None:
 def test_roots_follow_codex_home(tmp_path: Path) -> None:
     assert codex.roots({}, tmp_path) == [tmp_path / ".codex"]
     assert codex.roots({"CODEX_HOME": "/srv/codex"}, tmp_path) == [Path("/srv/codex")]
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath(f"/x/sessions/rollout-2026-08-03T10-48-56-{A}.jsonl"), PurePath("/x"))
+    raw = (b'{"timestamp":"2026-08-03T10:48:56.000Z","type":"response_item",'
+           b'"payload":{"type":"message","role":"user","content":5}}')
+    batch = codex.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "record of unexpected shape: a number where an object or an array was expected")]
+
+
+def _rollout(tmp_path: Path, *payloads: dict) -> Path:
+    """A current (paginated) rollout under $CODEX_HOME/sessions: session_meta, then these items."""
+    folder = tmp_path / "codex" / "sessions" / "2026" / "08" / "03"
+    folder.mkdir(parents=True)
+    meta = {"id": A, "session_id": A, "timestamp": "2026-08-03T10:48:56.118Z", "cwd": "/home/dev/src/demo-repo",
+            "originator": "codex_exec", "cli_version": "0.171.0", "source": "exec", "history_mode": "paginated"}
+    lines = [{"type": "session_meta", "payload": meta}, *payloads]
+    path = folder / f"rollout-2026-08-03T10-48-56-{A}.jsonl"
+    path.write_bytes(b"".join(orjson.dumps({"timestamp": f"2026-08-03T10:48:{56 + n}.000Z", "ordinal": n, **line})
+                              + b"\n" for n, line in enumerate(lines)))
+    return path
+
+
+def _scan_rollout(tmp_path: Path, name: str = "bank") -> Path:
+    bank = tmp_path / f"{name}.sqlite"
+    report = scan(tmp_path, bank, ("codex",), env={"HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / "codex")})
+    assert report.harnesses["codex"].problems == 0
+    return bank
+
+
+def test_a_function_call_without_call_id_imports_and_nothing_crashes(tmp_path: Path) -> None:
+    """No ``call_id`` (nor ``id``) and no output after it: the call is kept without a tool_call_id, and
+    the parser's state stays JSON (it once held the call under a None key)."""
+    call = {"type": "function_call", "name": "exec_command", "arguments": '{"cmd":"ls"}'}
+    _rollout(tmp_path, {"type": "response_item", "payload": call})
+    bank = _scan_rollout(tmp_path)
+    (event,) = events_of(bank, A)
+    assert (event["kind"], event["tool_name"], event["tool_call_id"], event["text"]) == (
+        "tool_call", "exec_command", None, "exec_command: ls")
+    assert [e["uid"] for e in events_of(_scan_rollout(tmp_path, "again"), A)] == [event["uid"]]  # stable
+
+
+def test_an_output_object_without_content_is_rendered_not_emptied(tmp_path: Path) -> None:
+    """Codex writes ``output`` as text or a list of content items (models.rs); an object without
+    ``content`` is no shape it writes, and its fields are still the result, not an empty text."""
+    call = {"type": "function_call", "name": "exec_command", "arguments": '{"cmd":"ls"}', "call_id": "call_1"}
+    output = {"type": "function_call_output", "call_id": "call_1", "output": {"exit_code": 1, "stderr": "no such dir"}}
+    _rollout(tmp_path, {"type": "response_item", "payload": call}, {"type": "response_item", "payload": output})
+    result = events_of(_scan_rollout(tmp_path), A)[-1]
+    assert (result["kind"], result["tool_name"], result["text"]) == (
+        "tool_result", "exec_command", '{"exit_code":1,"stderr":"no such dir"}')
+
+
+def test_errors_and_warnings_of_the_ui_stream_are_kept(tmp_path: Path) -> None:
+    """``error`` (written only while extended history was on, 2026-02 to 2026-06), ``stream_error`` and
+    ``warning`` (protocol.rs: ErrorEvent, StreamErrorEvent, WarningEvent) say what went wrong in a
+    turn: notices in the transcript. An error fails the turn, as Codex's own replay has it."""
+    events = [
+        {"type": "task_started", "turn_id": "t1"},
+        {"type": "stream_error", "message": "Reconnecting... 1/5", "codex_error_info": "response_stream_disconnected",
+         "additional_details": "stream disconnected before completion"},
+        {"type": "warning", "message": "Heads up: long conversations make the model less accurate."},
+        {"type": "error", "message": "You've hit your usage limit.", "codex_error_info": "usage_limit_exceeded"},
+        {"type": "task_complete", "turn_id": "t1"},
+    ]
+    _rollout(tmp_path, *({"type": "event_msg", "payload": e} for e in events))
+    bank = _scan_rollout(tmp_path)
+    assert [(e["role"], e["kind"], e["text"], e["meta"]) for e in events_of(bank, A)] == [
+        ("system", "meta", "stream error: Reconnecting... 1/5",
+         {"event": "stream_error", "error_info": "response_stream_disconnected",
+          "details": "stream disconnected before completion"}),
+        ("system", "meta", "warning: Heads up: long conversations make the model less accurate.", {"event": "warning"}),
+        ("system", "meta", "error: You've hit your usage limit.", {"event": "error", "error_info": "usage_limit_exceeded"}),
+    ]
+    assert session_of(bank, A)["meta"]["last_turn"] == "failed"

@@ -351,3 +351,12 @@ def test_real_tool_error_is_an_error(tmp_path: Path) -> None:
     bank, _ = _scan(tmp_path, REAL / "tool_error")
     results = [e for e in events_of(bank) if e["kind"] == "tool_result"]
     assert len(results) == 1 and results[0]["is_error"] and results[0]["text"].startswith("Error executing tool")
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/n/sessions/s1.json"), PurePath("/n"))
+    raw = b'{"sessionId":"s1","history":[{"message":{"role":"user","content":5}}]}'
+    batch = continue_cli.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "history[0] of unexpected shape: a number where an object or an array was expected")]

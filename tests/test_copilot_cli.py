@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import orjson
 import pytest
@@ -371,3 +371,23 @@ def test_usage_record_counts_the_next_message_and_new_types_are_known() -> None:
         ("a1", "text", "Done."), ("a2", "text", "Again."), ("c1", "meta", "context cleared: 4 messages")]
     assert batch.events[0].usage == Usage(input=300, output=40, cache_read=600, cache_write=100, reasoning=15)
     assert batch.events[1].usage == Usage(output=7)  # before 1.0.102: the message's own count
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/p/s1/events.jsonl"), PurePath("/p"), "events")
+    raw = b'{"type":[1],"data":{}}'
+    batch = copilot_cli.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "unexpected shape: an array where text or a number was expected")]
+
+
+def test_tool_requests_without_id_are_each_kept() -> None:
+    """Two tool requests with no ``toolCallId`` in one message (Copilot names every call): each is its
+    own event, and neither is remembered under a "None" key that a result without an id would find."""
+    batch = _parse([{"type": "assistant.message", "id": "e1", "data": {"messageId": "m1", "content": "", "toolRequests": [
+        {"name": "bash", "arguments": {"command": "ls"}}, {"name": "bash", "arguments": {"command": "pwd"}}]}}])
+    calls = [e for e in batch.events if e.kind == "tool_call"]
+    assert [(e.uid, e.tool_call_id, e.text) for e in calls] == [
+        ("e1:call#0", None, "bash: ls"), ("e1:call#1", None, "bash: pwd")]
+    assert batch.state.get("calls", {}) == {}

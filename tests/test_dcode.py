@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import orjson
 import pytest
@@ -328,3 +328,12 @@ def test_a_late_write_read_on_its_own_does_not_reopen_the_turn(tmp_path: Path) -
     assert late.events[0].place < after_answer.events[-1].place  # and it goes before the answer
     alone = parse(call)  # with no state (a thread not kept): the last message read decides, as before
     assert alone.sessions[thread].meta["last_turn"] == "open"
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/d/transcripts/t1.jsonl"), PurePath("/d"), "transcript")
+    raw = b'{"schema_version":1,"thread_id":"t1","role":"assistant","content":[{"type":[1]}]}'
+    batch = dcode.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "ai record of unexpected shape: an array where text or a number was expected")]

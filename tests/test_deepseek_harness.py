@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import orjson
 import pytest
@@ -19,7 +19,7 @@ import parsers
 from harvester.bank import open_bank
 from harvester.sources import discover
 from parsers import deepseek_harness
-from parsers.base import Harness
+from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, copy_tree, event_identities, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "deepseek_harness" / "hand"
@@ -357,3 +357,12 @@ def test_a_real_subagent_is_linked_and_its_delegated_settings_are_no_lines(tmp_p
     assert child["parent_native_id"] == parent["native_id"]
     assert (child["title"], child["meta"]["sandbox_mode"]) == ("Fake subagent task", "workspace-write")
     assert not any(e["text"].startswith(("sandbox mode", "approval policy")) for e in events_of(bank))
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/s/p/s1/session.jsonl"), PurePath("/s"))
+    raw = b'{"type":"user/message","seq":2,"data":5}'
+    batch = deepseek_harness.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "user/message record of unexpected shape: a number where an object was expected")]

@@ -7,7 +7,7 @@ data dir (``$XDG_DATA_HOME/devin/cli``).
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import orjson
 import pytest
@@ -15,7 +15,7 @@ import pytest
 import parsers
 from harvester.bank import open_bank
 from parsers import devin
-from parsers.base import Harness
+from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "devin" / "hand"
@@ -222,3 +222,24 @@ def test_roots_follow_the_running_os(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     assert tmp_path / "Library/Application Support/devin/cli" in devin.roots({}, tmp_path)
     monkeypatch.setattr(devin.sys, "platform", "linux")
     assert tmp_path / "Library/Application Support/devin/cli" not in devin.roots({}, tmp_path)
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    message = {"role": "assistant", "tool_calls": [5]}
+    row = {"session_id": "s1", "row_id": 1, "node_id": 7, "chat_message": orjson.dumps(message).decode()}
+    raw = orjson.dumps({"table": "node", "row": row})
+    batch = devin.parse(SourceRef(PurePath("/v/sessions.db"), PurePath("/v")), [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "assistant node 7 of unexpected shape: a number where an object was expected")]
+
+
+def test_a_tool_result_whose_call_id_is_not_text_imports(tmp_path: Path) -> None:
+    """A tool message naming its call by a list (no Devin writes that): the result imports without a
+    tool_call_id; the parser used to crash pairing it with its call's name."""
+    db = build_store(tmp_path)
+    write_node(db, C, 3, 2, {"message_id": "m-c-x", "role": "tool", "content": "ok", "tool_call_id": ["x"]},
+               1795174300)
+    bank, problems = read(tmp_path)
+    assert problems == 0
+    assert [(e["kind"], e["tool_call_id"]) for e in events_of(bank, C)][-1] == ("tool_result", None)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 
+import orjson
 import pytest
 
 import parsers
 from harvester.bank import open_bank
 from harvester.sources import discover, existing_roots
 from parsers import gemini_cli
-from parsers.base import Harness
+from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of, shapes
 
 HAND = FIXTURES / "gemini_cli" / "hand"
@@ -299,3 +300,77 @@ def test_real_thinking_and_tool_error(tmp_path: Path) -> None:
     assert [k for _r, k, _t, _e in _real(tmp_path / "t", "thinking")][1:] == ["text", "thinking", "text"]
     assert _real(tmp_path / "e", "tool_error")[3:5] == [
         ("tool", "tool_result", "File not found: ", True), ("assistant", "text", "The tool reporte", False)]
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/g/tmp/p/chats/session-2026-09-14T10-02-3f9c2a71.jsonl"), PurePath("/g"))
+    raw = b'{"id":"m1","type":"gemini","thoughts":5}'
+    batch = gemini_cli.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "record of unexpected shape: a number where an object or an array was expected")]
+
+
+S = "6a5b4c3d-2e1f-4a0b-9c8d-7e6f5a4b3c2d"
+S_HEADER = {"sessionId": S, "projectHash": "0" * 64, "startTime": "2026-09-20T10:00:00.000Z",
+            "lastUpdated": "2026-09-20T10:00:00.000Z", "kind": "main"}
+
+
+def _read(records: list[dict], legacy: bool = False) -> tuple[list, list]:
+    name = f"session-2026-09-20T10-00-{S[:8]}.json" + ("" if legacy else "l")
+    ref = SourceRef(PurePath("/h/.gemini/tmp/p/chats") / name, PurePath("/h/.gemini"), "legacy" if legacy else "main")
+    batch = gemini_cli.parse(ref, [Record(n + 1, orjson.dumps(r)) for n, r in enumerate(records)], {})
+    return batch.events, [(p.kind, p.line, p.detail) for p in batch.problems]
+
+
+def test_tool_calls_without_id_import_under_a_stable_uid() -> None:
+    """A recorded call without ``id`` (Gemini always writes one): its place in the message names it, so
+    the re-appended message (now with the result) revises the same events instead of adding others."""
+    call = {"name": "read_file", "args": {"absolute_path": "/a.txt"}, "status": "executing",
+            "timestamp": "2026-09-20T10:00:02.000Z"}
+    message = {"id": "g1", "timestamp": "2026-09-20T10:00:01.000Z", "type": "gemini", "content": "",
+               "model": "gemini-3-flash-preview", "toolCalls": [call]}
+    done = {**call, "status": "success",
+            "result": [{"functionResponse": {"name": "read_file", "response": {"output": "hello"}}}]}
+    events, problems = _read([S_HEADER, message, {**message, "toolCalls": [done]}])
+    assert problems == []
+    assert [(e.uid, e.kind, e.tool_call_id) for e in events] == [
+        ("g1:call:#0", "tool_call", None), ("g1:call:#0", "tool_call", None), ("g1:result:#0", "tool_result", None)]
+    assert events[-1].text == "hello"
+
+
+def test_a_function_call_part_without_id_is_a_call_unless_recorded() -> None:
+    """History copies keep the model's parts; the API's functionCall needs no id. A checkpoint-only
+    message's id-less call is kept; one that copies a recorded call (same name) is not kept twice."""
+    part = {"functionCall": {"name": "glob", "args": {"pattern": "*.py"}}}
+    copy = {"id": "g2", "type": "gemini", "content": [part]}
+    recorded = {"id": "g3", "type": "gemini", "content": [part],
+                "toolCalls": [{"id": "glob__1", "name": "glob", "args": {"pattern": "*.py"}, "status": "success"}]}
+    events, problems = _read([S_HEADER, {"$set": {"messages": [copy]}}, recorded])
+    assert problems == []
+    assert [(e.uid, e.kind, e.text) for e in events if e.kind == "tool_call"] == [
+        ("g2:call:#p0", "tool_call", "glob: *.py"), ("g3:call:glob__1", "tool_call", "glob: *.py")]
+
+
+def test_legacy_messages_without_id_import_under_a_stable_uid() -> None:
+    """A whole-file session (up to 0.38) is rewritten as it grows: an id-less message keeps one uid
+    (its place and its time) across rewrites; the ones Gemini names by id are unchanged."""
+    user = {"id": "u1", "timestamp": "2026-09-20T10:00:01.000Z", "type": "user", "content": "hi"}
+    reply = {"timestamp": "2026-09-20T10:00:02.000Z", "type": "gemini", "content": "hello"}
+    first, problems = _read([{**S_HEADER, "messages": [user, reply]}], legacy=True)
+    grown = {**reply, "tokens": {"input": 10, "output": 2, "cached": 0, "thoughts": 0, "total": 12}}
+    later, _ = _read([{**S_HEADER, "messages": [user, grown, {**user, "id": "u2", "content": "more"}]}], legacy=True)
+    assert problems == [] and [e.kind for e in first] == ["text", "text"]
+    assert [e.uid for e in later][:2] == [e.uid for e in first] and first[1].uid.startswith("h:")
+    assert first[1].role == "assistant" and later[1].usage is not None
+
+
+def test_messages_without_id_where_gemini_keeps_none_are_malformed() -> None:
+    """Gemini's loader reads no message without ``id`` from a line or a checkpoint (isMessageRecord):
+    such a line cannot be told from its own re-appends, nor a checkpoint entry from a recorded one."""
+    lines = [S_HEADER, {"$set": {"messages": [{"type": "user", "content": "ctx"}, "junk"]}},
+             {"timestamp": "2026-09-20T10:00:01.000Z", "type": "user", "content": "hi"}]
+    events, problems = _read(lines)
+    assert events == []
+    assert problems == [("malformed", 2, "$set.messages: 2 message(s) without an id"),
+                        ("malformed", 3, "user message without an id")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import orjson
 import pytest
@@ -13,7 +13,7 @@ import parsers
 from harvester.bank import open_bank
 from harvester.sources import discover, existing_roots
 from parsers import grok
-from parsers.base import Harness
+from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of, shapes
 
 HAND = FIXTURES / "grok" / "hand"
@@ -226,3 +226,26 @@ def test_grok_home_moves_the_root(tmp_path: Path, registered: Harness) -> None:
     (tmp_path / "home" / ".grok").symlink_to(moved, target_is_directory=True)
     assert existing_roots(registered, {"HOME": str(tmp_path / "home")}, tmp_path / "home") == [
         tmp_path / "home" / ".grok"]
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/r/sessions/p/s1/updates.jsonl"), PurePath("/r"), "updates")
+    raw = b'{"method":[1]}'
+    batch = grok.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "record of unexpected shape: an array where text or a number was expected")]
+
+
+def test_tool_calls_without_id_are_each_kept() -> None:
+    """Two calls with no ``id`` in one chat_history row (grok names every call): each is its own event
+    under the row's uid and its place, not one ``call:None`` that the second replaces."""
+    row = {"type": "assistant", "content": "", "model_id": "grok-4.5",
+           "tool_calls": [{"name": "read_file", "arguments": '{"target_file":"a.py"}'},
+                          {"name": "read_file", "arguments": '{"target_file":"b.py"}'}]}
+    ref = SourceRef(PurePath("/r/sessions/p/s1/chat_history.jsonl"), PurePath("/r"), "chat")
+    batch = grok.parse(ref, [Record(1, orjson.dumps(row))], {})
+    calls = [e for e in batch.events if e.kind == "tool_call"]
+    assert [(e.tool_call_id, e.tool_input) for e in calls] == [
+        (None, {"target_file": "a.py"}), (None, {"target_file": "b.py"})]
+    assert len({e.uid for e in calls}) == 2 and batch.state.get("calls", {}) == {}

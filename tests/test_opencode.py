@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import orjson
 import pytest
@@ -16,7 +16,7 @@ import pytest
 import parsers
 from harvester.bank import open_bank
 from parsers import opencode
-from parsers.base import Harness
+from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, event_identities, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "opencode" / "hand"
@@ -389,3 +389,68 @@ def test_roots_follow_the_agents_variables(tmp_path: Path) -> None:
     # Relative to the data dir, as the agents resolve it; ":memory:" is no store at all.
     assert opencode.opencode_roots({"OPENCODE_DB": "alt/opencode.db"}, home)[1] == home / ".local/share/opencode/alt"
     assert opencode.kilo_roots({"KILO_DB": ":memory:"}, home) == [home / ".local/share/kilo"]
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    row = {"id": "prt_1", "message_id": "msg_1", "session_id": "ses_1", "data": '{"type":"reasoning","text":"x","time":5}',
+           "message": '{"role":"assistant"}'}
+    raw = orjson.dumps({"table": "part", "row": row})
+    batch = opencode.parse(SourceRef(PurePath("/o/opencode.db"), PurePath("/o"), "db"), [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "reasoning part of unexpected shape: a number where an object was expected")]
+
+
+# -- the storage/ tree as opencode joins it ------------------------------------------------------
+L2_PROMPT = "msg_bc1f4c7e40013YcT1Pd1weppwU"  # L2's first message (the task), one text part
+L2_REPLY = "msg_bc1f4caa0001wkFII5xLhsHv41"
+L2_TASK = "prt_bc1f4c7ee001t51V65NBoga3bc"
+
+
+def _storage(tmp: Path) -> Path:
+    return data_dir(tmp, HAND) / "storage"
+
+
+def _rewrite(path: Path, **fields: object) -> None:
+    path.write_bytes(orjson.dumps({**orjson.loads(path.read_bytes()), **fields}, option=orjson.OPT_INDENT_2))
+
+
+def test_a_part_belongs_to_the_message_whose_folder_holds_it(tmp_path: Path) -> None:
+    """opencode lists ``part/<messageID>/`` and ``message/<sessionID>/`` (its migration takes every id
+    from the paths, "not JSON content"): a document naming another message or session is still the
+    one its folder says."""
+    storage = _storage(tmp_path)
+    _rewrite(storage / "part" / L2_PROMPT / f"{L2_TASK}.json", messageID="msg_elsewhere")
+    _rewrite(storage / "message" / L2 / f"{L2_REPLY}.json", sessionID=L)
+    bank, problems = read(tmp_path, "opencode", storage.parent)
+    assert problems == 0
+    assert shape(bank, L2)[0] == ("system", "text", "Write tests for --strict")
+    assert {s["native_id"] for s in sessions_of(bank)} == {L, L2}
+
+
+def test_a_session_file_named_for_another_session_is_said(tmp_path: Path) -> None:
+    """Its messages are looked for under the file's name (as the migration does); a document holding
+    another id is no silent loss."""
+    storage = _storage(tmp_path)
+    (session,) = (storage / "session").glob(f"*/{L2}.json")
+    _rewrite(session, id="ses_other")
+    bank, problems = read(tmp_path, "opencode", storage.parent)
+    assert problems == 1
+    with open_bank(bank) as b:
+        (detail,) = [r[0] for r in b.conn.execute("SELECT detail FROM problems")]
+    assert detail == f"session file {L2}.json holds session ses_other: its messages are read from message/{L2}/"
+
+
+def test_two_parts_sharing_an_id_are_both_kept(tmp_path: Path) -> None:
+    """The same part id in two messages' folders (a copied file): each is kept, the later one under
+    ``<id>#2``, and a second reading gives the same uids."""
+    storage = _storage(tmp_path)
+    copy = orjson.loads((storage / "part" / L2_PROMPT / f"{L2_TASK}.json").read_bytes())
+    (storage / "part" / L2_REPLY / f"{L2_TASK}.json").write_bytes(
+        orjson.dumps({**copy, "messageID": L2_REPLY, "text": "the copy"}, option=orjson.OPT_INDENT_2))
+    bank, problems = read(tmp_path, "opencode", storage.parent)
+    again, _ = read(tmp_path, "opencode", storage.parent, "again.sqlite")
+    assert problems == 0
+    texts = {e["uid"]: e["text"] for e in events_of(bank, L2) if e["uid"].startswith(L2_TASK)}
+    assert texts == {L2_TASK: "Write tests for --strict.", f"{L2_TASK}#2": "the copy"}
+    assert event_identities(again) == event_identities(bank)

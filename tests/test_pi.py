@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import orjson
 import pytest
@@ -15,7 +15,7 @@ from harvester.bank import open_bank
 from harvester.liveness import _is_agent
 from harvester.model import Usage
 from parsers import pi
-from parsers.base import Harness
+from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 BASE = FIXTURES / "pi"
@@ -518,3 +518,12 @@ def test_processes_are_recognised() -> None:
     assert _is_agent("omp", ["omp"], pi.OMP_PROCESSES)
     assert _is_agent("openclaw-gateway", ["openclaw-gateway"], pi.OPENCLAW_PROCESSES)
     assert not _is_agent("bash", ["bash", "-c", "grep pi notes.txt"], pi.PI_PROCESSES)
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/i/p/s1.jsonl"), PurePath("/i"), "pi")
+    raw = b'{"type":[1]}'
+    batch = pi.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "unexpected shape: an array where text or a number was expected")]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 
 import parsers
 from harvester.liveness import _is_agent
 from parsers import qwen_code
-from parsers.base import Harness
+from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "qwen_code" / "hand"
@@ -275,3 +275,12 @@ def test_processes_are_recognised() -> None:
     assert _is_agent("node", ["node", "/usr/local/bin/qwen", "-p", "hi"], marks)
     assert _is_agent("node", ["/usr/bin/node", "/usr/lib/node_modules/@qwen-code/qwen-code/cli.js"], marks)
     assert not _is_agent("bash", ["bash", "-c", "grep qwen notes.txt"], marks)
+
+
+def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
+    """Problem details are read by people (``status``): what the record held, in words, never a repr."""
+    ref = SourceRef(PurePath("/q/projects/p/chats/s1.jsonl"), PurePath("/q"))
+    raw = b'{"uuid":"u1","sessionId":"s1","type":"user","message":5}'
+    batch = qwen_code.parse(ref, [Record(1, raw)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("malformed", 1, "record of unexpected shape: a value that cannot be used (message.parts is not a list)")]
