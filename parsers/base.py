@@ -186,7 +186,12 @@ def iso_text(value: Any) -> str | None:
 _JSON_TYPES = {"NoneType": "null", "dict": "an object", "list": "an array", "str": "text", "int": "a number",
                "float": "a number", "bool": "true or false", "bytes": "bytes", "tuple": "an array"}
 _NOT_SUBSCRIPTABLE = re.compile(r"'(\w+)' object is not (?:subscriptable|iterable|callable)")
-_NO_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute")
+_NO_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
+# Which JSON type a method asked of a value tells what the parser expected there.
+_EXPECTED_BY_METHOD = {**dict.fromkeys(("get", "items", "keys", "values", "setdefault", "pop"), "an object"),
+                       **dict.fromkeys(("append", "extend", "index"), "an array"),
+                       **dict.fromkeys(("strip", "lower", "upper", "startswith", "endswith", "split", "replace",
+                                        "encode", "splitlines", "lstrip", "rstrip", "partition", "find"), "text")}
 _UNHASHABLE = re.compile(r"unhashable type: '(\w+)'")
 _EXPECTED = re.compile(r"(?:must be|expected) (?:a |an )?(\w+)[^,]*, not (?:a |an )?'?(\w+)'?")
 _CONCATENATE = re.compile(r'can only concatenate (\w+) \(not "(\w+)"\)')
@@ -212,7 +217,7 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, UnicodeError):
         return "text that is not valid UTF-8"
     if isinstance(exc, AttributeError) and (m := _NO_ATTRIBUTE.search(message)):
-        return f"{_json_type(m[1])} where an object was expected"
+        return f"{_json_type(m[1])} where {_EXPECTED_BY_METHOD.get(m[2], 'something else')} was expected"
     if isinstance(exc, TypeError):
         if m := _NOT_SUBSCRIPTABLE.search(message):
             return f"{_json_type(m[1])} where an object or an array was expected"

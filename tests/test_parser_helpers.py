@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harvester.model import MAX_EVENT_TEXT
-from parsers.base import iso_ms, iso_text, render_call
+from parsers.base import describe_error, iso_ms, iso_text, render_call
 
 KEYS = ("command", "path")
 
@@ -55,3 +55,20 @@ def test_epoch_milliseconds(value: object, iso: str | None) -> None:
 ])
 def test_iso_text(value: object, iso: str | None) -> None:
     assert iso_text(value) == iso
+
+
+@pytest.mark.parametrize(("exc", "said"), [
+    (KeyError("uuid"), "no 'uuid' field"),
+    (TypeError("'NoneType' object is not subscriptable"), "null where an object or an array was expected"),
+    (AttributeError("'list' object has no attribute 'get'"), "an array where an object was expected"),
+    (AttributeError("'int' object has no attribute 'strip'"), "a number where text was expected"),
+    (TypeError("unhashable type: 'dict'"), "an object where text or a number was expected"),
+    (TypeError('can only concatenate str (not "int") to str'), "a number where text was expected"),
+    (TypeError("sequence item 0: expected str instance, dict found"), "an object where text was expected"),
+    (IndexError("list index out of range"), "an array shorter than expected"),
+    (RecursionError("maximum recursion depth exceeded"), "values nested too deep"),
+    (ValueError("not a date"), "a value that cannot be used (not a date)"),
+])
+def test_describe_error_says_what_a_record_lacked_or_held_in_words(exc: BaseException, said: str) -> None:
+    assert describe_error(exc) == said
+    assert "Error(" not in describe_error(exc)
