@@ -236,19 +236,94 @@ def show(settings: Settings, session: str, as_json: bool) -> None:
 @click.argument("query")
 @click.option("--bank", "bank_filter", metavar="ID", help="Only sessions filed under this bank id.")
 @click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--include-recall", is_flag=True, help="Also the harvester's own answers that sessions recorded.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
-def search(settings: Settings, query: str, bank_filter: str | None, limit: int, as_json: bool) -> None:
+def search(settings: Settings, query: str, bank_filter: str | None, limit: int, include_recall: bool,
+           as_json: bool) -> None:
     """Full-text search over every event (SQLite FTS5 query syntax)."""
     with open_bank_or_fail(settings) as bank:
         try:
-            hits = bank.search(query, bank_id=bank_filter, limit=limit)
+            hits = bank.search(query, bank_id=bank_filter, limit=limit, include_recall=include_recall)
         except sqlite3.OperationalError as exc:
             raise click.ClickException(f"bad search query: {exc}") from exc
     if as_json:
         _print_json(hits)
     else:
         terminal.echo(render.search_text(hits))
+
+
+@cli.command()
+@click.option("--repo", type=click.Path(file_okay=False), help="The repository (default: the one you are in).")
+@click.option("--session", "session_ref", metavar="ID", help="This session (default: the latest).")
+@click.option("--harness", type=click.Choice(sorted(HARNESSES)), help="The latest session of this agent.")
+@click.option("--max-bytes", type=int, default=8192, show_default=True, help="At most this much text.")
+@click.option("--json", "as_json", is_flag=True, help="The session and the brief as JSON.")
+@click.pass_obj
+def context(settings: Settings, repo: str | None, session_ref: str | None, harness: str | None, max_bytes: int,
+            as_json: bool) -> None:
+    """Print where work stands in this repository: the handoff brief of the latest session."""
+    from harvester.recall import brief
+    from harvester.recall.scope import scope_for
+    from harvester.recall.views import Recall, RecallError
+
+    with open_bank_or_fail(settings) as bank:
+        r = Recall(bank, scope_for(os.getcwd(), settings.bank_id_template, repo=repo))
+        try:
+            chosen = brief.pick_session(r, session_ref, harness)
+            text = brief.handoff(r, chosen["native_id"], None, max_bytes)
+        except RecallError as exc:
+            raise click.ClickException(str(exc)) from exc
+    if as_json:
+        _print_json({"scope": r.scope.label, "session": chosen, "brief": text})
+    else:
+        terminal.echo(text.rstrip("\n"))
+
+
+@cli.command("export")
+@click.option("--repo", type=click.Path(file_okay=False), help="The repository (default: the one you are in).")
+@click.option("--to", "target", type=click.Path(file_okay=False), help="Where (default: <repo>/.harvester/history).")
+@click.option("--format", "fmt", type=click.Choice(["md", "jsonl"]), default="md", show_default=True)
+@click.option("--since", metavar="WHEN", help="Only sessions updated since: an ISO date, or a span like 7d.")
+@click.option("--include-recall", is_flag=True, help="Also the harvester's own answers that sessions recorded.")
+@click.pass_obj
+def export_sessions(settings: Settings, repo: str | None, target: str | None, fmt: str, since: str | None,
+                    include_recall: bool) -> None:
+    """Write this repository's sessions into it, one file per session (rewritten only when changed)."""
+    from pathlib import Path
+
+    from harvester.recall.export import export
+    from harvester.recall.scope import scope_for
+    from harvester.recall.views import RecallError, parse_since
+
+    scope = scope_for(os.getcwd(), settings.bank_id_template, repo=repo)
+    base = Path(scope.repo_root or os.path.abspath(repo or os.getcwd()))
+    directory = Path(target).resolve() if target else base / ".harvester" / "history"
+    try:
+        cutoff = parse_since(since)
+    except RecallError as exc:
+        raise click.BadParameter(str(exc), param_hint="--since") from exc
+    written = unchanged = 0
+    with open_bank_or_fail(settings) as bank:
+        for item in export(bank, scope, directory, fmt, cutoff, include_recall):
+            if item.changed:
+                written += 1
+                terminal.echo(f"wrote {item.path}")
+            else:
+                unchanged += 1
+    terminal.echo(f"{written} written, {unchanged} unchanged, in {directory} ({scope.label})")
+
+
+@cli.command("mcp")
+@click.option("--harness", type=click.Choice(sorted(HARNESSES)),
+              help="The agent that starts the server: its own live session is never handed back to it.")
+@click.pass_obj
+def mcp_server(settings: Settings, harness: str | None) -> None:
+    """Serve this repository's history to an agent over MCP (stdio; read-only)."""
+    from harvester.mcp import serve
+
+    with open_bank_or_fail(settings) as bank:
+        serve(bank, settings.bank_id_template, harness, settings.timings.recent_minutes)
 
 
 def main() -> None:

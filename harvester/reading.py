@@ -25,6 +25,7 @@ from harvester.bank import Cursor
 from harvester.compressed import MAX_DECOMPRESSED_BYTES, TooLarge, cut_at, open_zst, read_frames
 from harvester.foreign_sqlite import NotADatabase, open_readonly
 from harvester.model import Batch, Event, Problem
+from harvester.recall.frame import mark_recall
 from harvester.sources import (
     Found,
     Lines,
@@ -351,6 +352,7 @@ def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[
             batch = _parse_each(harness, ref, records, start)
         elif faults:
             batch.problems.append(Problem("malformed", records[0].line if records else 1, describe(faults)))
+    mark_recall(batch)
     return batch, redact_batch(batch)
 
 

@@ -13,10 +13,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harvester.gitident import RepoIdentity
 from harvester.model import Event, Mark, Problem, SessionPatch
+
+if TYPE_CHECKING:
+    from harvester.recall.scope import Scope
 
 
 class CursorMoved(Exception):
@@ -144,7 +147,20 @@ class Bank(Protocol):
                       harness: str | None = None, limit: int | None = None) -> list[dict[str, Any]]: ...
     def find_sessions(self, ref: str) -> list[dict[str, Any]]: ...
     def events(self, session_pk: int) -> list[dict[str, Any]]: ...
-    def search(self, query: str, bank_id: str | None = None, limit: int = 20) -> list[dict[str, Any]]: ...
+    def search(self, query: str, bank_id: str | None = None, limit: int = 20,
+               include_recall: bool = False) -> list[dict[str, Any]]: ...
+
+    # recall (harvester/recall): scoped, bounded, recall events left out unless asked for
+    def scoped_sessions(self, scope: Scope, limit: int = 10, harness: str | None = None, since: str | None = None,
+                        skip_live_of: str | None = None, recent_since: str | None = None) -> list[dict[str, Any]]: ...
+    def first_and_last(self, session_pk: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]: ...
+    def event_counts(self, session_pk: int) -> dict[str, int]: ...
+    def events_page(self, session_pk: int, start: int = 0, limit: int = 50, kinds: list[str] | None = None,
+                    include_recall: bool = False) -> list[dict[str, Any]]: ...
+    def search_events(self, match: str, scope: Scope, limit: int = 10, harness: str | None = None,
+                      since: str | None = None, role: str | None = None, kind: str | None = None,
+                      include_recall: bool = False) -> list[dict[str, Any]]: ...
+    def session_events(self, session_pk: int, include_recall: bool = False) -> list[dict[str, Any]]: ...
 
 
 def open_bank(path: str | Path, readonly: bool = False) -> Bank:

@@ -179,4 +179,12 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX sessions_cwd ON sessions (harness, cwd);
     """,
+    # 5: an event that is the harvester's own answer seen again (an MCP tool result, a pasted brief) is
+    #    marked, so that search, briefs and exports leave it out (harvester/recall/frame.py); and a session's
+    #    events by position, which paging (get_events) and briefs read.
+    """
+    ALTER TABLE events ADD COLUMN recall INTEGER NOT NULL DEFAULT 0;
+    UPDATE events SET recall = 1 WHERE json_extract(meta, '$.recall') = 1;
+    CREATE INDEX events_session_seq ON events (session_id, seq);
+    """,
 ]

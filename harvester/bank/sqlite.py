@@ -25,6 +25,7 @@ from harvester.bank.sqlite_events import (
     split_known,
 )
 from harvester.bank.sqlite_read import SqliteReads
+from harvester.bank.sqlite_recall import SqliteRecall
 from harvester.foreign_sqlite import HEADER, NotADatabase, open_readonly, read_header
 from harvester.gitident import RepoIdentity
 from harvester.model import Event, Problem, title_rank
@@ -62,7 +63,7 @@ APPLICATION_ID = 0x48565354
 _BANK_TABLES = {"sessions", "events", "sources", "problems", "imports", "directories"}
 
 
-class SqliteBank(SqliteReads):
+class SqliteBank(SqliteReads, SqliteRecall):
     """``readonly``: for commands that only read, on a bank this user cannot write or that a newer
     harvester wrote. Nothing is migrated and nothing is written, not even beside the file."""
 
@@ -266,8 +267,8 @@ class SqliteBank(SqliteReads):
                 inserted = conn.executemany(
                     "INSERT OR IGNORE INTO events (session_id, seq, uid, role, kind, text, ts, tool_name, "
                     "tool_input, tool_call_id, is_error, model, tokens_in, tokens_out, tokens_cache_read, "
-                    "tokens_cache_write, tokens_reasoning, meta, content_hash) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "tokens_cache_write, tokens_reasoning, meta, content_hash, recall) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 ).rowcount
                 added[native_id] = inserted
@@ -503,14 +504,21 @@ def check_bank(path: str) -> None:
         raise NotABank(path, "it is not a SQLite database")
     if int.from_bytes(header[68:72], "big") == APPLICATION_ID:
         return  # stamped: the one byte range that says so (the schema version is checked when opened)
-    try:
-        with open_readonly(path, timeout=30.0) as conn:
-            app, version = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("application_id", "user_version"))
-            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except NotADatabase as exc:
-        raise NotABank(path, "it is not a SQLite database") from exc
-    except (sqlite3.Error, OSError) as exc:
-        raise NotABank(path, f"it cannot be read as a SQLite database ({exc})") from exc
+    for attempt in range(50):
+        try:
+            with open_readonly(path, timeout=30.0) as conn:
+                app, version = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("application_id", "user_version"))
+                tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            break
+        except NotADatabase as exc:
+            raise NotABank(path, "it is not a SQLite database") from exc
+        except sqlite3.OperationalError as exc:
+            # Another process is creating this bank right now (its -shm not yet set up): look again.
+            if attempt == 49:
+                raise BankError(f"cannot open the bank at {path}: {exc}") from exc
+            time.sleep(0.1)
+        except (sqlite3.Error, OSError) as exc:
+            raise NotABank(path, f"it cannot be read as a SQLite database ({exc})") from exc
     if app == APPLICATION_ID or (app == 0 and not tables and version == 0):
         return  # stamped (its header not yet checkpointed), or an empty database: a bank being created
     if app == 0 and tables >= _BANK_TABLES and 1 <= version <= len(MIGRATIONS):

@@ -40,7 +40,7 @@ def last_versions(rows: list[tuple]) -> list[tuple]:
 
 _REVISED_COLUMNS = ("role", "kind", "text", "ts", "tool_name", "tool_input", "tool_call_id", "is_error", "model",
                     "tokens_in", "tokens_out", "tokens_cache_read", "tokens_cache_write", "tokens_reasoning", "meta",
-                    "content_hash")
+                    "content_hash", "recall")
 
 
 def revise_events(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> int:
@@ -49,7 +49,7 @@ def revise_events(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> int:
     sets = ", ".join(f"{c} = ?" for c in _REVISED_COLUMNS)
     return conn.executemany(
         f"UPDATE events SET {sets} WHERE session_id = ? AND uid = ? AND (content_hash IS NOT ? OR meta IS NOT ?)",
-        [(*row[1:], pk, row[0], row[-1], row[-2]) for row in rows]).rowcount  # (..., meta, content_hash)
+        [(*row[1:], pk, row[0], row[-2], row[-3]) for row in rows]).rowcount  # (..., meta, content_hash, recall)
 
 
 def places_of(events: list[Event]) -> dict[str, dict[str, str]]:
@@ -132,4 +132,5 @@ def _event_values(e: Event) -> tuple:
         u.cache_write if u else None, u.reasoning if u else None,
         None if not e.meta else orjson.dumps(e.meta).decode(),
         e.content_hash(),
+        1 if e.meta and e.meta.get("recall") else 0,
     )

@@ -149,7 +149,8 @@ class SqliteReads:
         return [_event_dict(r) for r in _rows(self.conn.execute(
             f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ? ORDER BY seq", (session_pk,)))]
 
-    def search(self, query: str, bank_id: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+    def search(self, query: str, bank_id: str | None = None, limit: int = 20,
+               include_recall: bool = False) -> list[dict[str, Any]]:
         sql = (
             "SELECT s.harness, s.native_id AS session, s.bank_id, s.title, e.seq, e.role, e.kind, e.ts, "
             "snippet(events_fts, 0, '[', ']', '…', 12) AS snippet "
@@ -160,6 +161,8 @@ class SqliteReads:
         if bank_id:
             sql += " AND s.bank_id = ?"
             args.append(bank_id)
+        if not include_recall:  # the harvester's own answers seen again: the original is what is found
+            sql += " AND e.recall = 0"
         sql += " ORDER BY rank LIMIT ?"
         args.append(limit)
         return _rows(self.conn.execute(sql, args))
