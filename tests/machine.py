@@ -84,3 +84,23 @@ def harvester_cli(tmp: Path, *args: str, timeout: float = 120) -> subprocess.Com
                           text=True, timeout=timeout, cwd=tmp)
 
 
+
+
+def real_capture_bank(tmp: Path) -> Path:
+    """A bank holding every captured real run (``fixtures/*/real/``), each scanned from its own HOME as its
+    agent would find it; the runs were made in a repository named demo-repo, so they file under
+    ``coding-agent::demo-repo``. Returns the bank's path."""
+    from tests.golden import trees
+    from tests.helpers import scan
+
+    bank = tmp / "capture-bank.sqlite"
+    for n, (key, name, root) in enumerate(trees()):
+        if "real" not in name:
+            continue
+        layout = LAYOUTS[key]
+        home, tree = tmp / f"home-{n}", tmp / f"tree-{n}"
+        home.mkdir(parents=True)
+        shutil.copytree(root, tree, ignore=shutil.ignore_patterns("*.db-wal", "*.db-shm"))
+        env, roots = layout.place(tree, home)
+        scan(home, bank, (layout.harness,), env={"HOME": str(home), **env}, extra_roots=roots)
+    return bank

@@ -128,7 +128,7 @@ class SqliteReads:
         sql = f"SELECT {SESSION_COLUMNS} FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY coalesce(updated_at, last_imported_at) DESC, id DESC"
+        sql += " ORDER BY coalesce(updated_at, started_at, last_imported_at) DESC, id DESC"
         if limit:
             sql += f" LIMIT {int(limit)}"
         return [_session_dict(r) for r in _rows(self.conn.execute(sql, args))]
@@ -151,18 +151,10 @@ class SqliteReads:
 
     def search(self, query: str, bank_id: str | None = None, limit: int = 20,
                include_recall: bool = False) -> list[dict[str, Any]]:
-        sql = (
-            "SELECT s.harness, s.native_id AS session, s.bank_id, s.title, e.seq, e.role, e.kind, e.ts, "
-            "snippet(events_fts, 0, '[', ']', '…', 12) AS snippet "
-            "FROM events_fts JOIN events e ON e.id = events_fts.rowid JOIN sessions s ON s.id = e.session_id "
-            "WHERE events_fts MATCH ?"
-        )
-        args: list[Any] = [query]
-        if bank_id:
-            sql += " AND s.bank_id = ?"
-            args.append(bank_id)
-        if not include_recall:  # the harvester's own answers seen again: the original is what is found
-            sql += " AND e.recall = 0"
-        sql += " ORDER BY rank LIMIT ?"
-        args.append(limit)
-        return _rows(self.conn.execute(sql, args))
+        """``harvester search``: FTS5 syntax, over one bank id or all; see SqliteRecall.search_events."""
+        from harvester.recall.scope import EVERYTHING, Scope
+
+        scope = Scope(bank_id, bank_id=bank_id) if bank_id else EVERYTHING
+        hits = self.search_events(query, scope, limit, include_recall=include_recall)  # type: ignore[attr-defined]
+        return [{k: h[k] for k in ("harness", "session", "bank_id", "title", "seq", "role", "kind", "ts", "snippet")}
+                for h in hits]

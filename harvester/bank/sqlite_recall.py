@@ -11,6 +11,12 @@ from typing import Any
 from harvester.bank.sqlite_read import EVENT_COLUMNS, SESSION_COLUMNS, _event_dict, _rows, _session_dict
 from harvester.recall.scope import Scope
 
+# Hits whose bm25 scores are within about 10 % of each other are equally relevant: those are shown oldest
+# first, so where something first came up is found before the sessions that later asked about it (which
+# are often shorter, and bm25 favours short texts). Buckets of a fifth of the best score.
+
+RELEVANCE = "CAST(round((1.0 - rank / min(rank) OVER ()) * 5) AS INTEGER)"
+
 _S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
 
 
@@ -27,13 +33,13 @@ class SqliteRecall:
             clauses.append("s.harness = ?")
             args.append(harness)
         if since:
-            clauses.append("coalesce(s.updated_at, s.last_imported_at) >= ?")
+            clauses.append("coalesce(s.updated_at, s.started_at, s.last_imported_at) >= ?")
             args.append(since)
         if skip_live_of:
             clauses.append("NOT (s.harness = ? AND (s.state = 'live' OR coalesce(s.updated_at, '') >= ?))")
             args += [skip_live_of, recent_since or "9999"]
         sql = (f"SELECT {_S_COLUMNS} FROM sessions s WHERE {' AND '.join(clauses)} "
-               "ORDER BY coalesce(s.updated_at, s.last_imported_at) DESC, s.id DESC LIMIT ?")
+               "ORDER BY coalesce(s.updated_at, s.started_at, s.last_imported_at) DESC, s.id DESC LIMIT ?")
         return [_session_dict(r) for r in _rows(self.conn.execute(sql, [*args, limit]))]
 
     def first_and_last(self, session_pk: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -69,7 +75,9 @@ class SqliteRecall:
     def search_events(self, match: str, scope: Scope, limit: int = 10, harness: str | None = None,
                       since: str | None = None, role: str | None = None, kind: str | None = None,
                       include_recall: bool = False) -> list[dict[str, Any]]:
-        """Ranked full-text hits (``match``: an FTS5 query) with a snippet, the session and the position."""
+        """Ranked full-text hits (``match``: an FTS5 query) with a snippet, the session and the position.
+        Ranked first (every match, ids and scores only), then the page's snippets: FTS5 allows no window
+        over its auxiliary functions, and a snippet costs more than a score."""
         where, args = scope.sql()
         clauses = ["events_fts MATCH ?", where]
         args = [match, *args]
@@ -82,11 +90,19 @@ class SqliteRecall:
             args.append(since)
         if not include_recall:
             clauses.append("e.recall = 0")
-        sql = ("SELECT s.harness, s.native_id AS session, s.bank_id, s.title, s.branch, e.seq, e.role, e.kind, e.ts, "
-               "e.tool_name, e.recall, snippet(events_fts, 0, '[', ']', '…', 16) AS snippet "
-               "FROM events_fts JOIN events e ON e.id = events_fts.rowid JOIN sessions s ON s.id = e.session_id "
-               f"WHERE {' AND '.join(clauses)} ORDER BY rank, e.id LIMIT ?")
-        return _rows(self.conn.execute(sql, [*args, limit]))
+        ranked = self.conn.execute(
+            f"WITH hits AS (SELECT e.id, e.ts, rank FROM events_fts JOIN events e ON e.id = events_fts.rowid "
+            f"JOIN sessions s ON s.id = e.session_id WHERE {' AND '.join(clauses)}) "
+            f"SELECT id FROM hits ORDER BY {RELEVANCE}, coalesce(ts, ''), id LIMIT ?", [*args, limit]).fetchall()
+        if not ranked:
+            return []
+        ids = [i for (i,) in ranked]
+        rows = {r["id"]: r for r in _rows(self.conn.execute(
+            "SELECT e.id, s.harness, s.native_id AS session, s.bank_id, s.title, s.branch, e.seq, e.role, e.kind, "
+            "e.ts, e.tool_name, e.recall, snippet(events_fts, 0, '[', ']', '…', 16) AS snippet "
+            "FROM events_fts JOIN events e ON e.id = events_fts.rowid JOIN sessions s ON s.id = e.session_id "
+            f"WHERE events_fts MATCH ? AND events_fts.rowid IN ({', '.join('?' * len(ids))})", [match, *ids]))}
+        return [rows.pop(i) for i in ids if i in rows]
 
     def session_events(self, session_pk: int, include_recall: bool = False) -> list[dict[str, Any]]:
         sql = f"SELECT {EVENT_COLUMNS}, recall FROM events WHERE session_id = ?"

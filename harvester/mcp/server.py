@@ -14,6 +14,7 @@ between threads, and a stdio server has one client.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable
 from typing import Any
@@ -52,7 +53,7 @@ def build_server(bank: Bank, cwd: str, template: str, caller: str | None = None,
                      title="harvester: every agent's history of this repository", instructions=INSTRUCTIONS,
                      version=__version__)
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     async def recent_sessions(limit: int = 10, harness: str | None = None, since: str | None = None,
                               repo: str | None = None, bank: str | None = None, all_repos: bool = False,
                               max_bytes: int = DEFAULT_MAX_BYTES) -> str:
@@ -61,7 +62,7 @@ def build_server(bank: Bank, cwd: str, template: str, caller: str | None = None,
         date or a span such as 24h or 7d."""
         return _answer(lambda: views.recent_sessions(recall(repo, bank, all_repos), limit, harness, since, max_bytes))
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     async def handoff(session: str | None = None, harness: str | None = None, repo: str | None = None,
                       bank: str | None = None, all_repos: bool = False, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
         """Where work stands: by default the latest session in this repository other than your own. What
@@ -70,7 +71,7 @@ def build_server(bank: Bank, cwd: str, template: str, caller: str | None = None,
         verbatim. Use it to pick up where another agent stopped."""
         return _answer(lambda: brief.handoff(recall(repo, bank, all_repos), session, harness, max_bytes))
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     async def search_history(query: str, harness: str | None = None, since: str | None = None,
                              role: str | None = None, kind: str | None = None, limit: int = 10,
                              repo: str | None = None, bank: str | None = None, all_repos: bool = False,
@@ -81,7 +82,7 @@ def build_server(bank: Bank, cwd: str, template: str, caller: str | None = None,
         return _answer(lambda: views.search_history(recall(repo, bank, all_repos), query, harness, since, role,
                                                     kind, limit, max_bytes))
 
-    @server.tool(annotations=READ_ONLY)
+    @read_only(server)
     async def get_events(session: str, start: int = 0, limit: int = 50, kinds: list[str] | None = None,
                          repo: str | None = None, bank: str | None = None, all_repos: bool = False,
                          max_bytes: int = DEFAULT_MAX_BYTES) -> str:
@@ -97,6 +98,13 @@ def build_server(bank: Bank, cwd: str, template: str, caller: str | None = None,
                                              DEFAULT_MAX_BYTES * 4))
 
     return server
+
+
+def read_only(server: MCPServer) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a tool as read-only and closed-world, its docstring (dedented) as its description."""
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        return server.tool(annotations=READ_ONLY, description=inspect.cleandoc(fn.__doc__ or ""))(fn)
+    return register
 
 
 class _Server(MCPServer):

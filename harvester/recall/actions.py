@@ -15,8 +15,8 @@ from typing import Any
 COMMAND_WORDS = ("shell", "bash", "command", "terminal", "exec", "run_cmd", "powershell")
 CHANGE_WORDS = ("write", "edit", "replace", "patch", "create", "insert", "delete", "rename", "move", "apply")
 READ_WORDS = ("read", "view", "cat", "open", "fetch_file", "notebook")
-PATH_KEYS = ("file_path", "path", "filePath", "file", "target_file", "absolute_path", "filename", "notebook_path",
-             "targetFile", "relative_path")
+PATH_KEYS = ("file_path", "path", "filePath", "filepath", "file", "target_file", "absolute_path", "filename",
+             "notebook_path", "targetFile", "relative_path", "file_name")
 COMMAND_KEYS = ("command", "cmd", "commandLine", "script", "input")
 _PATCHED = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
 _EXIT = re.compile(r"(?:exit(?:ed with)? (?:code|status)|exit_code|returncode)\W{0,3}(-?\d+)", re.IGNORECASE)
