@@ -1,0 +1,78 @@
+"""Redaction of secrets from every text before it reaches the bank.
+
+``redact(text)`` returns the text with each secret replaced by ``[REDACTED:<kind>]`` and a count per
+kind. ``redact_value(value)`` does the same over a JSON-like value and also redacts the string values
+of keys that name a secret (``{"password": "hunter2"}``, ``{"name": "DB_PASSWORD", "value": ...}``).
+Both return the very object they were given when nothing was found, so the clean case allocates
+nothing and callers can test identity. ``redact`` is idempotent and never redacts a marker.
+
+What is found (``RULES``; the kind is the marker's name, lowercase-with-hyphens; on an overlap the
+earlier rule wins)
+    Formats that announce themselves: PEM private keys (the whole BEGIN ... END block, also inside a
+    JSON string with escaped newlines as in a GCP service-account file; a block cut short goes as far
+    as its base64 does), JWTs, Anthropic keys, OpenAI-style ``sk-`` keys, GitHub and GitLab tokens,
+    Slack tokens and webhook URLs, Stripe secret/restricted keys, Google API keys, AWS access key ids.
+    Then secrets known by where they stand: the password of a URL
+    (``postgres://app:[REDACTED:url-password]@db``), ``Authorization`` headers (the scheme stays:
+    ``Authorization: Bearer [REDACTED:authorization]``), and values assigned to a key that ends with
+    ``password``/``passwd``, ``secret`` (``client_secret``), ``secret_key``, ``token``
+    (``access_token``, ``GITHUB_TOKEN``), ``api_key``/``apikey``/``api-key``, ``private_key``, or
+    ``secret_access_key`` (AWS), with ``=``, ``:``, ``:=``, ``=>``, an annotation (``password: str =``),
+    quotes (also backslash-escaped ones: JSON inside a log), or as a CLI flag (``--password xyz``).
+    The key stays readable; only the value goes.
+
+Decisions
+    * Stripe: ``sk_live_``/``sk_test_``/``rk_live_``/``rk_test_`` are redacted (test keys still read
+      and write a real account's test data). ``pk_live_``/``pk_test_`` are NOT: publishable keys are
+      public by design, shipped in every checkout page. ``whsec_`` has no rule of its own; it is caught
+      where it is assigned (``STRIPE_WEBHOOK_SECRET=whsec_...``).
+    * ``sk-`` keys are reported as ``openai-api-key`` although other providers copied the format;
+      ``sk-ant-`` is told apart as ``anthropic-api-key``. A prefixed token whose body has no digit and only
+      one case is not a key (``sk-learn-style-names``, ``sk_test_fixtures_dir``).
+    * Placeholders stay, as they hide nothing: empty values, ``${VAR}``/``$VAR``/``$(cmd)``,
+      ``{name}``/``{{ tpl }}``, values made only of format fields (``%s``, ``%(pw)s``,
+      ``{user}:{password}``), ``%VAR%``, ``<your password>``, ``[REDACTED]`` and our markers, one
+      character repeated (``****``, ``xxxx``), values already masked (``ab***yz``, ``sk-...``),
+      UPPER_SNAKE names (``YOUR_API_KEY``), values starting with ``your``/``enter``/``replace``, a
+      ``#rrggbb`` colour, and a short list of words: ``changeme``, ``password``, ``secret``, ``none``,
+      ``null``, ``true``, ``required``, type names (``str``, ``string``, ``SecretStr``)... ``changeme``
+      and its like are public defaults: a reader learns nothing from them, so the text stays readable.
+    * Code is not a secret. A quoted literal, a number of 6+ digits, or a value with punctuation
+      (base64, ``s3cr3t!``) is redacted; a call, an index or an attribute path (``get_token()``,
+      ``os.environ["X"]``, ``self.password``) and a filesystem path are code and stay. A bare word
+      (``password=password``, ``token = tok``, ``token: Token``, ``{token: tok}``) is code, except where
+      the syntax makes a bare word a literal: a shell/env assignment to an UPPER_CASE key or at the
+      start of a line (``DB_PASSWORD=hunter``, no blanks around ``=``), a CLI flag (``--password
+      hunter``, but not ``the --password option``), a URL query or connection string (``?token=abc``,
+      ``;Password=abc``), Java-style properties (``db.password=hunter``) and a YAML mapping line that
+      the lowercase word ends (``  password: hunter``). A word that mixes letters and digits
+      (``hunter2``) or a long random-looking one is redacted everywhere. Values under 3 characters
+      and numbers under 6 digits (counts, ids, ports) never are.
+    * Keys are matched case-insensitively and must END with the keyword, so ``max_tokens``,
+      ``tokenizer``, ``token_type``, ``password_hash``, ``secrets:`` and ``secret_name`` are not keys
+      of a secret; pagination cursors (``next_token``, ``pageToken``) and tokenizer specials
+      (``eos_token``) are exempt by name. Not keys in text: ``pwd`` (``PWD`` is the working directory),
+      ``access_key`` alone (MinIO's is the public half), ``passphrase`` (a keyword costs a scan; JSON
+      keys named so are still redacted by ``redact_value``), cookies.
+    * When in doubt, redaction errs toward removing: a quoted sentence assigned to ``token`` goes too.
+
+Speed
+    This runs over hundreds of MB of tool output, almost all of it without secrets, so the clean case
+    is what is designed for. The text is turned once into bytes (Latin-1, other characters as ``?``:
+    one byte per character, so a span found in the bytes is the same span of the text) and once into
+    their ASCII lowercase. ``re`` scans fast (~3 GB/s) only a pattern that begins with a literal: it
+    then skips from one occurrence of the literal's first character to the next in C. A pattern that
+    begins with a class, an alternation of different letters, a lookbehind or ``(?i)`` is tried at
+    every position and runs 10-40x slower, and so does one big alternation of all rules (15-30 MB/s).
+    So every pattern here begins with a literal, chosen rare (``J(?<=eyJ)``, ``cret(?<=secret)``: the
+    lookbehind after it checks the rest); keys are searched in the lowercase copy instead of with
+    ``(?i)``; rules share scans: the token formats sit behind four prefilters that clear them by the
+    group, and keys ending in ``token`` or ``key`` share one pattern (``Rule.keys`` tells them apart).
+    A clean text costs about ten scans and ~2 us of Python; checks written in Python run only on
+    candidates. ``bench/bench_redact.py`` measures it against ``str.count("\\n")`` on the same text.
+"""
+
+from harvester.redact.engine import _PLAN, MARKER, RULES, redact
+from harvester.redact.values import redact_value
+
+__all__ = ["MARKER", "RULES", "_PLAN", "redact", "redact_value"]
