@@ -60,7 +60,8 @@ def locators(rules: Iterable[tuple[int, Rule]], hosts: dict[tuple[bytes, bool], 
     takes the locator's alternatives too, so the two cost one pass (``K_ASSIGN`` hosts the ``k`` hooks).
     """
     hosts = hosts or {}
-    # (anchor, lowercase?) -> gate ("" outside any lookahead, "outer" behind the shared one) -> ahead -> targets
+    # (anchor, lowercase?) -> gate ("" outside any lookahead, "outer" behind the shared one) -> ahead
+    # -> targets
     literal: dict[tuple[bytes, bool], dict[str, dict[bytes, list[Target]]]] = {}
     # (anchor, lowercase?) -> gate -> width of the lookbehind -> (literal, target)
     gated: dict[tuple[bytes, bool], dict[str, dict[int, list[tuple[bytes, Target]]]]] = {}
@@ -122,8 +123,9 @@ def locators(rules: Iterable[tuple[int, Rule]], hosts: dict[tuple[bytes, bool], 
             outside.append(_OUTER + b"(?:" + b"|".join(inside) + b")")
         host, hosted = hosts.get(where, (None, ()))
         if host is not None:
-            outside.insert(0, host.pattern[1:])  # the host's own alternative first: its matches end in its groups
+            # The host's own alternative first: its matches end in its own groups.
+            outside.insert(0, host.pattern[1:])
         pattern = re.compile(re.escape(anchor) + b"(?:" + b"|".join(outside) + b")")
-        scans.append(Scan(pattern, low, needs=(anchor,) if anchor == b"~" else (), rules=hosted, targets=targets,
-                          siblings={k: v for k, v in siblings.items() if v}))
+        scans.append(Scan(pattern, low, needs=(anchor,) if anchor == b"~" else (), rules=hosted,
+                          targets=targets, siblings={k: v for k, v in siblings.items() if v}))
     return scans

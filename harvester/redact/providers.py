@@ -119,7 +119,8 @@ TOKENS: tuple[Rule, ...] = (
     token("render-api-key", (b"rnd_",), rb"[A-Za-z0-9]{28}"),
     token("tailscale-key", (b"tskey-api-", b"tskey-auth-", b"tskey-client-", b"tskey-webhook-"),
           rb"(?P<body>[A-Za-z0-9-]{30,})", check=_random_body),
-    token("docker-hub-token", (b"dckr_pat_", b"dckr_oat_"), rb"[A-Za-z0-9_-]{27,32}", end=B64URL, gate="wide"),
+    token("docker-hub-token", (b"dckr_pat_", b"dckr_oat_"), rb"[A-Za-z0-9_-]{27,32}", end=B64URL,
+          gate="wide"),
     token("openshift-token", (b"sha256~",), rb"[A-Za-z0-9_-]{43}", end=B64URL),
     # --- code hosting, registries, developer tools
     # GitHub: ghp_ (classic PAT), gho_ (OAuth), ghu_ (user-to-server), ghs_ (app installation), ghr_
@@ -131,8 +132,8 @@ TOKENS: tuple[Rule, ...] = (
     # glrt- (runner), glcbt- (CI job), glptt- (pipeline trigger), glft- (feed), glimt- (incoming mail),
     # glagent- (k8s agent), glsoat- (SCIM), gloas- (OAuth app secret), glffct- (feature flags), glddt-
     # (dependency proxy) + 20+ base64url; GR1348941 (runner registration).
-    token("gitlab-token", (b"glpat-", b"gldt-", b"glrt-", b"glcbt-", b"glptt-", b"glft-", b"glimt-", b"glagent-",
-                           b"glsoat-", b"gloas-", b"glffct-", b"glddt-"),
+    token("gitlab-token", (b"glpat-", b"gldt-", b"glrt-", b"glcbt-", b"glptt-", b"glft-", b"glimt-",
+                           b"glagent-", b"glsoat-", b"gloas-", b"glffct-", b"glddt-"),
           rb"[A-Za-z0-9_-]{20,}(?:\.[0-9a-z]{2}\.?[0-9a-z]{7,9}(?![A-Za-z0-9]))?", start=WORD, end=None,
           gate="wide"),
     token("gitlab-token", (b"GR1348941",), rb"[A-Za-z0-9_-]{20,}", start=WORD, end=None),
@@ -169,13 +170,15 @@ TOKENS: tuple[Rule, ...] = (
     # --- chat, mail, messaging
     # Slack: xoxb- (bot), xoxp- (user), xoxa-/xoxr- (app/refresh), xoxs-, xoxo-, xoxc-/xoxd- (session),
     # xoxe.xoxp-/xoxe- (rotating), xapp- (app-level); bodies are dash-separated numbers and base62.
-    token("slack-token", (*(b"xox" + c + s for c in (b"a", b"b", b"p", b"o", b"s", b"r", b"e", b"c", b"d") for s in (b"-", b".")), b"xapp-"),
+    token("slack-token", (*(b"xox" + c + s for c in (b"a", b"b", b"p", b"o", b"s", b"r", b"e", b"c", b"d")
+                            for s in (b"-", b".")), b"xapp-"),
           rb"(?P<body>[A-Za-z0-9.-]{9,}[A-Za-z0-9])", start=WORD, end=None, gate="wide", check=_random_body),
     # Slack incoming webhooks: https://hooks.slack.com/services/T.../B.../<24>; the host stays readable.
     Rule("slack-webhook", re.compile(
         rb"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9_/+-]{20,})"), group="v",
          hooks=(Hook(b"k", ahead=rb"s\.slack\.com/(?<=hooks\.slack\.com/)", back=3, low=True),)),
-    Rule("teams-webhook", re.compile(rb"\.webhook\.office\.com/webhookb2/(?P<v>[A-Za-z0-9@/-]{60,})"), group="v",
+    Rule("teams-webhook", re.compile(rb"\.webhook\.office\.com/webhookb2/(?P<v>[A-Za-z0-9@/-]{60,})"),
+         group="v",
          hooks=(Hook(b"k", ahead=rb"\.office\.com/webhookb2/(?<=\.webhook\.office\.com/webhookb2/)", back=7,
                      low=True),)),
     # Discord bot tokens: base64 of the bot's user id . 6 (time) . 27-38 (HMAC). Found at the first dot.
