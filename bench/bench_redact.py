@@ -11,10 +11,11 @@ once per event, so per-call overhead counts as it does in the real import.
 
 It contains on purpose the near misses a redactor meets all day (``token = get_token()``,
 ``max_tokens``, ``Authorization: Bearer ${TOKEN}``, sha512 integrity strings, commit hashes,
-UUIDs, URLs), so the "clean" figure is not just the cost of a prefilter that never fires.
+UUIDs, URLs, utility CSS classes and base64 images), so the "clean" figure is not just the cost of
+a prefilter that never fires.
 
 The dirty variant plants one secret (of every supported kind in turn, in a realistic context)
-per ~10 KB. Each figure is printed beside the throughput of ``str.count("\\n")`` over the same
+per ~10 KB, provider formats in places that name no key, and a key wrapped across an escaped newline. Each figure is printed beside the throughput of ``str.count("\\n")`` over the same
 events in the same run: the ratio is what to compare across machines and runs.
 """
 
@@ -290,9 +291,23 @@ def prose(rng: random.Random) -> str:
     return "\n\n".join(rng.choice(paras) for _ in range(rng.randint(2, 12))) + "\n"
 
 
+def html_page(rng: random.Random) -> str:
+    """A component an agent wrote or read: utility CSS classes, an inline base64 image, a digest."""
+    image = base64.b64encode(rng.randbytes(rng.randint(300, 3000))).decode()
+    rows = "\n".join(
+        f'      <li class="flex items-center justify-between px-4 py-2 hover:bg-gray-50 sm:px-6" key="{_uuid(rng)}">'
+        f'<span class="truncate text-sm font-medium text-gray-900">item {i}</span></li>'
+        for i in range(rng.randint(5, 40)))
+    return (f'<div class="mx-auto max-w-7xl px-4 sm:px-6 lg:px-8">\n  <img alt="logo" class="h-8 w-auto" '
+            f'src="data:image/png;base64,{image}">\n  <ul role="list" class="divide-y divide-gray-100">\n{rows}\n'
+            f'  </ul>\n  <script src="/static/app.{_hex(rng, 20)}.js" integrity="sha384-'
+            f'{base64.b64encode(rng.randbytes(48)).decode()}"></script>\n</div>\n')
+
+
 GENERATORS: list[tuple[Callable[[random.Random], str], int]] = [
     (code_read_output, 30), (code_snippet, 6), (pytest_log, 8), (pip_log, 5), (git_log, 6), (access_log, 6),
     (build_log, 5), (env_dump, 2), (api_json, 8), (lock_json, 6), (transcript_jsonl, 8), (prose, 10),
+    (html_page, 3),
 ]
 
 
@@ -338,6 +353,17 @@ SECRETS: list[Callable[[random.Random], str]] = [
     lambda r: f"mysql -u root --password={_rand(r, ALNUM + '!#%', 14)} app",
     lambda r: f"client_secret: {_rand(r, ALNUM, 32)}",
     lambda r: f"curl -H 'Authorization: Basic {base64.b64encode(rng_pair(r)).decode()}' https://ci.example.com",
+    # Provider formats (issue 9): prose, JSON output and commands that name no key.
+    lambda r: (f"AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=app;"
+               f"AccountKey={base64.b64encode(r.randbytes(64)).decode()};EndpointSuffix=core.windows.net"),
+    lambda r: f"client = Client('AC{_hex(r, 32)}', '{_hex(r, 32)}')",
+    lambda r: f"I logged in to the hub with hf_{_rand(r, ALNUM, 34)} and pushed the model.",
+    lambda r: f'{{"token": "npm_{_rand(r, ALNUM, 36)}", "readonly": false}}',
+    lambda r: f"sg.send(key='SG.{_rand(r, B64URL, 22)}.{_rand(r, B64URL, 43)}')",
+    lambda r: f"databricks fs ls dbfs:/ --profile prod  # dapi{_hex(r, 32)}",
+    lambda r: f'{{"stdout": "creds:\\nAKIA{_rand(r, string.ascii_uppercase + "234567", 8)}\\n'
+              f'{_rand(r, string.ascii_uppercase + "234567", 8)}\\ndone"}}',  # a key wrapped in JSON output
+    lambda r: f"export SHOPIFY_ADMIN=shpat_{_hex(r, 32)} LINEAR=lin_api_{_rand(r, ALNUM, 40)}",
 ]
 
 

@@ -1,0 +1,94 @@
+"""Secrets known by where they stand: PEM blocks, URL passwords, Authorization headers, ``key = value``.
+
+``PEM`` comes first in the table (it outranks every other rule: a key block holds base64 that other
+rules would cut up); the rest come after the provider formats, which win an overlap with them (a GitHub
+token assigned to ``GITHUB_TOKEN`` is a ``github-token``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from harvester.redact.judging import _assigned_secret, _auth_value, _pem_body, _url_password
+from harvester.redact.rule import Hook, Rule
+
+# After a keyword (lowercase bytes), which each pattern follows with an optional empty group "flag" that
+# takes part when a "-" stands right before the keyword (--password, --db-password): the key must end
+# there; an optional closing quote of a quoted key (also backslash-escaped: JSON printed inside a log); a
+# separator: an annotation ending in " =" (password: str = / apiKey: string | null =), = : := => (not ==
+# :: =~), or blanks alone after a flag; then the value: quoted up to the same quote, or bare up to a blank
+# or a delimiter and not followed by ( or [ (a call or an index is code).
+_ASSIGN = (
+    rb"""(?P<kend>)(?![a-z0-9_])\\?["'`]?"""
+    rb"""(?P<sep>[ \t]*:[ \t]*[a-z_][\w.]*+(?:\[[^\]\n]{0,80}\])?(?:[ \t]*\|[ \t]*[a-z_][\w.]*+){0,8}"""
+    rb"""[ \t]+=(?![=>])[ \t]*"""
+    rb"""|[ \t]*(?:=>|:=|[:=](?![=:~]))[ \t]*|(?(flag)[ \t]+|(?!)))"""
+    rb"""(?P<q>\\?["'`])?(?P<v>(?(q)(?:(?!(?P=q))[^\n])+|[^\s"'`,;&()\[\]{}<>]++(?![(\[])))"""
+)
+
+# Keys ending in "token" or "key" share one scan (its literal "k" is rare); each rule below takes its own
+# spellings (Rule.keys).
+_KEY_ENDS = (b"token", b"api_key", b"api-key", b"apikey", b"private_key", b"private-key", b"privatekey",
+             b"secret_key", b"secret-key", b"secretkey", b"access_key", b"access-key", b"accesskey")
+
+
+def _behind(words: tuple[bytes, ...]) -> bytes:
+    # One lookbehind per width (each is one check at a stop, where twelve cost twelve).
+    by_width: dict[int, list[bytes]] = {}
+    for w in words:
+        by_width.setdefault(len(w), []).append(re.escape(w))
+    return b"|".join(b"(?<=" + b"|".join(ws) + b")" for _, ws in sorted(by_width.items()))
+
+
+_K_ASSIGN = re.compile(
+    rb"k(?:en(?<=token)|ey(?:" + _behind(tuple(k for k in _KEY_ENDS if k.endswith(b"key"))) + rb"))"
+    rb"(?P<flag>" + _behind(tuple(b"-" + k for k in _KEY_ENDS)) + rb")?" + _ASSIGN)
+
+PEM = (
+    # PEM private keys: -----BEGIN [RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP ]PRIVATE KEY[ BLOCK]----- up to the
+    # matching END line; newlines real or escaped (\n in JSON: GCP service-account "private_key"). Cut short
+    # (a truncated tool output, `head key.pem`): as far as the base64 and its headers go.
+    Rule("private-key", re.compile(
+        rb"-----BEGIN (?P<label>(?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----"
+        rb"(?:[\s\S]{0,20000}?-----END (?P=label)PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,-]+)"),
+         check=_pem_body,
+         hooks=(Hook(b"A", ahead=b"TE KEY", find=b"-----BEGIN "),)),
+)
+
+CONTEXTS: tuple[Rule, ...] = (
+    # scheme://user:password@host: only the password goes (redis://:pw@host has no user). "@" is rare
+    # enough for memchr to clear most texts before the "://" scan.
+    Rule("url-password", re.compile(rb"""://[^\s:/?#@"'<>\[\]]*:(?P<v>[^\s/?#@"'<>\[\]]+)@"""), group="v",
+         needs=(b"@",), check=_url_password),
+    # ... and the same where an escaped line break cuts "://" (JSON tool output): "postgres:/\\n/app:pw@db".
+    Rule("url-password", re.compile(
+        rb"""\\(?:n//?(?<=:/\\n/|:\\n//)|r\\n//?(?<=:/\\r\\n/|:\\r\\n//))"""
+        rb"""[^\s:/?#@"'<>\[\]]*:(?P<v>[^\s/?#@"'<>\[\]]+)@"""), group="v",
+         needs=(b"@", b"\\"), check=_url_password),
+    # Authorization / Proxy-Authorization headers (HTTP dumps, curl -H, JSON, code); Bearer/Basic/... stays.
+    Rule("authorization", re.compile(
+        rb"""z(?<=authoriz)ation\\?["'`]?[ \t]*[:=][ \t]*[fr]?\\?["'`]?"""
+        rb"""(?:(?:bearer|basic|token|bot|digest|negotiate|ntlm|apikey|sso-key)[ \t]+)?"""
+        rb"""(?P<v>[a-z0-9._~+/=-]{8,}+)(?![(\[])"""),
+         group="v", lower=True, check=_auth_value),
+    # aws_secret_access_key = (credentials file, env, `aws configure set`), "SecretAccessKey": (STS JSON).
+    Rule("aws-secret-access-key", _K_ASSIGN, group="v", lower=True, check=_assigned_secret,
+         keys=(b"secret_access_key", b"secret-access-key", b"secretaccesskey")),
+    # api_key= apikey: x-api-key: OPENAI_API_KEY= apiKey:
+    Rule("api-key", _K_ASSIGN, group="v", lower=True, check=_assigned_secret,
+         keys=(b"api_key", b"api-key", b"apikey")),
+    # private_key= (hex wallet keys, base64 ed25519 seeds; PEM blocks were taken by the first rule).
+    Rule("private-key", _K_ASSIGN, group="v", lower=True, check=_assigned_secret,
+         keys=(b"private_key", b"private-key", b"privatekey")),
+    # secret_key= (Django SECRET_KEY, MinIO/S3 secretKey).
+    Rule("secret", _K_ASSIGN, group="v", lower=True, check=_assigned_secret,
+         keys=(b"secret_key", b"secret-key", b"secretkey")),
+    # password= passwd: --password x (DB_PASSWORD, PGPASSWORD, userPassword).
+    Rule("password", re.compile(rb"w(?<=passw)(?P<flag>(?<=-passw))?(?:ord|d)" + _ASSIGN), group="v",
+         lower=True, check=_assigned_secret),
+    # secret= client_secret: SECRET= webhook_secret:
+    Rule("secret", re.compile(rb"cret(?<=secret)(?P<flag>(?<=-secret))?" + _ASSIGN), group="v", lower=True,
+         check=_assigned_secret),
+    # token= access_token: GITHUB_TOKEN= x-auth-token: refreshToken:
+    Rule("token", _K_ASSIGN, group="v", lower=True, check=_assigned_secret, keys=(b"token",)),
+)
