@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -404,3 +405,81 @@ def test_subprocess_entry_point_runs(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert '"mcpServers"' in result.stdout and not (home / ".cursor" / "mcp.json").exists()
+
+
+# A stand-in for `harvester mcp` (being written elsewhere): one read-only tool, `ping`, over stdio.
+STUB_SERVER = r'''
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method, result = msg.get("method"), {}
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": "harvester", "version": "0"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "ping", "description": "Answers pong.",
+                             "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": "pong from the bank"}]}
+    elif method != "ping":
+        reply = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": method}}
+        print(json.dumps(reply), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+'''
+
+
+# How each approval reads in the file, to take it out again for the control run.
+APPROVAL_TEXT = {"claude-code": '"mcp__harvester"', "codex": 'default_tools_approval_mode = "approve"',
+                 "gemini-cli": '"trust": true', "qwen-code": '"trust": true'}
+
+
+@pytest.mark.parametrize("approved", [True, False], ids=["approved", "control"])
+@pytest.mark.parametrize("agent", list(APPROVAL_TEXT))
+def test_a_headless_run_calls_our_tool_without_a_prompt(tmp_path: Path, agent: str, approved: bool,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The approval we register is what lets a headless turn call the server's tool (the model asks for
+    it; the agent must run it and hand back its result, not refuse or wait for a person); without it
+    (the control) the same turn does not get the tool's result."""
+    if not approved:
+        assert '"annotations": {"readOnlyHint": True}, ' in STUB_SERVER
+    from tests import realagents
+    from tests.fakellm import FakeLLM, script
+
+    original = script._answer
+
+    def call_ping(conv: script.Conversation) -> script.Reply:
+        """Call ``ping`` when offered; Qwen Code 0.15 defers MCP tools: load it with tool_search first."""
+        ping = next((t for t in conv.tools if t.name.endswith("ping")), None)
+        asked = "READ_FILE" in conv.prompt and not conv.ends_with_tool_result
+        if ping and (asked or conv.result_of == "tool_search"):
+            return script.Reply(tool_call=script.ToolCall(ping.name, {}, ping.namespace))
+        search = next((t for t in conv.tools if t.name == "tool_search"), None)
+        deferred = re.search(r'"([^"]*ping)"', conv.system)
+        if asked and search and deferred:
+            query = next(iter(search.properties), "query")
+            return script.Reply(tool_call=script.ToolCall(search.name, {query: f"select:{deferred.group(1)}"}))
+        return original(conv)
+
+    monkeypatch.setattr(script, "_answer", call_ping)
+    stub = tmp_path / "stub_mcp.py"
+    # The control also drops the tool's readOnlyHint: Codex 0.171 and Qwen Code 0.15 run a tool so marked
+    # without asking, approval or not; the approval is for a tool the server did not mark.
+    stub.write_text(STUB_SERVER if approved else STUB_SERVER.replace('"annotations": {"readOnlyHint": True}, ', ""))
+    home = tmp_path / "home"
+    repo = realagents.make_repo(tmp_path)
+    with FakeLLM() as llm:
+        realagents.write_config(agent, home, llm.port)
+        lines: list[str] = []
+        assert connect.run((agent,), all_agents=False, remove=False, dry_run=False, env=env_for(home), home=home,
+                           out=lines.append, command=[os.sys.executable, str(stub)]) == 0, lines
+        if not approved:
+            for path in _edited(agent, home):
+                text = path.read_text()
+                path.write_text(text.replace(APPROVAL_TEXT[agent], '"mcp__other"' if agent == "claude-code" else
+                                             ('"trust": false' if "trust" in APPROVAL_TEXT[agent] else "")))
+        result = realagents.run(agent, realagents.prompt_args(agent, "READ_FILE /nowhere"), cwd=repo, home=home,
+                                port=llm.port, timeout=240)
+    assert ("pong from the bank" in result.stdout) == approved, result.stdout + result.stderr[-3000:]
