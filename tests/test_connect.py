@@ -201,7 +201,8 @@ def test_the_cli_connects_the_installed_agents_and_names_the_skipped(tmp_path: P
     result = _cli(home, "connect")
     assert result.exit_code == 0, result.output
     assert connect.registered(home, env_for(home)) == {a: a in ("codex", "gemini-cli") for a in AGENTS}
-    assert "cursor (Cursor): skipped: not installed" in result.output
+    assert "skipped, not installed: claude-code, qwen-code, opencode, kilo, copilot-cli, cline, continue, cursor" \
+        in result.output
     assert "codex (Codex CLI): connected in" in result.output
     result = _cli(home, "disconnect", "--dry-run")
     assert result.exit_code == 0 and "-[mcp_servers.harvester]" in result.output

@@ -29,6 +29,7 @@ from harvester.connect.agents import AGENTS, SERVER_NAME, Agent, Approval, Env, 
 __all__ = ["AGENTS", "SERVER_NAME", "AgentPlan", "FileChange", "apply", "plan", "registered", "run",
            "server_command"]
 
+NOT_INSTALLED = "not installed"
 _DIALECTS = {"json": jsonc.STRICT, "json-comments": jsonc.WITH_COMMENTS, "jsonc": jsonc.JSONC}
 _EDIT_ERRORS = (jsonc.JsoncError, toml_edit.TomlEditError, yaml_edit.YamlEditError, UnicodeDecodeError)
 
@@ -74,7 +75,7 @@ def plan(names: Iterable[str], *, remove: bool, env: Env, home: Path, command: l
     for name in names:
         agent = AGENTS[name]
         if only_installed and not agent.installed(env, home):
-            plans.append(AgentPlan(agent, skipped="not installed"))
+            plans.append(AgentPlan(agent, skipped=NOT_INSTALLED))
             continue
         plans.append(_plan_agent(agent, agent.entry([*argv, agent.name]), remove, env, home))
     return plans
@@ -153,8 +154,11 @@ def apply(plans: list[AgentPlan], *, remove: bool, dry_run: bool, out: Callable[
     """Write (or, with ``dry_run``, print the diff of) every change; 0, or 1 if any agent was refused."""
     status = 0
     done, already = ("disconnected", "not registered") if remove else ("connected", "already registered")
+    absent = [p.agent.name for p in plans if p.skipped == NOT_INSTALLED]
     for agent_plan in plans:
         label = f"{agent_plan.agent.name} ({agent_plan.agent.label})"
+        if agent_plan.skipped == NOT_INSTALLED:
+            continue
         if agent_plan.skipped:
             out(f"{label}: skipped: {agent_plan.skipped}")
             continue
@@ -179,6 +183,8 @@ def apply(plans: list[AgentPlan], *, remove: bool, dry_run: bool, out: Callable[
                 break
             kept = f" (previous version: {backup})" if backup else " (new file)"
             out(f"{label}: {done} in {change.path}{kept}")
+    if absent:
+        out(f"skipped, not installed: {', '.join(absent)}")
     if dry_run:
         out("dry run: nothing written")
     return status
