@@ -326,5 +326,34 @@ def mcp_server(settings: Settings, harness: str | None) -> None:
         serve(bank, settings.bank_id_template, harness, settings.timings.recent_minutes)
 
 
+# --- connect / disconnect: our MCP server in every agent's user-level config (harvester/connect/) ---
+_AGENT_CHOICE = click.Choice(["claude-code", "codex", "gemini-cli", "qwen-code", "opencode", "kilo", "copilot-cli",
+                              "cline", "continue", "cursor"])
+
+
+@cli.command("connect")
+@click.argument("agents", nargs=-1, type=_AGENT_CHOICE)
+@click.option("--all", "all_agents", is_flag=True, help="Every supported agent, installed or not.")
+@click.option("--dry-run", is_flag=True, help="Print the diff of each file; write nothing.")
+def connect_command(agents: tuple[str, ...], all_agents: bool, dry_run: bool) -> None:
+    """Register `harvester mcp` in each agent's user-level config (default: the installed agents)."""
+    from harvester import connect
+
+    sys.exit(connect.run(agents, all_agents=all_agents, remove=False, dry_run=dry_run, env=os.environ,
+                         home=config.home(), out=terminal.echo))
+
+
+@cli.command("disconnect")
+@click.argument("agents", nargs=-1, type=_AGENT_CHOICE)
+@click.option("--all", "all_agents", is_flag=True, help="Every supported agent, installed or not.")
+@click.option("--dry-run", is_flag=True, help="Print the diff of each file; write nothing.")
+def disconnect_command(agents: tuple[str, ...], all_agents: bool, dry_run: bool) -> None:
+    """Remove what `harvester connect` added (default: from the installed agents)."""
+    from harvester import connect
+
+    sys.exit(connect.run(agents, all_agents=all_agents, remove=True, dry_run=dry_run, env=os.environ,
+                         home=config.home(), out=terminal.echo))
+
+
 def main() -> None:
     cli(prog_name="harvester")

@@ -1,0 +1,212 @@
+"""``harvester connect`` / ``disconnect``: our MCP server in every agent's user-level configuration.
+
+:func:`plan` reads each agent's files and computes their new text, touching nothing; :func:`apply`
+writes the changed ones (:mod:`harvester.connect.files`: atomic, with a backup); :func:`run` is both,
+as the commands do it. Why this is safe to run on a person's real files:
+
+- Only the files named in :mod:`harvester.connect.agents` are read, and only our entry (``harvester``)
+  and our approval item change in them: each editor proves, by parsing its result, that the document
+  says exactly the old one plus (or minus) ours. No session-history store is ever opened.
+- A file that does not parse in the agent's own dialect is refused whole: the agent is reported, none
+  of its files is written, and the other agents go on.
+- An agent is planned all at once: its server file and its approval file both change, or neither.
+- A second run computes the same text and writes nothing (files keep their bytes and mtime).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harvester.connect import files, jsonc, toml_edit, yaml_edit
+from harvester.connect.agents import AGENTS, SERVER_NAME, Agent, Approval, Env, Format
+
+__all__ = ["AGENTS", "SERVER_NAME", "AgentPlan", "FileChange", "apply", "plan", "registered", "run",
+           "server_command"]
+
+NOT_INSTALLED = "not installed"
+_DIALECTS = {"json": jsonc.STRICT, "json-comments": jsonc.WITH_COMMENTS, "jsonc": jsonc.JSONC}
+_EDIT_ERRORS = (jsonc.JsoncError, toml_edit.TomlEditError, yaml_edit.YamlEditError, UnicodeDecodeError)
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    path: Path
+    before: str | None  # None: the file does not exist
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        return files.unified_diff(self.path, self.before, self.after)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPlan:
+    agent: Agent
+    changes: tuple[FileChange, ...] = ()
+    problem: str = ""  # a file we refuse to touch; then nothing of this agent is written
+    skipped: str = ""  # why this agent is left alone (not installed, …)
+
+
+def server_command(env: Env = os.environ, argv0: str | None = None) -> list[str]:
+    """How to start the harvester that is running now: its executable (``sys.argv[0]`` when that is
+    one), else ``harvester`` on PATH, else this interpreter with ``-m harvester``."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if os.path.basename(argv0) == "harvester" and os.path.isfile(argv0) and os.access(argv0, os.X_OK):
+        return [os.path.abspath(argv0)]
+    if found := shutil.which("harvester", path=env.get("PATH", "")):
+        return [os.path.abspath(found)]
+    return [sys.executable, "-m", "harvester"]
+
+
+def plan(names: Iterable[str], *, remove: bool, env: Env, home: Path, command: list[str] | None = None,
+         only_installed: bool = False) -> list[AgentPlan]:
+    """What connect (or, with ``remove``, disconnect) would change for each named agent."""
+    argv = [*(command or server_command(env)), "mcp", "--harness"]
+    plans = []
+    for name in names:
+        agent = AGENTS[name]
+        if only_installed and not agent.installed(env, home):
+            plans.append(AgentPlan(agent, skipped=NOT_INSTALLED))
+            continue
+        plans.append(_plan_agent(agent, agent.entry([*argv, agent.name]), remove, env, home))
+    return plans
+
+
+def _plan_agent(agent: Agent, entry: dict[str, Any], remove: bool, env: Env, home: Path) -> AgentPlan:
+    path = agent.file(env, home)
+    edits: list[tuple[Path, Format, Callable[[str, Format], str]]] = []
+    if agent.format == "continue-yaml" and not path.exists() and not remove:
+        return AgentPlan(agent, skipped=f"{path} does not exist (Continue then uses its hub assistant, "
+                                        "which a new file would replace); create it first")
+    server_key = (*agent.servers_key, SERVER_NAME)
+    if remove:
+        edits.append((path, agent.format, lambda text, fmt: _remove_server(text, fmt, server_key)))
+    else:
+        edits.append((path, agent.format, lambda text, fmt: _set_server(text, fmt, server_key, entry)))
+    if agent.approval is not None:
+        approval: Approval = agent.approval
+        edit = _remove_item if remove else _add_item
+        edits.append((approval.file(env, home), approval.format,
+                      lambda text, fmt: edit(text, fmt, approval.key, approval.item)))
+    changes = []
+    for file, fmt, change in edits:
+        try:
+            before = files.read_text(file)
+            if before is None and remove:
+                continue
+            after = change(_empty(fmt) if before is None else before, fmt)
+            if before is None:
+                after = after if after.endswith("\n") else after + "\n"
+        except _EDIT_ERRORS as exc:
+            return AgentPlan(agent, problem=f"cannot edit {file}: {exc}; left untouched")
+        except OSError as exc:
+            return AgentPlan(agent, problem=f"cannot read {file}: {exc.strerror or exc}; left untouched")
+        changes.append(FileChange(file, before, after))
+    return AgentPlan(agent, tuple(changes))
+
+
+def _empty(fmt: Format) -> str:
+    return "" if fmt in ("toml", "continue-yaml") else "{}"
+
+
+def _set_server(text: str, fmt: Format, key: tuple[str, ...], entry: dict[str, Any]) -> str:
+    if fmt == "toml":
+        return toml_edit.set_table(text, key, entry)
+    if fmt == "continue-yaml":
+        return yaml_edit.set_item(text, entry)
+    return jsonc.set_member(text, key, entry, _DIALECTS[fmt])
+
+
+def _remove_server(text: str, fmt: Format, key: tuple[str, ...]) -> str:
+    if fmt == "toml":
+        return toml_edit.delete_table(text, key)
+    if fmt == "continue-yaml":
+        return yaml_edit.delete_item(text, key[-1])
+    return jsonc.delete_member(text, key, _DIALECTS[fmt])
+
+
+def _add_item(text: str, fmt: Format, key: tuple[str, ...], item: str) -> str:
+    return jsonc.append_item(text, key, item, _DIALECTS[fmt])  # approvals live in JSON files only
+
+
+def _remove_item(text: str, fmt: Format, key: tuple[str, ...], item: str) -> str:
+    return jsonc.remove_item(text, key, item, _DIALECTS[fmt])
+
+
+def _server(text: str, fmt: Format, key: tuple[str, ...]) -> Any:
+    if fmt == "toml":
+        return toml_edit.get(text, key)
+    if fmt == "continue-yaml":
+        return yaml_edit.get(text, key[-1])
+    return jsonc.get(text, key, _DIALECTS[fmt])
+
+
+def apply(plans: list[AgentPlan], *, remove: bool, dry_run: bool, out: Callable[[str], None]) -> int:
+    """Write (or, with ``dry_run``, print the diff of) every change; 0, or 1 if any agent was refused."""
+    status = 0
+    done, already = ("disconnected", "not registered") if remove else ("connected", "already registered")
+    absent = [p.agent.name for p in plans if p.skipped == NOT_INSTALLED]
+    for agent_plan in plans:
+        label = f"{agent_plan.agent.name} ({agent_plan.agent.label})"
+        if agent_plan.skipped == NOT_INSTALLED:
+            continue
+        if agent_plan.skipped:
+            out(f"{label}: skipped: {agent_plan.skipped}")
+            continue
+        if agent_plan.problem:
+            out(f"harvester: {label}: {agent_plan.problem}")
+            status = 1
+            continue
+        changed = [c for c in agent_plan.changes if c.changed]
+        if not changed:
+            where = f" ({', '.join(str(c.path) for c in agent_plan.changes)})" if agent_plan.changes else ""
+            out(f"{label}: {already}{where}; nothing written")
+            continue
+        for change in changed:
+            if dry_run:
+                out(f"{label}: would be {done} in {change.path}:\n{change.diff().rstrip(chr(10))}")
+                continue
+            try:
+                backup = files.replace(change.path, change.after, change.before)
+            except (files.ChangedMeanwhile, OSError) as exc:
+                out(f"harvester: {label}: {exc}")
+                status = 1
+                break
+            kept = f" (previous version: {backup})" if backup else " (new file)"
+            out(f"{label}: {done} in {change.path}{kept}")
+    if absent:
+        out(f"skipped, not installed: {', '.join(absent)}")
+    if dry_run:
+        out("dry run: nothing written")
+    return status
+
+
+def run(names: tuple[str, ...], *, all_agents: bool, remove: bool, dry_run: bool, env: Env, home: Path,
+        out: Callable[[str], None], command: list[str] | None = None) -> int:
+    """The commands: the named agents, all of them, or (neither given) the installed ones."""
+    chosen = list(AGENTS) if all_agents or not names else list(dict.fromkeys(names))
+    plans = plan(chosen, remove=remove, env=env, home=home, command=command,
+                 only_installed=not names and not all_agents)
+    return apply(plans, remove=remove, dry_run=dry_run, out=out)
+
+
+def registered(home: Path, env: Env = os.environ) -> dict[str, bool]:
+    """Per agent, whether its user-level file holds our server (a file that does not parse: False)."""
+    found = {}
+    for name, agent in AGENTS.items():
+        try:
+            text = files.read_text(agent.file(env, home))
+            found[name] = text is not None and _server(text, agent.format, (*agent.servers_key, SERVER_NAME)) \
+                is not None
+        except (*_EDIT_ERRORS, OSError):
+            found[name] = False
+    return found
