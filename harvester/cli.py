@@ -151,8 +151,15 @@ def status(settings: Settings, as_json: bool) -> None:
             harnesses.append(entry)
         for name, leftover in stats.items():  # harnesses in the bank that this version lacks
             harnesses.append({"name": name, "label": name, "enabled": False, "roots": [], **leftover})
+        from harvester.connect import registered
+
+        connected = registered(config.home(), os.environ, only_installed=True)
+        for entry in harnesses:
+            entry["mcp_registered"] = connected.get(entry["name"])  # None: an agent connect does not know
         data = {
             "bank": {"path": str(settings.bank), "size_bytes": bank.size_bytes()},
+            "mcp": {"registered": sorted(n for n, yes in connected.items() if yes),
+                    "not_registered": sorted(n for n, yes in connected.items() if not yes)},
             "service": _service_status(bank, settings),
             "harnesses": harnesses,
             "recent_imports": bank.recent_imports(20),

@@ -199,6 +199,12 @@ def status_text(data: dict[str, Any]) -> str:
             parts.append(f"    failed: {f['path']}:{f['line'] or 0}: {_short(f['reason'], 100)}")
         for d in h.get("unlisted_directories", [])[:3]:
             parts.append(f"    cannot list: {d['path']}: {_short(d['reason'], 60)}")
+    mcp = data.get("mcp")
+    if mcp and (mcp["registered"] or mcp["not_registered"]):
+        parts.append("")
+        parts.append("MCP server (harvester mcp) registered in: " + (", ".join(mcp["registered"]) or "no agent")
+                     + ("; not in: " + ", ".join(mcp["not_registered"]) + " (`harvester connect` adds it)"
+                        if mcp["not_registered"] else ""))
     parts += ["", "Recent imports:"]
     if data["recent_imports"]:
         parts.append(_table(

@@ -484,3 +484,22 @@ def test_a_headless_run_calls_our_tool_without_a_prompt(tmp_path: Path, agent: s
         result = realagents.run(agent, realagents.prompt_args(agent, "READ_FILE /nowhere"), cwd=repo, home=home,
                                 port=llm.port, timeout=240)
     assert ("pong from the bank" in result.stdout) == approved, result.stdout + result.stderr[-3000:]
+
+
+def test_status_says_in_which_installed_agents_the_server_is_registered(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connect, "server_command", lambda env=None: COMMAND)
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    (home / ".gemini").mkdir()
+    assert _cli(home, "connect", "codex").exit_code == 0
+    result = CliRunner().invoke(cli, ["--bank", str(tmp_path / "bank.sqlite"), "status", "--json"],
+                                env={**env_for(home), "HARVESTER_RUNTIME_DIR": str(tmp_path / "run")})
+    data = json.loads(result.output)
+    assert data["mcp"] == {"registered": ["codex"], "not_registered": ["gemini-cli"]}  # the installed ones
+    rows = {h["name"]: h for h in data["harnesses"]}
+    assert (rows["codex"]["mcp_registered"], rows["gemini-cli"]["mcp_registered"]) == (True, False)
+    assert rows["claude-code"]["mcp_registered"] is None and rows["aider"]["mcp_registered"] is None
+    text = CliRunner().invoke(cli, ["--bank", str(tmp_path / "bank.sqlite"), "status"],
+                              env={**env_for(home), "HARVESTER_RUNTIME_DIR": str(tmp_path / "run")}).output
+    assert "registered in: codex; not in: gemini-cli (`harvester connect` adds it)" in text

@@ -199,8 +199,9 @@ def run(names: tuple[str, ...], *, all_agents: bool, remove: bool, dry_run: bool
     return apply(plans, remove=remove, dry_run=dry_run, out=out)
 
 
-def registered(home: Path, env: Env = os.environ) -> dict[str, bool]:
-    """Per agent, whether its user-level file holds our server (a file that does not parse: False)."""
+def registered(home: Path, env: Env = os.environ, only_installed: bool = False) -> dict[str, bool]:
+    """Per agent, whether its user-level file holds our server (a file that does not parse: False);
+    ``only_installed``: the agents installed here, and any other that holds it anyway."""
     found = {}
     for name, agent in AGENTS.items():
         try:
@@ -209,4 +210,6 @@ def registered(home: Path, env: Env = os.environ) -> dict[str, bool]:
                 is not None
         except (*_EDIT_ERRORS, OSError):
             found[name] = False
+        if only_installed and not found[name] and not agent.installed(env, home):
+            del found[name]
     return found

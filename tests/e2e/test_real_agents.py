@@ -209,7 +209,11 @@ def _wait_equal(daemon: Daemon, harness: str, reference: list[tuple], what: str)
         wait_for(lambda: _identities(daemon.bank, harness) == reference, 10, what)
     except AssertionError as exc:  # say what differs
         live = _identities(daemon.bank, harness)
-        raise AssertionError(f"{exc}\nonly live: {sorted(set(live) - set(reference))}\n"
+        conn = sqlite3.connect(f"file:{daemon.bank}?mode=ro", uri=True)
+        extra = [conn.execute("SELECT role, kind, substr(text, 1, 120), meta FROM events WHERE uid = ?",
+                              (row[3],)).fetchone() for row in sorted(set(live) - set(reference))]
+        conn.close()
+        raise AssertionError(f"{exc}\nonly live: {sorted(set(live) - set(reference))}\nthose events: {extra}\n"
                              f"only in the clean scan: {sorted(set(reference) - set(live))}\n"
                              f"service log:\n{daemon.log.read_text()[-3000:]}") from None
 
