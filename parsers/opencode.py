@@ -340,6 +340,8 @@ def _text(part: _Part) -> None:
     text = data.get("text") or ""
     if not text.strip():
         return  # a text part just opened (it is revised once it has text), or an empty one
+    if (data.get("metadata") or {}).get("kilocode.lifecycle") == "transient":
+        return  # Kilo's progress line ("⠋ Initializing snapshot…"), removed once the snapshot is taken
     start = (data.get("time") or {}).get("start")
     if part.role == "assistant":
         if data.get("synthetic") or data.get("ignored"):  # Kilo's own notices (a length warning, an import)

@@ -209,6 +209,23 @@ def test_kilo_database(tmp_path: Path) -> None:
     assert s["meta"]["last_turn"] == "complete"
 
 
+def test_kilos_transient_progress_line_is_not_a_message(tmp_path: Path) -> None:
+    """Kilo 7.7.7 writes "⠋ Initializing snapshot…" as a text part while a snapshot takes over half a second,
+    advances its spinner, then removes the part: read live, it must not become an event a clean read lacks."""
+    root = data_dir(tmp_path, KILO_HAND, "kilo.sql")
+    agent = sqlite3.connect(root / "kilo.db")
+    message = agent.execute("SELECT id FROM message WHERE session_id = ? AND json_extract(data, '$.role') = "
+                            "'assistant' ORDER BY id LIMIT 1", (K,)).fetchone()[0]
+    agent.execute("INSERT INTO part VALUES ('prt_aaaaaaaaaaaa00000000000001', ?, ?, 1, 1, ?)", (message, K, orjson.dumps(
+        {"type": "text", "text": "\u280b Initializing snapshot\u2026", "synthetic": True,
+         "metadata": {"kilocode.lifecycle": "transient"}}).decode()))
+    agent.commit()
+    agent.close()
+    bank, problems = read(tmp_path, "kilo", root)
+    assert problems == 0
+    assert not any("Initializing snapshot" in e["text"] for e in events_of(bank, K))
+
+
 # -- the storage/ tree, and both layouts ---------------------------------------------------------
 def test_legacy_tree(tmp_path: Path) -> None:
     bank, problems = read(tmp_path, "opencode", HAND)  # no database: only the tree
