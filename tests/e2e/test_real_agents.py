@@ -52,7 +52,7 @@ EXPECT: dict[str, Expect] = {
     # no tools: it asks for the file, the user's next turn (--yes-always) adds it to the chat.
     "aider": Expect("aider", sessions=2, tools=False, kill=True),
     # Its LangGraph server child writes the store (WAL: liveness goes by the newer of the db and its -wal).
-    "dcode": Expect("dcode", kill=True),
+    "dcode": Expect("dcode", kill=True, prompt_after=40),  # its LangGraph server starts slowly on a busy machine
     "pi": Expect("pi", kill=True),
     "oh-my-pi": Expect("oh-my-pi", kill=True),
     "openclaw": Expect("openclaw", kill=True, prompt_after=60),  # transcripts in SQLite (polled); process title openclaw-agent
