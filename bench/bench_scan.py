@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.gen_claude_tree import generate
 from harvester.bank import open_bank
 from harvester.ingest import Ingestor
-from parsers import HARNESSES
+from harvester.parsers import HARNESSES
 
 
 def tree_bytes(tree: Path) -> int:

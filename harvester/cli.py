@@ -15,8 +15,8 @@ from harvester.bank import Bank, BankError, open_bank, open_bank_to_read
 from harvester.config import ConfigError, Settings
 from harvester.gitident import GitResolver, bank_id
 from harvester.ingest import Ingestor
-from parsers import HARNESSES
-from parsers.base import Harness
+from harvester.parsers import HARNESSES
+from harvester.parsers.base import Harness
 
 
 def open_bank_or_fail(settings: Settings, write: bool = False) -> Bank:

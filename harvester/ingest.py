@@ -28,9 +28,9 @@ from harvester import workers
 from harvester.bank import Bank, BankError, Cursor, CursorMoved, SessionWrite, Write
 from harvester.gitident import GitResolver, RepoIdentity, bank_id
 from harvester.model import Batch, Problem
+from harvester.parsers.base import Harness
 from harvester.reading import LIMITS, Chunk, Failure, Outcome, ReadLimits, failure_of, read_all, read_source
 from harvester.sources import Found, discover, existing_roots, source_stat, unchanged
-from parsers.base import Harness
 
 log = structlog.get_logger("harvester.ingest")
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from parsers.base import Harness
+from harvester.parsers.base import Harness
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,8 @@ from harvester.bank import Cursor
 from harvester.compressed import MAX_DECOMPRESSED_BYTES, TooLarge, cut_at, open_zst, read_frames
 from harvester.foreign_sqlite import NotADatabase, open_readonly
 from harvester.model import Batch, Event, Problem
+from harvester.parsers import HARNESSES
+from harvester.parsers.base import Record, SourceRef, describe_error
 from harvester.recall.frame import mark_recall
 from harvester.sources import (
     Found,
@@ -40,8 +42,6 @@ from harvester.sources import (
     unchanged,
 )
 from harvester.validate import describe, repair
-from parsers import HARNESSES
-from parsers.base import Record, SourceRef, describe_error
 
 log = structlog.get_logger("harvester.reading")
 

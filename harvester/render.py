@@ -15,9 +15,9 @@ from typing import Any
 import click
 
 from harvester.ingest import ScanReport, SourceResult
+from harvester.parsers.base import Harness
 from harvester.sources import Found
 from harvester.terminal import visible
-from parsers.base import Harness
 
 EMPTY_STATS: dict[str, Any] = {
     "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0, "sessions": 0,

@@ -46,9 +46,9 @@ from harvester.bank import Bank, open_bank
 from harvester.config import Settings, runtime_dir
 from harvester.ingest import Ingestor, SourceResult
 from harvester.liveness import AgentProcess, agent_processes, judge
+from harvester.parsers import HARNESSES
+from harvester.parsers.base import Harness
 from harvester.sources import Found, discover, match, owner
-from parsers import HARNESSES
-from parsers.base import Harness
 
 log = structlog.get_logger("harvester.service")
 

@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from harvester.bank import Cursor
 from harvester.model import Problem
-from parsers.base import Harness, Record, SourceSpec
+from harvester.parsers.base import Harness, Record, SourceSpec
 
 CHUNK_BYTES = 8 * 1024 * 1024  # records handed to a parser (and committed) per transaction, roughly
 MAX_LINE_BYTES = 32 * 1024 * 1024  # a longer line is skipped as oversize (counted, not parsed)

@@ -1,4 +1,4 @@
-"""One module per harness, behind the interface in :mod:`parsers.base`.
+"""One module per harness, behind the interface in :mod:`harvester.parsers.base`.
 
 Adding a harness: write ``parsers/<name>.py``, add ``fixtures/<name>/`` with a SOURCE.md, and add one
 line to ``HARNESSES`` below.
@@ -6,7 +6,7 @@ line to ``HARNESSES`` below.
 
 from __future__ import annotations
 
-from parsers import (
+from harvester.parsers import (
     aider,
     antigravity,
     claude_code,
@@ -25,7 +25,7 @@ from parsers import (
     pi,
     qwen_code,
 )
-from parsers.base import Harness
+from harvester.parsers.base import Harness
 
 HARNESSES: dict[str, Harness] = {
     h.name: h

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harvester.model import Batch, Event, Kind, Problem, Role, SessionPatch, Usage, clip
-from parsers.base import Record, SourceRef, SourceSpec
+from harvester.parsers.base import Record, SourceRef, SourceSpec
 
 NAME = "aider"
 

@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Problem, SessionPatch, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
+from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 
 NAME = "antigravity"
 

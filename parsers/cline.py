@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import (
+from harvester.parsers.base import (
     Record,
     SourceRef,
     SourceSpec,
@@ -41,10 +41,10 @@ from parsers.base import (
 )
 
 # where: the roots functions are in cline_roots (named here too: parsers/__init__.py uses them)
-from parsers.cline_roots import cline_legacy_roots as cline_legacy_roots
-from parsers.cline_roots import cline_roots as cline_roots
-from parsers.cline_roots import kilo_code_roots as kilo_code_roots
-from parsers.cline_roots import roo_roots as roo_roots
+from harvester.parsers.cline_roots import cline_legacy_roots as cline_legacy_roots
+from harvester.parsers.cline_roots import cline_roots as cline_roots
+from harvester.parsers.cline_roots import kilo_code_roots as kilo_code_roots
+from harvester.parsers.cline_roots import roo_roots as roo_roots
 
 CLINE_NAME = "cline"
 CLINE_LEGACY_NAME = "cline-legacy"

@@ -29,8 +29,8 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
-from parsers.codex_events import event_msg
+from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
+from harvester.parsers.codex_events import event_msg
 
 NAME = "codex"
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from harvester.model import clip
 
 if TYPE_CHECKING:
-    from parsers.codex import _Reader
+    from harvester.parsers.codex import _Reader
 
 # event_msg types whose content is already in response items, or that only drive the UI.
 EVENT_SKIPPED = frozenset({

@@ -32,7 +32,15 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from harvester.model import Batch, Event, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, describe_error, iso_ms, json_objects, render_call
+from harvester.parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    describe_error,
+    iso_ms,
+    json_objects,
+    render_call,
+)
 
 NAME = "continue"
 INDEX_NAME = "sessions.json"

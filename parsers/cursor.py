@@ -31,7 +31,15 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip
-from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, iso_ms, json_objects, render_call
+from harvester.parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    SqliteQuery,
+    iso_ms,
+    json_objects,
+    render_call,
+)
 
 CLI_NAME = "cursor-cli"
 IDE_NAME = "cursor"

@@ -37,7 +37,7 @@ import msgpack
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, ProblemKind, Usage, clip
-from parsers.base import (
+from harvester.parsers.base import (
     Record,
     SourceRef,
     SourceSpec,

@@ -36,7 +36,15 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Mark, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, describe_error, iso_ms, json_objects, render_call
+from harvester.parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    describe_error,
+    iso_ms,
+    json_objects,
+    render_call,
+)
 
 NAME = "deepseek-harness"
 FORMAT_VERSION = 0  # the header version this parser reads (dsh's SESSION_FORMAT_VERSION up to 0.1.1-rc.2)

@@ -39,7 +39,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage, clip
-from parsers.base import (
+from harvester.parsers.base import (
     Record,
     SourceRef,
     SourceSpec,

@@ -29,8 +29,8 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Mark, Problem, ProblemKind, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
-from parsers.gemini_project import find_project, project_marker, registered_project
+from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
+from harvester.parsers.gemini_project import find_project, project_marker, registered_project
 
 NAME = "gemini-cli"
 

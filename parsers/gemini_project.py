@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 if TYPE_CHECKING:
-    from parsers.gemini_cli import _Reader
+    from harvester.parsers.gemini_cli import _Reader
 
 HASH_DIR = re.compile(r"^[0-9a-f]{64}$")
 

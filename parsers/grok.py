@@ -31,7 +31,15 @@ from urllib.parse import unquote
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, describe_error, iso_text, json_objects, render_call
+from harvester.parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    describe_error,
+    iso_text,
+    json_objects,
+    render_call,
+)
 
 NAME = "grok"
 

@@ -33,8 +33,8 @@ import orjson
 import zstandard
 
 from harvester.model import Batch, Event, Problem, SessionPatch
-from parsers import pi
-from parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, iso_ms, json_objects
+from harvester.parsers import pi
+from harvester.parsers.base import Record, SourceRef, SourceSpec, SqliteQuery, iso_ms, json_objects
 
 NAME = pi.OPENCLAW_NAME
 # Each command sets its process title: openclaw-gateway, openclaw-tui, openclaw-agent (a local run).

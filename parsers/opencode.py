@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage, clip
-from parsers.base import (
+from harvester.parsers.base import (
     Record,
     SourceRef,
     SourceSpec,
@@ -41,7 +41,7 @@ from parsers.base import (
     json_objects,
     render_call,
 )
-from parsers.opencode_storage import Rows, legacy_rows, storage_related
+from harvester.parsers.opencode_storage import Rows, legacy_rows, storage_related
 
 OPENCODE_NAME = "opencode"
 KILO_NAME = "kilo"

@@ -11,10 +11,10 @@ from collections.abc import Iterable
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
-from parsers.base import Record, json_objects
+from harvester.parsers.base import Record, json_objects
 
 if TYPE_CHECKING:
-    from parsers.opencode import _Reader
+    from harvester.parsers.opencode import _Reader
 
 Rows = tuple[list[tuple[int, dict]], list[tuple[int, dict]], list[tuple[int, dict]]]
 

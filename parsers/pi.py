@@ -29,11 +29,11 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, clip, record_uid
-from parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
-from parsers.pi_roots import omp_roots as omp_roots
-from parsers.pi_roots import openclaw_roots as openclaw_roots
-from parsers.pi_roots import pi_roots as pi_roots
-from parsers.pi_roots import prime_roots as prime_roots
+from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
+from harvester.parsers.pi_roots import omp_roots as omp_roots
+from harvester.parsers.pi_roots import openclaw_roots as openclaw_roots
+from harvester.parsers.pi_roots import pi_roots as pi_roots
+from harvester.parsers.pi_roots import prime_roots as prime_roots
 
 PI_NAME, PRIME_NAME, OMP_NAME, OPENCLAW_NAME = "pi", "prime-agent", "oh-my-pi", "openclaw"
 

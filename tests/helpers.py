@@ -15,7 +15,7 @@ import orjson
 from harvester.bank import open_bank
 from harvester.config import DEFAULT_BANK_ID_TEMPLATE
 from harvester.ingest import Ingestor, ScanReport
-from parsers import HARNESSES
+from harvester.parsers import HARNESSES
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

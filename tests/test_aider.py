@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-import parsers
+from harvester import parsers
 from harvester.bank import open_bank
 from harvester.config import DEFAULT_BANK_ID_TEMPLATE
 from harvester.ingest import Ingestor, ScanReport
 from harvester.model import Batch
-from parsers import aider
-from parsers.base import Harness, Record, SourceRef
+from harvester.parsers import aider
+from harvester.parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, bank_rows, events_of, make_repo, sessions_of
 
 HAND = FIXTURES / "aider" / "hand"

@@ -15,7 +15,7 @@ from collections import Counter
 import orjson
 import pytest
 
-from parsers import HARNESSES
+from harvester.parsers import HARNESSES
 from tests.golden import LAYOUTS, expected_path
 from tests.machine import PLACES, harvester_cli, lay_out_every_store
 

@@ -9,11 +9,11 @@ from pathlib import Path, PurePath
 
 import pytest
 
-import parsers
+from harvester import parsers
 from harvester.bank import open_bank
+from harvester.parsers import antigravity, gemini_cli
+from harvester.parsers.base import Harness, Record, SourceRef
 from harvester.sources import discover, existing_roots
-from parsers import antigravity, gemini_cli
-from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of, shapes
 
 HAND = FIXTURES / "antigravity" / "hand"

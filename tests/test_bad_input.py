@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from harvester.bank import open_bank
 from harvester.cli import cli
 from harvester.ingest import Ingestor
-from parsers import HARNESSES
+from harvester.parsers import HARNESSES
 from tests.helpers import ClaudeSession, events_of, scan
 
 

@@ -8,8 +8,8 @@ from pathlib import Path, PurePath
 import orjson
 import pytest
 
-from parsers import claude_code
-from parsers.base import Record, SourceRef
+from harvester.parsers import claude_code
+from harvester.parsers.base import Record, SourceRef
 from tests.helpers import FIXTURES, ClaudeSession, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "claude_code" / "hand"

@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 import pytest
 
-import parsers
+from harvester import parsers
 from harvester.bank import open_bank
-from parsers import cline
-from parsers.base import Harness, Record, SourceRef
+from harvester.parsers import cline
+from harvester.parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "cline" / "hand"

@@ -7,8 +7,8 @@ from pathlib import Path, PurePath
 import orjson
 import pytest
 
-from parsers import codex
-from parsers.base import Record, SourceRef
+from harvester.parsers import codex
+from harvester.parsers.base import Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "codex" / "hand"

@@ -10,11 +10,11 @@ from typing import Any
 import orjson
 import pytest
 
-import parsers
+from harvester import parsers
 from harvester.bank import open_bank
 from harvester.model import Batch
-from parsers import continue_cli
-from parsers.base import Harness, Record, SourceRef
+from harvester.parsers import continue_cli
+from harvester.parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 NAME = continue_cli.NAME

@@ -9,11 +9,11 @@ from pathlib import Path, PurePath
 import orjson
 import pytest
 
-import parsers
+from harvester import parsers
 from harvester.bank import open_bank
 from harvester.model import Batch, Usage
-from parsers import copilot_cli
-from parsers.base import Harness, Record, SourceRef
+from harvester.parsers import copilot_cli
+from harvester.parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, event_identities, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "copilot_cli" / "hand"

@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-import parsers
+from harvester import parsers
 from harvester.bank import open_bank
-from parsers import cursor
-from parsers.base import Harness
+from harvester.parsers import cursor
+from harvester.parsers.base import Harness
 from tests.helpers import FIXTURES, event_identities, events_of, scan, session_of, sessions_of
 
 CLI_HAND = FIXTURES / "cursor" / "cli" / "hand"

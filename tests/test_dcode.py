@@ -14,11 +14,11 @@ from pathlib import Path, PurePath
 import orjson
 import pytest
 
-import parsers
+from harvester import parsers
 from harvester.bank import open_bank
 from harvester.model import Batch
-from parsers import dcode
-from parsers.base import Harness, Record, SourceRef
+from harvester.parsers import dcode
+from harvester.parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, event_identities, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "dcode" / "hand"

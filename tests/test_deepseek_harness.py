@@ -15,11 +15,11 @@ import orjson
 import pytest
 import zstandard
 
-import parsers
+from harvester import parsers
 from harvester.bank import open_bank
+from harvester.parsers import deepseek_harness
+from harvester.parsers.base import Harness, Record, SourceRef
 from harvester.sources import discover
-from parsers import deepseek_harness
-from parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, copy_tree, event_identities, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "deepseek_harness" / "hand"

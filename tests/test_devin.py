@@ -12,10 +12,10 @@ from pathlib import Path, PurePath
 import orjson
 import pytest
 
-import parsers
+from harvester import parsers
 from harvester.bank import open_bank
-from parsers import devin
-from parsers.base import Harness, Record, SourceRef
+from harvester.parsers import devin
+from harvester.parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "devin" / "hand"

@@ -235,8 +235,8 @@ def test_a_read_that_finds_only_a_torn_line_does_not_force_a_full_reread(tmp_pat
     """Found by the kill -9 service test: the cursor committed for "nothing complete yet" lost its
     fingerprints, so the next read took the file for rewritten and read it all again."""
     from harvester.ingest import Ingestor
+    from harvester.parsers import HARNESSES
     from harvester.sources import discover, existing_roots
-    from parsers import HARNESSES
 
     home, bank_path = tmp_path / "home", tmp_path / "bank.sqlite"
     s = ClaudeSession(home, "/work/app")

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from harvester.bank import open_bank
 from harvester.cli import cli
 from harvester.ingest import Ingestor
-from parsers import HARNESSES
+from harvester.parsers import HARNESSES
 from tests.daemon import Daemon, wait_for
 from tests.helpers import ClaudeSession, events_of, scan, sessions_of
 

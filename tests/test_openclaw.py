@@ -17,8 +17,8 @@ import orjson
 import pytest
 import zstandard
 
-from parsers import openclaw
-from parsers.base import Record, SourceRef
+from harvester.parsers import openclaw
+from harvester.parsers.base import Record, SourceRef
 from tests.helpers import FIXTURES, event_identities, events_of, scan, sessions_of
 
 HAND = FIXTURES / "pi" / "openclaw" / "hand"

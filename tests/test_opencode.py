@@ -13,10 +13,10 @@ from pathlib import Path, PurePath
 import orjson
 import pytest
 
-import parsers
+from harvester import parsers
 from harvester.bank import open_bank
-from parsers import opencode
-from parsers.base import Harness, Record, SourceRef
+from harvester.parsers import opencode
+from harvester.parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, event_identities, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "opencode" / "hand"

@@ -1,11 +1,11 @@
-"""Helpers every parser shares (``parsers.base``): a tool call as one line, times in the bank's form."""
+"""Helpers every parser shares (``harvester.parsers.base``): a tool call as one line, times in the bank's form."""
 
 from __future__ import annotations
 
 import pytest
 
 from harvester.model import MAX_EVENT_TEXT
-from parsers.base import describe_error, iso_ms, iso_text, render_call
+from harvester.parsers.base import describe_error, iso_ms, iso_text, render_call
 
 KEYS = ("command", "path")
 

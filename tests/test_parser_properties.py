@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 from harvester.bank import Cursor, open_bank
 from harvester.bank.sqlite_events import event_rows
 from harvester.ingest import Ingestor
+from harvester.parsers import HARNESSES
+from harvester.parsers.base import Record, SourceRef
 from harvester.reading import Chunk, Outcome, ParserFailed, read_batch
 from harvester.validate import repair
-from parsers import HARNESSES
-from parsers.base import Record, SourceRef
 from tests.helpers import scan
 from tests.machine import lay_out_every_store
 

@@ -10,12 +10,12 @@ from pathlib import Path, PurePath
 import orjson
 import pytest
 
-import parsers
+from harvester import parsers
 from harvester.bank import open_bank
 from harvester.liveness import _is_agent
 from harvester.model import Usage
-from parsers import pi
-from parsers.base import Harness, Record, SourceRef
+from harvester.parsers import pi
+from harvester.parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 BASE = FIXTURES / "pi"

@@ -19,8 +19,8 @@ import orjson
 import pytest
 import zstandard
 
-from parsers import HARNESSES
-from parsers.base import Harness, SourceSpec
+from harvester.parsers import HARNESSES
+from harvester.parsers.base import Harness, SourceSpec
 from tests.daemon import Daemon, wait_for
 from tests.golden import LAYOUTS, expected_path
 from tests.helpers import ClaudeSession

@@ -8,10 +8,10 @@ from pathlib import Path, PurePath
 
 import pytest
 
-import parsers
+from harvester import parsers
 from harvester.liveness import _is_agent
-from parsers import qwen_code
-from parsers.base import Harness, Record, SourceRef
+from harvester.parsers import qwen_code
+from harvester.parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "qwen_code" / "hand"

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-import parsers
+from harvester import parsers
 from harvester.bank import open_bank
 from harvester.model import Batch, Event
-from parsers.base import Harness, Record, SourceRef, SourceSpec, json_objects
+from harvester.parsers.base import Harness, Record, SourceRef, SourceSpec, json_objects
 from tests.helpers import bank_rows, scan
 
 

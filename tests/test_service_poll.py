@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import parsers
+from harvester import parsers
 from harvester.config import Settings, Timings
+from harvester.parsers import claude_code
+from harvester.parsers.base import Harness, SourceSpec
 from harvester.service import Service
-from parsers import claude_code
-from parsers.base import Harness, SourceSpec
 from tests.helpers import ClaudeSession, events_of
 
 

@@ -14,8 +14,8 @@ import zstandard
 
 from harvester.bank import open_bank
 from harvester.ingest import Ingestor
+from harvester.parsers import HARNESSES
 from harvester.reading import ReadLimits
-from parsers import HARNESSES
 from tests.helpers import ClaudeSession, events_of, scan
 
 YEAR_AGO = time.time() - 365 * 24 * 3600

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import zstandard
 
-import parsers
-from parsers import claude_code
-from parsers.base import Harness, SourceSpec
+from harvester import parsers
+from harvester.parsers import claude_code
+from harvester.parsers.base import Harness, SourceSpec
 from tests.helpers import ClaudeSession, bank_rows, events_of, scan
 
 
