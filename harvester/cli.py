@@ -13,7 +13,7 @@ import orjson
 from harvester import config, log, render, terminal
 from harvester.bank import Bank, BankError, open_bank, open_bank_to_read
 from harvester.config import ConfigError, Settings
-from harvester.gitident import GitResolver, bank_id
+from harvester.gitident import GIT_FOUND, GitResolver, bank_id
 from harvester.ingest import Ingestor
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Harness
@@ -158,6 +158,7 @@ def status(settings: Settings, as_json: bool) -> None:
             entry["mcp_registered"] = connected.get(entry["name"])  # None: an agent connect does not know
         data = {
             "bank": {"path": str(settings.bank), "size_bytes": bank.size_bytes()},
+            "git": {"found": GIT_FOUND},
             "mcp": {"registered": sorted(n for n, yes in connected.items() if yes),
                     "not_registered": sorted(n for n, yes in connected.items() if not yes)},
             "service": _service_status(bank, settings),

@@ -14,20 +14,28 @@ A probe that fails for a reason other than "not a repository" (unreadable ``.git
 ...) is returned with its reason in ``error``; the fallback is still the cwd's basename, but the
 failure is visible in the bank and in ``status`` rather than silently papered over.
 
-Probes run in-process with GitPython (no ``git`` subprocess) and are cached per directory.
+Probes run in-process with GitPython (no ``git`` subprocess, so git need not be installed) and are
+cached per directory.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+# GitPython refuses to import when no git executable is on PATH, unless told to stay quiet. It is not needed
+# here: every probe reads the .git directory itself (config, worktrees, common dir), never runs git.
+os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 import git
+
+# Said by status: where git is missing, nothing changes but that it is missing (see GIT_PYTHON_REFRESH).
+GIT_FOUND = shutil.which("git") is not None
 
 # Hosts whose repository paths are case-insensitive: "Owner/Repo" and "owner/repo" are one repo.
 CASE_INSENSITIVE_HOSTS = {"github.com", "gitlab.com", "bitbucket.org", "codeberg.org"}

@@ -219,17 +219,21 @@ def apply(plan: Plan, dry_run: bool, out: Callable[[str], None]) -> int:
             out(note)
         return 1
     if dry_run:
-        verb = "write" if plan.action == "install" else "remove"
-        out(f"Would {verb} {plan.unit_path}" + (":" if plan.action == "install" else ""))
+        # A dry run shows what would be done, wherever it runs: reaching no service manager is said, not an error.
         if plan.action == "install":
+            out(f"Would write {plan.unit_path}:")
             out(plan.unit_text.rstrip("\n"))
+        elif plan.unit_path.exists():
+            out(f"Would remove {plan.unit_path}")
+        else:
+            out(f"No unit at {plan.unit_path}: nothing to remove")
         if plan.commands:
             out("Would run:")
         for command in plan.commands:
             out(f"  {shlex.join(command)}")
         for note in plan.notes:
             out(note)
-        return 1 if plan.platform == "none" else 0
+        return 0
     if plan.action == "install":
         try:
             written = write_unit(plan.unit_path, plan.unit_text)

@@ -166,3 +166,38 @@ def test_bank_id_template_is_configurable(tmp_path: Path) -> None:
     scan(home, bank, template="{harness}/{gitProject}/{project}")
     [session] = sessions_of(bank)
     assert session["bank_id"] == "claude-code/shop/pkg"
+
+
+def test_without_git_on_path_every_command_works_and_status_says_so_once(tmp_path: Path) -> None:
+    """GitPython refuses to import without a git executable unless told to stay quiet; nothing here runs git."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import ClaudeSession, make_repo
+
+    repo = make_repo(tmp_path / "work" / "demo-repo")  # made with git, before git goes away
+    home = tmp_path / "home"
+    s = ClaudeSession(home, str(repo))
+    s.write(*s.conversation(1))
+    bin_dir = tmp_path / "bin"  # PATH without git: only what a bare interpreter needs
+    bin_dir.mkdir()
+    env = {"PATH": str(bin_dir), "HOME": str(home), "HARVESTER_BANK": str(tmp_path / "bank.sqlite"),
+           "HARVESTER_RUNTIME_DIR": str(tmp_path / "run"), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    env.pop("GIT_PYTHON_REFRESH", None)
+
+    def harvester(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "harvester", *args], env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    assert harvester("--help").returncode == 0
+    scanned = harvester("scan")
+    assert scanned.returncode == 0, scanned.stderr
+    assert "Bad git executable" not in scanned.stderr
+    listed = harvester("sessions", "--json")
+    import orjson
+
+    [session] = orjson.loads(listed.stdout)
+    assert (session["bank_id"], session["repo_root"]) == ("coding-agent::demo-repo", str(repo))  # still resolved
+    status = harvester("status")
+    assert status.returncode == 0 and status.stdout.count("git: not found on PATH") == 1

@@ -286,11 +286,38 @@ def test_no_service_manager_says_so(home: Path, monkeypatch: pytest.MonkeyPatch)
         "bank current for as long as it runs.",
     ]
     lines.clear()
-    assert units.apply(plan, dry_run=True, out=lines.append) == 1
+    assert units.apply(plan, dry_run=True, out=lines.append) == 0  # a dry run shows it anyway: not a failure
     assert plan.unit_text.strip() in "\n".join(lines)
     assert lines[-2].startswith("harvester cannot be installed")
     assert list(home.iterdir()) == []
     assert runner.ran == []
+
+
+def test_uninstall_dry_run_does_not_claim_to_remove_what_is_not_there(home: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(units, "run_command", FakeRunner())
+    plan = units.uninstall_plan(home, platform="systemd")
+    lines: list[str] = []
+    assert units.apply(plan, dry_run=True, out=lines.append) == 0
+    assert lines[0] == f"No unit at {plan.unit_path}: nothing to remove"
+    plan.unit_path.parent.mkdir(parents=True)
+    plan.unit_path.write_text("x")
+    lines.clear()
+    assert units.apply(plan, dry_run=True, out=lines.append) == 0
+    assert lines[0] == f"Would remove {plan.unit_path}"
+
+
+def test_install_and_uninstall_dry_run_exit_0_where_no_user_manager_runs(tmp_path: Path) -> None:
+    """A container, CI, a server without a login session: XDG_RUNTIME_DIR points nowhere useful."""
+    import os
+
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path / "no-manager")}
+    for command in ("install", "uninstall"):
+        result = subprocess.run([sys.executable, "-m", "harvester", command, "--dry-run"], env=env,
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "cannot be" in result.stdout and "login service here" in result.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def fake_query(
