@@ -8,6 +8,11 @@ events are marked recall in the bank; `harvester search` finds Claude's event fi
 
 The agents are the pinned CLIs of tests/realagents.py, installed in .cache/agents (an agent that cannot be
 installed fails its test with the reason: nothing here is skipped), offline against tests/fakellm.
+
+Which harvester the agents start, and on which bank: `connect` registers the first `harvester` on PATH,
+here a wrapper that runs this checkout; the bank is named in HOME's ``~/.config/harvester/config.toml``,
+which the service reads too. Environment variables would not do: Codex starts an MCP server with about a
+dozen of its own (HOME, PATH, LANG, SHELL, TERM, ...), while Gemini CLI and opencode pass theirs on whole.
 """
 
 from __future__ import annotations
