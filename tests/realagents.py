@@ -39,6 +39,7 @@ SCRUB_PREFIXES = (
     "XDG_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_", "GEMINI_", "GOOGLE_", "QWEN_", "OPENCODE_", "KILO_",
     "CONTINUE_", "AIDER_", "LITELLM_", "COPILOT_", "PI_", "OMP_", "OTEL_",
     "DEEPAGENTS_", "LANGSMITH_", "LANGCHAIN_", "OPENCLAW_", "CLINE_", "DSH_", "DEEPSEEK_",
+    "HARVESTER_",  # agents pass their environment on to the MCP servers they start: not the caller's bank
 )  # fmt: skip
 SCRUB_SUFFIXES = ("_API_KEY", "_BASE_URL", "_API_BASE", "_AUTH_TOKEN")
 SCRUB_NAMES = ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "AWS_PROFILE", "NODE_OPTIONS", "VIRTUAL_ENV",

@@ -179,3 +179,117 @@ def test_openclaw_runtime_context_after_the_prompt_is_looked_past() -> None:
     body = {"messages": [{"role": "user", "content": "[Sun 2026-11-29 18:00 UTC] READ_FILE /tmp/n.txt"}, context],
             "tools": [READ_TOOL]}
     assert conversation(body).prompt.endswith("READ_FILE /tmp/n.txt")
+
+
+# ------------------------------------------------ USE_TOOL_NAMED: a named tool of the list, in every protocol
+
+NAMED = 'USE_TOOL_NAMED:handoff:{"harness": "claude-code"} then USE_TOOL_NAMED:search_history:{"query": "zebra"}'
+# Our server's tools as each agent offers them (seen in the e2e runs; Claude Code's from its MCP rules), after
+# tools of its own whose names must not be picked (Gemini CLI's grep_search, google_web_search).
+PREFIX = {"anthropic": "mcp__harvester__", "chat": "harvester_", "gemini": "mcp_harvester_", "responses": ""}
+OWN_TOOLS = ("read_file", "grep_search", "google_web_search")
+
+
+def _offered(protocol: str) -> list[str]:
+    return [*OWN_TOOLS, *(PREFIX[protocol] + n for n in ("recent_sessions", "handoff", "search_history"))]
+
+
+def test_named_directives_are_read_in_order_with_their_arguments() -> None:
+    from tests.fakellm.script import Directive, named_directives
+
+    assert named_directives(NAMED) == [Directive("handoff", {"harness": "claude-code"}),
+                                       Directive("search_history", {"query": "zebra"})]
+    assert named_directives("USE_TOOL_NAMED:ping:{}") == [Directive("ping", {})]
+    # opencode quotes a spaced prompt; one stored escaped still gives the object
+    assert named_directives('"USE_TOOL_NAMED:x:{\\"a\\": 1} more"') == [Directive("x", {"a": 1})]
+    assert named_directives("USE_TOOL_NAMED:x:[1] USE_TOOL_NAMED:y:nope") == []
+
+
+def test_no_tool_of_that_name_says_what_was_offered() -> None:
+    from tests.fakellm.script import Conversation, Tool, decide
+
+    reply = decide(Conversation(prompt="USE_TOOL_NAMED:handoff:{}", tools=[Tool("read", {})]))
+    assert reply.tool_call is None and reply.text == "No offered tool's name contains 'handoff'. Offered: read"
+
+
+def _anthropic_turn(llm: FakeLLM, messages: list[dict[str, Any]]) -> tuple[str, Any]:
+    tools = [{"name": n, "input_schema": {"type": "object"}} for n in _offered("anthropic")]
+    events = sse(post(llm, "/v1/messages", {"model": "m", "messages": messages, "tools": tools, "stream": True})[1])
+    blocks: dict[int, dict[str, Any]] = {}
+    for e in events:
+        if e["type"] == "content_block_start":
+            blocks[e["index"]] = {**e["content_block"], "partial": ""}
+        elif e["type"] == "content_block_delta":
+            delta = e["delta"]
+            blocks[e["index"]]["partial"] += delta.get("partial_json") or delta.get("text") or ""
+    block = blocks[0]
+    if block["type"] == "tool_use":
+        call = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": json.loads(block["partial"])}
+        result = {"type": "tool_result", "tool_use_id": block["id"], "content": [{"type": "text", "text": "R:" +
+                                                                                  block["name"]}]}
+        messages += [{"role": "assistant", "content": [call]},
+                     {"role": "user", "content": [result, {"type": "text", "text": "<system-reminder>x"}]}]
+        return block["name"], call["input"]
+    return "text", block["partial"]
+
+
+def _chat_turn(llm: FakeLLM, messages: list[dict[str, Any]]) -> tuple[str, Any]:
+    tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+             for n in _offered("chat")]
+    message = json.loads(post(llm, "/v1/chat/completions", {"model": "m", "messages": messages,
+                                                            "tools": tools})[1])["choices"][0]["message"]
+    if calls := message.get("tool_calls"):
+        function = calls[0]["function"]
+        messages += [{"role": "assistant", "content": None, "tool_calls": calls},
+                     {"role": "tool", "tool_call_id": calls[0]["id"], "content": "R:" + function["name"]}]
+        return function["name"], json.loads(function["arguments"])
+    return "text", message["content"]
+
+
+def _responses_turn(llm: FakeLLM, items: list[dict[str, Any]]) -> tuple[str, Any]:
+    # Codex 0.171 offers an MCP server's tools in a namespace (mcp__<server>): the call must name it again.
+    tools: list[dict[str, Any]] = [{"type": "function", "name": n, "parameters": {}} for n in OWN_TOOLS]
+    tools.append({"type": "namespace", "name": "mcp__harvester", "tools": [
+        {"type": "function", "name": n, "parameters": {}} for n in _offered("responses")[len(OWN_TOOLS):]]})
+    events = sse(post(llm, "/v1/responses", {"model": "m", "input": items, "tools": tools, "stream": True})[1])
+    item = next(e["item"] for e in events if e["type"] == "response.output_item.done")
+    if item["type"] == "function_call":
+        assert item["namespace"] == "mcp__harvester"
+        items += [item, {"type": "function_call_output", "call_id": item["call_id"], "output": "R:" + item["name"]}]
+        return item["name"], json.loads(item["arguments"])
+    return "text", item["content"][0]["text"]
+
+
+def _gemini_turn(llm: FakeLLM, contents: list[dict[str, Any]]) -> tuple[str, Any]:
+    tools = [{"functionDeclarations": [{"name": n, "parametersJsonSchema": {"type": "object"}}
+                                       for n in _offered("gemini")]}]
+    path = "/v1beta/models/gemini-x:streamGenerateContent?alt=sse"
+    parts = [p for c in sse(post(llm, path, {"contents": contents, "tools": tools})[1])
+             for p in c["candidates"][0]["content"]["parts"]]
+    if call := parts[0].get("functionCall"):
+        response = {"functionResponse": {"name": call["name"], "response": {"output": "R:" + call["name"]}}}
+        contents += [{"role": "model", "parts": parts}, {"role": "user", "parts": [response]}]
+        return call["name"], call["args"]
+    return "text", parts[0]["text"]
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "chat", "responses", "gemini"])
+def test_two_named_tools_are_called_in_turn_then_the_last_result_is_quoted(llm: FakeLLM, protocol: str) -> None:
+    turn, first = {
+        "anthropic": (_anthropic_turn, {"role": "user", "content": [{"type": "text", "text": NAMED}]}),
+        "chat": (_chat_turn, {"role": "user", "content": NAMED}),
+        "responses": (_responses_turn, {"type": "message", "role": "user",
+                                        "content": [{"type": "input_text", "text": NAMED}]}),
+        "gemini": (_gemini_turn, {"role": "user", "parts": [{"text": NAMED}]}),
+    }[protocol]
+    history: list[dict[str, Any]] = [first]
+    answers = [turn(llm, history) for _ in range(3)]
+    prefix = PREFIX[protocol]
+    assert answers[0] == (f"{prefix}handoff", {"harness": "claude-code"})
+    assert answers[1] == (f"{prefix}search_history", {"query": "zebra"})
+    assert answers[2] == ("text", f"The tool {prefix}search_history says: R:{prefix}search_history")
+    # A new turn without a directive: the earlier directives are done with.
+    history.append({"chat": {"role": "user", "content": "say hi"}, "anthropic": {"role": "user", "content": "say hi"},
+                    "responses": {"type": "message", "role": "user", "content": "say hi"},
+                    "gemini": {"role": "user", "parts": [{"text": "say hi"}]}}[protocol])
+    assert turn(llm, history)[0] == "text"

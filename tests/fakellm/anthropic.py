@@ -62,6 +62,7 @@ def conversation(body: dict[str, Any]) -> Conversation:
     }
     ids = [b.get("tool_use_id") for b in msgs[-1].get("content") or [] if isinstance(b, dict)] if msgs else []
     fmt = (body.get("output_config") or {}).get("format") or body.get("output_format") or {}
+    asked, calls = _since_asked(msgs)
     return Conversation(
         prompt="\n".join(prompt),
         tools=tools,
@@ -69,7 +70,24 @@ def conversation(body: dict[str, Any]) -> Conversation:
         tool_results=results,
         json_schema=fmt.get("schema") if isinstance(fmt, dict) else None,
         result_of=next((names[i] for i in reversed(ids) if i in names), "") if results else "",
+        asked=asked,
+        calls_since_asked=calls,
     )
+
+
+def _since_asked(msgs: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """The text of the last user message that carries no tool result (Claude Code adds reminder text
+    beside results: those are no new ask), and the tools called after it."""
+    for index in range(len(msgs) - 1, -1, -1):
+        m = msgs[index]
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        if m.get("role") == "user" and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
+            calls = [b.get("name", "") for later in msgs[index + 1:] if later.get("role") == "assistant"
+                     and isinstance(later.get("content"), list) for b in later["content"]
+                     if isinstance(b, dict) and b.get("type") == "tool_use"]
+            return "\n".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"), calls
+    return "", []
 
 
 def _system_text(system: Any) -> str:

@@ -90,6 +90,7 @@ def conversation(body: dict[str, Any]) -> Conversation:
     ]
     config = body.get("generationConfig") or {}
     schema = config.get("responseJsonSchema") or config.get("responseSchema")
+    asked, calls = _since_asked(contents)
     wants_json = "json" in str(config.get("responseMimeType", "")).lower()
     return Conversation(
         prompt=prompt,
@@ -99,7 +100,21 @@ def conversation(body: dict[str, Any]) -> Conversation:
         json_schema=_lower_types(schema) if schema else None,
         result_of=result_of,
         json_mode=wants_json,
+        asked=asked,
+        calls_since_asked=calls,
     )
+
+
+def _since_asked(contents: list[Any]) -> tuple[str, list[str]]:
+    """The text of the last user content that carries no functionResponse (the text Gemini CLI sends beside
+    one is bookkeeping), and the functions called after it."""
+    for index in range(len(contents) - 1, -1, -1):
+        parts = [p for p in contents[index].get("parts") or [] if isinstance(p, dict)]
+        if contents[index].get("role", "user") == "user" and not any("functionResponse" in p for p in parts):
+            calls = [p["functionCall"].get("name", "") for c in contents[index + 1:] if c.get("role") == "model"
+                     for p in c.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("functionCall"), dict)]
+            return "\n".join(p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought")), calls
+    return "", []
 
 
 def _result(response: Any) -> tuple[str, bool]:

@@ -90,6 +90,7 @@ def conversation(body: dict[str, Any]) -> Conversation:
     system = "\n".join(_text(m.get("content")) for m in msgs if m.get("role") in ("system", "developer"))
     fmt = body.get("response_format") or {}
     schema = (fmt.get("json_schema") or {}).get("schema") if fmt.get("type") == "json_schema" else None
+    asked_at = next((i for i in range(len(msgs) - 1, -1, -1) if msgs[i].get("role") == "user"), None)
     return Conversation(
         prompt=prompt,
         tools=tools,
@@ -98,6 +99,9 @@ def conversation(body: dict[str, Any]) -> Conversation:
         json_schema=schema,
         result_of=result_of,
         json_mode=fmt.get("type") == "json_object",
+        asked=_text(msgs[asked_at].get("content")) if asked_at is not None else "",
+        calls_since_asked=[(c.get("function") or {}).get("name", "") for m in msgs[(asked_at or 0) + 1:]
+                           if m.get("role") == "assistant" for c in m.get("tool_calls") or []],
     )
 
 

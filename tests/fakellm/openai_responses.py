@@ -62,6 +62,8 @@ def conversation(body: dict[str, Any]) -> Conversation:
             namespace = tool.get("name")
             tools += [Tool(t["name"], t.get("parameters") or {}, namespace) for t in tool.get("tools", [])]
     fmt = (body.get("text") or {}).get("format") or {}
+    asked_at = next((i for i in range(len(items) - 1, -1, -1)
+                     if items[i].get("type", "message") == "message" and items[i].get("role") == "user"), None)
     return Conversation(
         prompt=prompt,
         tools=tools,
@@ -69,6 +71,9 @@ def conversation(body: dict[str, Any]) -> Conversation:
         tool_results=results,
         json_schema=fmt.get("schema") if fmt.get("type") == "json_schema" else None,
         result_of=result_of,
+        asked=_text(items[asked_at].get("content")) if asked_at is not None else "",
+        calls_since_asked=[i.get("name", "") for i in items[(asked_at or 0) + 1:]
+                           if i.get("type") in ("function_call", "custom_tool_call")],
     )
 
 

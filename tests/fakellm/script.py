@@ -13,8 +13,14 @@ Each protocol module turns its request into a :class:`Conversation` and renders 
     Wait that long before answering (to observe an agent mid-turn).
 ``TOKENS <n>``
     Report ``n`` input tokens in the usage of this answer (to push an agent into auto-compaction).
+``USE_TOOL_NAMED:<substring>:<json object>``
+    Call the first offered tool whose name contains ``substring`` (agents name MCP tools their own way:
+    ``mcp__harvester__handoff``, ``harvester__handoff``, ``harvester_handoff``, ``handoff``), with that
+    object as its arguments (``{}`` allowed). A prompt may hold several: they are called in turn within the
+    one user turn, each after the previous one's result (the calls made since the prompt say how far along).
 
-Once the conversation ends with a tool result, the answer is a final text quoting that result.
+Once the conversation ends with a tool result (the last directive's, if any), the answer is a final text
+quoting that result.
 Side requests get a fitting answer: a title request a title, a request for JSON (a schema, a JSON mode,
 or "json" in a tool-less prompt) valid JSON.
 """
@@ -32,6 +38,8 @@ READ_FILE = re.compile(r"READ_FILE\s+([^\s\"'`]+)")
 SPAWN_AGENT = re.compile(r"SPAWN_AGENT\b[ \t]*([^\n]*)")
 SLOW = re.compile(r"SLOW\s+(\d+(?:\.\d+)?)")
 TOKENS = re.compile(r"TOKENS\s+(\d+)")
+# The substring stops at a colon or a space; the JSON object after the second colon is read by a JSON decoder.
+USE_TOOL_NAMED = re.compile(r"USE_TOOL_NAMED:([^:\s]+):")
 
 DEFAULT_TEXT = "Hi! I am the fake model. Nothing else to report."
 TITLE = "Fake session title"
@@ -64,6 +72,10 @@ class Conversation:
     json_schema: dict[str, Any] | None = None  # a structured-output schema the request demands
     result_of: str = ""  # name of the tool whose result ends the conversation
     json_mode: bool = False  # JSON asked for without a schema (``response_format: json_object``)
+    # The user's text that opened this turn (``prompt`` while it is the last message; still there after the
+    # tool results that followed it), and the names of the tools called since then, in order.
+    asked: str = ""
+    calls_since_asked: list[str] = field(default_factory=list)
 
     @property
     def ends_with_tool_result(self) -> bool:
@@ -99,6 +111,8 @@ def _answer(conv: Conversation) -> Reply:
     thinking = _thinking(conv.prompt) if "THINK" in conv.prompt else None
     if _is_compaction(conv):  # checked first: Claude Code asks for it right after a tool result
         return Reply(text=_SUMMARY, thinking=thinking)
+    if conv.tools and (named := _named_tool_reply(conv)) is not None:  # before the tool-result branch: chains
+        return named
     if conv.ends_with_tool_result:
         if conv.result_of == "spawn_agent" and (call := _wait_call(conv)):
             return Reply(tool_call=call)  # Codex: wait for the child, else exec ends and aborts it
@@ -123,6 +137,66 @@ def _answer(conv: Conversation) -> Reply:
     if call is not None:
         return Reply(tool_call=call, thinking=thinking)
     return Reply(text=DEFAULT_TEXT, thinking=thinking)
+
+
+@dataclass(frozen=True, slots=True)
+class Directive:
+    """One ``USE_TOOL_NAMED:<substring>:<json object>`` of a prompt."""
+
+    substring: str
+    arguments: dict[str, Any]
+
+
+def named_directives(prompt: str) -> list[Directive]:
+    """The prompt's ``USE_TOOL_NAMED`` directives in order; one whose arguments are no JSON object is left out."""
+    found = []
+    for m in USE_TOOL_NAMED.finditer(prompt):
+        arguments = _json_object_at(prompt, m.end())
+        if arguments is not None:
+            found.append(Directive(m.group(1), arguments))
+    return found
+
+
+def _json_object_at(text: str, start: int) -> dict[str, Any] | None:
+    decoder = json.JSONDecoder()
+    # As typed; else with the backslashes before quotes dropped (a prompt that an agent stored, and sent,
+    # as a quoted, escaped string).
+    for candidate in (text[start:], text[start:].replace('\\"', '"')):
+        try:
+            value, _ = decoder.raw_decode(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _named_tool_reply(conv: Conversation) -> Reply | None:
+    """The next ``USE_TOOL_NAMED`` call of this turn, or the final text once all have their results; None
+    when the turn has no directive (the other markers decide)."""
+    directives = named_directives(conv.asked or conv.prompt)
+    if not directives:
+        return None
+    done = 0  # directives already called: matched in order against the calls since the prompt
+    for name in conv.calls_since_asked:
+        if done < len(directives) and directives[done].substring in name:
+            done += 1
+    if done == len(directives):
+        return Reply(text=_after_named(conv)) if conv.ends_with_tool_result else None
+    wanted = directives[done]
+    tool = next((t for t in conv.tools if wanted.substring in t.name), None)
+    if tool is None:  # say what was offered: the e2e test shows the text when no call happens
+        offered = ", ".join(t.name for t in conv.tools)
+        return Reply(text=f"No offered tool's name contains {wanted.substring!r}. Offered: {offered}")
+    return Reply(tool_call=ToolCall(tool.name, wanted.arguments, tool.namespace))
+
+
+def _after_named(conv: Conversation) -> str:
+    content, is_error = conv.tool_results[-1]
+    snippet = " ".join(content.split())[:300]
+    if is_error:
+        return f"The tool reported an error: {snippet}"
+    return f"The tool {conv.result_of or '(unnamed)'} says: {snippet}"
 
 
 def read_call(tools: list[Tool], path: str) -> ToolCall | None:
