@@ -5,23 +5,28 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
 
-from harvester import config, log, render, terminal
-from harvester.bank import Bank, BankError, open_bank, open_bank_to_read
+from harvester import config, log, terminal
 from harvester.config import ConfigError, Settings
-from harvester.gitident import GIT_FOUND, GitResolver, bank_id
-from harvester.ingest import Ingestor
 from harvester.parsers import HARNESSES
-from harvester.parsers.base import Harness
+
+if TYPE_CHECKING:
+    from harvester.bank import Bank
+    from harvester.parsers.base import Harness
+
+# The rest is imported by the commands that use it: `harvester mcp` answers an agent's first request
+# sooner (Codex waits one second for optional MCP servers), and every command starts quicker.
 
 
 def open_bank_or_fail(settings: Settings, write: bool = False) -> Bank:
     """The bank, for writing (``scan``) or for reading: a bank this user cannot write, or one a newer
     harvester wrote, is still readable."""
+    from harvester.bank import BankError, open_bank, open_bank_to_read
+
     try:
         return open_bank(settings.bank) if write else open_bank_to_read(settings.bank)
     except BankError as exc:
@@ -62,6 +67,10 @@ def cli(ctx: click.Context, bank_option: str | None, bank_id_template: str | Non
 @click.pass_obj
 def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
     """Import every session found on this machine; only what is new since the last scan."""
+    from harvester import render
+    from harvester.bank import BankError
+    from harvester.ingest import Ingestor
+
     bank = open_bank_or_fail(settings, write=True)
     ingestor = Ingestor(bank, settings.bank_id_template, exclude=settings.excluded, limits=settings.read_limits())
     show_progress = not as_json and sys.stderr.isatty()
@@ -89,6 +98,7 @@ def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
 @click.pass_obj
 def run(settings: Settings) -> None:
     """Run the capture service in the foreground (what the login units start)."""
+    from harvester.bank import BankError
     from harvester.service import AlreadyRunning, Service
 
     try:
@@ -139,6 +149,10 @@ def uninstall(dry_run: bool) -> None:
 @click.pass_obj
 def status(settings: Settings, as_json: bool) -> None:
     """What was imported, from where, whether every harness parses cleanly, and the service."""
+    from harvester import render
+    from harvester.gitident import GIT_FOUND
+    from harvester.ingest import Ingestor
+
     with open_bank_or_fail(settings) as bank:
         stats = bank.harness_stats()
         harnesses = []
@@ -202,6 +216,9 @@ def _service_status(bank: Bank, settings: Settings) -> dict[str, Any]:
 def sessions(settings: Settings, repo: str | None, bank_filter: str | None, harness: str | None,
              limit: int | None, as_json: bool) -> None:
     """List sessions, newest first."""
+    from harvester import render
+    from harvester.gitident import GitResolver, bank_id
+
     if repo and bank_filter:
         raise click.UsageError("give --repo or --bank, not both")
     with open_bank_or_fail(settings) as bank:
@@ -225,6 +242,8 @@ def sessions(settings: Settings, repo: str | None, bank_filter: str | None, harn
 @click.pass_obj
 def show(settings: Settings, session: str, as_json: bool) -> None:
     """Show one session's transcript (SESSION: its id, or an unambiguous prefix)."""
+    from harvester import render
+
     with open_bank_or_fail(settings) as bank:
         found = bank.find_sessions(session)
         if not found:
@@ -250,6 +269,8 @@ def show(settings: Settings, session: str, as_json: bool) -> None:
 def search(settings: Settings, query: str, bank_filter: str | None, limit: int, include_recall: bool,
            as_json: bool) -> None:
     """Full-text search over every event (SQLite FTS5 query syntax)."""
+    from harvester import render
+
     with open_bank_or_fail(settings) as bank:
         try:
             hits = bank.search(query, bank_id=bank_filter, limit=limit, include_recall=include_recall)
