@@ -112,6 +112,7 @@ CHAT_SKIPPED = frozenset({"system"})
 _NOTES = ("The user sent a message while you were working:", "The user interrupted the previous turn:")
 _QUERY_OPEN, _QUERY_CLOSE = "<user_query>", "</user_query>"
 _CANCELLED = frozenset({"cancelled", "canceled", "aborted"})
+_FAILED = frozenset({"error", "rate_limit"})  # a turn the model or the API ended (grok-build's StopReason)
 
 
 class _Reader:
@@ -318,7 +319,7 @@ def _emit_result(reader: _Reader, call_id: str, name: Any, update: dict, ts: str
 
 def _turn_completed(reader: _Reader, update: dict, uid: str, ts: str | None) -> None:
     reason = str(update.get("stop_reason") or "")
-    reader.turn("aborted" if reason.lower() in _CANCELLED else "complete")
+    reader.turn("aborted" if reason.lower() in _CANCELLED else "failed" if reason.lower() in _FAILED else "complete")
     reader.patch.note(stop_reason=reason)
 
 

@@ -249,3 +249,20 @@ def test_tool_calls_without_id_are_each_kept() -> None:
     assert [(e.tool_call_id, e.tool_input) for e in calls] == [
         (None, {"target_file": "a.py"}), (None, {"target_file": "b.py"})]
     assert len({e.uid for e in calls}) == 2 and batch.state.get("calls", {}) == {}
+
+
+@pytest.mark.parametrize("reason", ["error", "rate_limit"])
+def test_a_turn_that_ended_in_an_error_is_failed_not_complete(reason: str) -> None:
+    from pathlib import PurePath
+
+    import orjson
+
+    from harvester.parsers import grok
+    from harvester.parsers.base import Record, SourceRef
+
+    sid = "019f7a10-5d6e-7f80-9a1b-2c3d4e5f6a99"
+    line = {"timestamp": 1786963237, "method": "_x.ai/session/update", "params": {"sessionId": sid, "update": {
+        "sessionUpdate": "turn_completed", "prompt_id": "p-0", "stop_reason": reason}}}
+    ref = SourceRef(PurePath(f"/g/sessions/x/{sid}/updates.jsonl"), PurePath("/g"), "updates")
+    batch = grok.parse(ref, [Record(1, orjson.dumps(line))], {})
+    assert batch.sessions[sid].meta["last_turn"] == "failed"
