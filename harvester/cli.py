@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import sys
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,31 @@ def enabled_harnesses(settings: Settings, names: tuple[str, ...] = ()) -> list[H
 
 def _print_json(value: Any) -> None:
     sys.stdout.write(terminal.json_text(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()) + "\n")
+
+
+class BadQuery(click.ClickException):
+    """A query that cannot be searched: said in one line (no usage text), exit 2 as for any bad argument."""
+
+    exit_code = 2
+
+
+def where_option(fn: Any) -> Any:
+    """``--repo PATH`` / ``--here`` / ``--bank ID``: which repository's sessions (default: every one)."""
+    fn = click.option("--bank", "bank_filter", metavar="ID", help="Only sessions filed under this bank id.")(fn)
+    fn = click.option("--here", is_flag=True, help="Only the repository you are in.")(fn)
+    return click.option("--repo", type=click.Path(file_okay=False), help="Only the repository at PATH.")(fn)
+
+
+def chosen_scope(settings: Settings, repo: str | None, here: bool, bank_filter: str | None) -> Any:
+    from harvester.recall.scope import EVERYTHING, Scope, scope_for
+
+    if sum(bool(x) for x in (repo, here, bank_filter)) > 1:
+        raise click.UsageError("give one of --repo, --here and --bank")
+    if bank_filter:
+        return Scope(bank_filter, bank_id=bank_filter)
+    if repo or here:
+        return scope_for(os.getcwd(), settings.bank_id_template, repo=repo)
+    return EVERYTHING
 
 
 @click.group(cls=terminal.VisibleErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -199,7 +225,9 @@ def _service_status(bank: Bank, settings: Settings) -> dict[str, Any]:
         "pid": beat["pid"] if running and beat else None,
         "started_at": beat.get("started_at") if running and beat else None,
         "heartbeat_at": beat.get("heartbeat_at") if beat else None,
-        "last_activity": beat.get("last_activity") if beat else None,
+        # The bank's own latest import: the heartbeat's copy is only as fresh as the last beat.
+        "last_activity": max(filter(None, [beat.get("last_activity") if beat else None,
+                                           *(i["at"] for i in bank.recent_imports(1))]), default=None),
         "watched": beat.get("watched", []) if running and beat else [],
         "live_sessions": bank.live_count(),
         "unit": units.service_state(),
@@ -207,33 +235,24 @@ def _service_status(bank: Bank, settings: Settings) -> dict[str, Any]:
 
 
 @cli.command()
-@click.option("--repo", type=click.Path(file_okay=False), help="Sessions of the repository at PATH.")
-@click.option("--bank", "bank_filter", metavar="ID", help="Sessions filed under this bank id.")
-@click.option("--harness", type=click.Choice(sorted(HARNESSES)), help="Only this harness.")
+@where_option
+@click.option("--harness", type=click.Choice(sorted(HARNESSES)), help="Only this agent's sessions.")
 @click.option("--limit", type=int, default=None, help="At most this many (newest first).")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
-def sessions(settings: Settings, repo: str | None, bank_filter: str | None, harness: str | None,
+def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str | None, harness: str | None,
              limit: int | None, as_json: bool) -> None:
-    """List sessions, newest first."""
+    """List sessions, newest first (of every repository, unless --repo, --here or --bank)."""
     from harvester import render
-    from harvester.gitident import GitResolver, bank_id
 
-    if repo and bank_filter:
-        raise click.UsageError("give --repo or --bank, not both")
+    scope = chosen_scope(settings, repo, here, bank_filter)
     with open_bank_or_fail(settings) as bank:
-        repo_root = None
-        if repo:
-            identity = GitResolver().resolve(os.path.abspath(repo))
-            if identity.in_git:
-                repo_root = identity.root
-            else:
-                bank_filter = bank_id(settings.bank_id_template, identity, os.path.abspath(repo), harness or "")
-        rows = bank.list_sessions(bank_id=bank_filter, repo_root=repo_root, harness=harness, limit=limit)
+        rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness)
     if as_json:
         _print_json(rows)
     else:
-        terminal.echo(render.sessions_text(rows))
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+        terminal.echo(render.sessions_text(rows, width))
 
 
 @cli.command()
@@ -261,25 +280,38 @@ def show(settings: Settings, session: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("query")
-@click.option("--bank", "bank_filter", metavar="ID", help="Only sessions filed under this bank id.")
-@click.option("--limit", type=int, default=20, show_default=True)
+@where_option
+@click.option("--harness", type=click.Choice(sorted(HARNESSES)), help="Only this agent's sessions.")
+@click.option("--limit", type=int, default=20, show_default=True, help="Show at most this many, best first.")
+@click.option("--fts", is_flag=True, help="QUERY is SQLite FTS5 syntax (OR, NOT, NEAR, prefix*), not plain words.")
 @click.option("--include-recall", is_flag=True, help="Also the harvester's own answers that sessions recorded.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
-def search(settings: Settings, query: str, bank_filter: str | None, limit: int, include_recall: bool,
-           as_json: bool) -> None:
-    """Full-text search over every event (SQLite FTS5 query syntax)."""
+def search(settings: Settings, query: str, repo: str | None, here: bool, bank_filter: str | None,
+           harness: str | None, limit: int, fts: bool, include_recall: bool, as_json: bool) -> None:
+    """Search every session: QUERY is plain words (all must match; "a phrase" in quotes)."""
     from harvester import render
+    from harvester.bank.sqlite_recall import plain_words
 
+    scope = chosen_scope(settings, repo, here, bank_filter)
+    try:
+        match = query if fts else plain_words(query)
+    except ValueError as exc:
+        raise BadQuery(str(exc)) from exc
     with open_bank_or_fail(settings) as bank:
         try:
-            hits = bank.search(query, bank_id=bank_filter, limit=limit, include_recall=include_recall)
+            hits = bank.search_events(match, scope, limit, harness=harness, include_recall=include_recall)
+            total = bank.count_matches(match, scope, harness, include_recall) if hits else 0
         except sqlite3.OperationalError as exc:
-            raise click.ClickException(f"bad search query: {exc}") from exc
+            if not fts:
+                raise
+            reason = str(exc).removeprefix("fts5: ")
+            raise BadQuery(f"not a valid FTS5 query: {reason} (without --fts, QUERY is plain words)") from exc
     if as_json:
-        _print_json(hits)
+        _print_json([{k: h[k] for k in ("harness", "session", "bank_id", "title", "seq", "role", "kind", "ts",
+                                         "snippet")} for h in hits])
     else:
-        terminal.echo(render.search_text(hits))
+        terminal.echo(render.search_text(hits, total, query, scope.label, limit))
 
 
 @cli.command()

@@ -58,6 +58,7 @@ class HarnessReport:
     sources: int = 0
     sources_read: int = 0
     sessions: set[str] = field(default_factory=set)
+    sessions_changed: set[str] = field(default_factory=set)  # sessions that got new events
     events_added: int = 0
     problems: int = 0
     unreadable: int = 0
@@ -383,6 +384,7 @@ def _tally(hr: HarnessReport, result: SourceResult) -> None:
     if result.outcome in ("new", "read", "restarted"):
         hr.sources_read += 1
     hr.sessions.update(result.sessions)
+    hr.sessions_changed.update(n for n, added in result.sessions.items() if added)
     hr.events_added += result.events_added
     hr.problems += result.problems
     if result.outcome in ("unreadable", "missing"):

@@ -6,13 +6,13 @@ indented, and the CLI prints the result through :func:`harvester.terminal.echo` 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import textwrap
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import click
 
 from harvester.ingest import ScanReport, SourceResult
 from harvester.parsers.base import Harness
@@ -28,25 +28,49 @@ EMPTY_STATS: dict[str, Any] = {
 
 
 class ScanProgress:
-    """A progress bar per harness on stderr (only used on a terminal)."""
+    """One line on stderr that follows a scan (only on a terminal): the agent being read, its sources
+    done of those found, the bytes read and the sessions that got new events. Agents without a store are
+    passed over, as nothing is done for them; the line is cleared at the end, the summary says the rest."""
 
-    def __init__(self) -> None:
-        self.bar: Any = None
+    EVERY = 0.1  # seconds between redraws: a scan of thousands of small files must not spend its time drawing
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+        self.harness = ""
+        self.total = self.done = self.bytes = 0
+        self.sessions: set[str] = set()
+        self._drawn = 0.0
+        self._shown = False
 
     def start(self, harness: Harness, found: list[Found]) -> None:
-        self.finish()
-        self.bar = click.progressbar(length=len(found), label=visible(f"{harness.name:<16}"),
-                                     file=sys.stderr, show_pos=True)
-        self.bar.__enter__()
+        self.harness, self.total, self.done = harness.name, len(found), 0
+        if found:
+            self._draw(force=True)
 
     def advance(self, harness: Harness, found: Found, result: SourceResult) -> None:
-        if self.bar is not None:
-            self.bar.update(1)
+        self.done += 1
+        self.sessions.update(n for n, added in result.sessions.items() if added)
+        if result.outcome in ("new", "read", "restarted"):
+            with contextlib.suppress(OSError):  # gone since: the summary counts what was read
+                self.bytes += found.path.stat().st_size
+        self._draw(force=self.done == self.total)
+
+    def _draw(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._drawn < self.EVERY:
+            return
+        self._drawn = now
+        line = (f"scanning {self.harness}: {self.done}/{self.total} sources, {human_bytes(self.bytes)}, "
+                f"{len(self.sessions)} sessions with new events")
+        self.stream.write("\r\x1b[2K" + visible(line))  # back to the line's start, clear it, draw
+        self.stream.flush()
+        self._shown = True
 
     def finish(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
+        if self._shown:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+            self._shown = False
 
 
 def human_bytes(n: int) -> str:
@@ -74,21 +98,41 @@ def scan_report_dict(report: ScanReport, bank_path: Path) -> dict[str, Any]:
 
 
 def scan_report_text(report: ScanReport, bank_path: Path) -> str:
-    lines = []
-    width = max((len(name) for name in report.harnesses), default=0)
-    for h in report.harnesses.values():
-        if not h.roots:
-            lines.append(f"{h.harness:<{width}} no store found")
-            continue
-        line = (f"{h.harness:<{width}} {h.sources} sources ({h.sources_read} read), {len(h.sessions)} sessions, "
-                f"+{h.events_added} events")
-        if h.problems:
-            line += f", {h.problems} records skipped (see `harvester status`)"
-        lines.append(line)
-    rate = report.bytes_read / report.seconds / 1e6 if report.seconds else 0.0
-    lines.append(f"Imported {report.events_added} events from {human_bytes(report.bytes_read)} in "
-                 f"{report.seconds:.1f} s ({rate:.1f} MB/s) into {bank_path}")
+    """A few lines: what was new, per agent that had any; what could not be read, and where to look."""
+    new = [h for h in report.harnesses.values() if h.events_added]
+    checked = sum(h.sources for h in report.harnesses.values())
+    problems = sum(h.problems for h in report.harnesses.values())
+    failed = sum(h.failed for h in report.harnesses.values())
+    took = f"{human_bytes(report.bytes_read)} read in {report.seconds:.1f} s"
+    if not new and not problems:
+        stores = sum(1 for h in report.harnesses.values() if h.roots)
+        return (f"Nothing new: {checked} {_plural(checked, 'source')} of {stores} {_plural(stores, 'agent')} "
+                f"checked in {report.seconds:.1f} s (bank: {bank_path}).")
+    sessions = sum(len(h.sessions_changed) for h in new)
+    lines = [f"+{report.events_added:,} events in {sessions:,} {_plural(sessions, 'session')} ({took}):"]
+    for h in sorted(new, key=lambda h: -h.events_added):
+        lines.append(f"  {h.harness:<16} +{h.events_added:,} events in {len(h.sessions_changed):,} "
+                     f"{_plural(len(h.sessions_changed), 'session')}")
+    if problems:
+        what = f"{problems:,} {_plural(problems, 'record')} could not be read"
+        if failed:
+            what += f", {failed} {_plural(failed, 'source')} failed"
+        lines.append(f"{what}: `harvester status` says which and why.")
+    lines.append(f"Bank: {bank_path}")
     return "\n".join(lines)
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + ("es" if word.endswith(("ch", "sh", "s", "x")) else "s")
+
+
+def _label(role: str, kind: str) -> str:
+    """What an event is, in a reader's words: "user", "assistant thinking", "tool call", "tool result"."""
+    if kind == "text":
+        return role
+    if kind in ("tool_call", "tool_result"):
+        return kind.replace("_", " ")
+    return f"{role} {kind}"
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -186,13 +230,14 @@ def status_text(data: dict[str, Any]) -> str:
         notes = []
         if h["drift"]:
             notes.append("unknown record types: " + ", ".join(f"{k} ({v})" for k, v in h["drift"].items()))
-        for key, label in (("sources_missing", "sources gone"), ("sources_unreadable", "sources unreadable"),
-                           ("sources_failed", "sources failed (read again at the next reconcile)"),
-                           ("git_errors", "sessions whose git probe failed")):
+        for key, noun, said in (("sources_missing", "source", "gone"), ("sources_unreadable", "source", "unreadable"),
+                                ("sources_failed", "source", "failed (read again at the next reconcile)"),
+                                ("git_errors", "session", "whose git probe failed")):
             if h.get(key):
-                notes.append(f"{h[key]} {label}")
+                notes.append(f"{h[key]} {_plural(h[key], noun)} {said}")
         if h.get("unlisted_directories"):
-            notes.append(f"{len(h['unlisted_directories'])} directories cannot be listed")
+            n = len(h["unlisted_directories"])
+            notes.append(f"{n} {_plural(n, 'directory') if n == 1 else 'directories'} cannot be listed")
         if notes:
             parts.append(f"  {h['name']}: " + "; ".join(notes))
         for f in h.get("failures", [])[:3]:
@@ -223,13 +268,24 @@ def status_text(data: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def sessions_text(rows: list[dict[str, Any]]) -> str:
+def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
+    """The sessions as a table; ``width`` (a terminal's columns): titles, then banks, then ids are cut with
+    "…" so that every row fits (``--json`` has the whole values)."""
     if not rows:
-        return "no sessions"
-    return _table(
-        ["SESSION", "HARNESS", "BANK", "UPDATED", "EVENTS", "TITLE"],
-        [[_short(r["native_id"], 38), r["harness"], r["bank_id"], _when(r["updated_at"]), str(r["event_count"]),
-          _short(r["title"], 60)] for r in rows])
+        return "No sessions."
+    table = [[visible(r["native_id"]), r["harness"], visible(r["bank_id"]), _when(r["updated_at"] or r["started_at"])[:16],
+              str(r["event_count"]), " ".join(visible(r["title"] or "").split())] for r in rows]
+    headers = ["SESSION", "HARNESS", "BANK", "UPDATED", "EVENTS", "TITLE"]
+    if width:
+        columns = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers)]
+        for column, floor in ((5, 10), (2, 16), (0, 9)):  # what gives way first, and how far (9: an id's prefix)
+            over = sum(columns) + 2 * (len(columns) - 1) - width
+            if over > 0:
+                columns[column] = max(floor, columns[column] - over)
+        for row in table:
+            for i in (0, 2, 5):
+                row[i] = _short(row[i], columns[i])
+    return _table(headers, table)
 
 
 def transcript_text(session: dict[str, Any], events: list[dict[str, Any]]) -> str:
@@ -248,7 +304,7 @@ def transcript_text(session: dict[str, Any], events: list[dict[str, Any]]) -> st
                 f"   {s['event_count']} events   state {s['state']}")
     out = ["\n".join(head)]
     for e in events:
-        label = e["role"] if e["kind"] == "text" else f"{e['role']} {e['kind'].replace('_', ' ')}"
+        label = _label(e["role"], e["kind"])
         if e["tool_name"] and e["kind"] in ("tool_call", "tool_result"):
             label += f" [{e['tool_name']}]"
         if e["is_error"]:
@@ -261,9 +317,12 @@ def transcript_text(session: dict[str, Any], events: list[dict[str, Any]]) -> st
     return "\n\n".join(out)
 
 
-def search_text(hits: list[dict[str, Any]]) -> str:
+def search_text(hits: list[dict[str, Any]], total: int, query: str, where: str, limit: int) -> str:
     if not hits:
-        return "no matches"
-    return "\n".join(
-        f"{h['harness']} {_short(h['session'], 14)} #{h['seq']} {h['role']}/{h['kind']} "
-        f"({h['bank_id']}): {_short(h['snippet'], 100)}" for h in hits)
+        return f"No matches for {query!r} in {where}."
+    head = f"{total:,} {_plural(total, 'match')} for {query!r} in {where}"
+    head += f"; the best {len(hits)} (--limit for more):" if total > len(hits) else ":"
+    lines = [head]
+    lines += [f"{h['harness']} {_short(h['session'], 14)} #{h['seq']} {_label(h['role'], h['kind'])} "
+              f"({h['bank_id']}): {_short(h['snippet'], 100)}" for h in hits]
+    return "\n".join(lines)

@@ -155,6 +155,7 @@ class Service:
         self.last_activity: str | None = None
         self._busy: tuple[str, str] | None = None  # what the work thread does, since when (the heartbeat says)
         self._live = 0  # live sessions, as the work thread last counted them
+        self._first_check = True  # the first judgement of every session's state is summarized, not itemized
         self._watched: tuple[list[str], list[str]] = ([], [])  # (roots watched, parents waited on), for the heartbeat
         self.bank: Bank | None = None
         self.ingestor: Ingestor | None = None
@@ -181,8 +182,12 @@ class Service:
             # Input never stops the service: a job that fails is logged and runs again on its timer.
             self._run_job("reconcile", self.reconcile)
             self._run_job("sessions", self.check_sessions)
+            self._first_check = False
             self._start_scheduler()
-            log.info("service running", watched=sorted(w.path for w in self._watches.values()))
+            totals = self.bank.harness_stats()
+            log.info("service running", watched=sorted(w.path for w in self._watches.values()),
+                     sessions=sum(t["sessions"] for t in totals.values()),
+                     events=sum(t["events"] for t in totals.values()), live=self._live)
             self._loop()
         finally:
             self._shutdown()
@@ -360,10 +365,11 @@ class Service:
                 self._held.pop(key, None)
             if verdict.state != session["state"]:
                 changes.append((session["pk"], verdict.state))
-                if len(changes) <= 20:  # the first start judges all of history at once: summarize that
+                # The first check judges all of history at once: that is said in one line per agent below.
+                if not self._first_check and len(changes) <= 20:
                     log.info("session state", harness=harness.name, session=session["native_id"],
                              state=verdict.state, reason=verdict.reason)
-        if len(changes) > 20:
+        if changes and (self._first_check or len(changes) > 20):
             log.info("session states", harness=harness.name, changed=len(changes),
                      states=dict(Counter(state for _, state in changes)))
         self.bank.set_states(changes)

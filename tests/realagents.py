@@ -222,6 +222,11 @@ def clean_env(home: Path) -> dict[str, str]:
     }
     env.update({"HOME": str(home), "NO_UPDATE_NOTIFIER": "1"})
     env.setdefault("LANG", "C.UTF-8")
+    # A temp dir of the run's own, beside HOME (in the test's tmp_path): what agents leave in the temp dir
+    # (native libraries unpacked by compiled CLIs, Node's compile cache, lock folders) goes with the test.
+    tmp = home.parent / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    env.update({"TMPDIR": str(tmp), "TMP": str(tmp), "TEMP": str(tmp)})
     return env
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import ast
 import errno
+import fcntl
 import io
 import os
 import select
+import struct
 import subprocess
 import sys
 import termios
@@ -148,10 +150,11 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
     return Hostile(home, bank, first)
 
 
-def on_a_terminal(env: dict[str, str], *args: str, stderr_too: bool = True) -> tuple[int, str]:
-    """Run ``harvester ARGS`` with stdout (and stderr) on a pty, so isatty() is true and the terminal
-    paths run; returns the exit code and every character the terminal received."""
+def on_a_terminal(env: dict[str, str], *args: str, stderr_too: bool = True, columns: int = 200) -> tuple[int, str]:
+    """Run ``harvester ARGS`` with stdout (and stderr) on a pty of ``columns`` columns, so isatty() is true
+    and the terminal paths run; returns the exit code and every character the terminal received."""
     master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     attrs = termios.tcgetattr(slave)
     attrs[1] &= ~termios.OPOST  # no \n -> \r\n translation: a \r that arrives was sent
     termios.tcsetattr(slave, termios.TCSANOW, attrs)
@@ -208,7 +211,7 @@ def test_show_on_a_terminal(hostile: Hostile) -> None:
 def test_sessions_on_a_terminal(hostile: Hostile) -> None:
     code, out = hostile.harvester("sessions")
     assert code == 0, out
-    assert_shown(out, "evil␛]0;pwned␇␍-0001", "coding-agent::shop␛[2J\\u202e", "T " + SHOWN[:57] + "…")
+    assert_shown(out, "evil␛]0;pwned␇␍-0001", "coding-agent::shop␛[2J\\u202e", "T " + SHOWN)  # a wide terminal: the whole title
     rows = out.splitlines()[1:]
     assert len({row.index("claude-code") for row in rows}) == 1  # columns line up with visible forms
     assert len({row.index("2026-11-01") for row in rows}) == 1
@@ -217,7 +220,7 @@ def test_sessions_on_a_terminal(hostile: Hostile) -> None:
 def test_search_on_a_terminal(hostile: Hostile) -> None:
     code, out = hostile.harvester("search", "pwned")
     assert code == 0, out
-    assert_shown(out, "claude-code evil␛]0;pwned… #1 user/text (coding-agent::shop␛[2J\\u202e): U ␛]52;c;",
+    assert_shown(out, "claude-code evil␛]0;pwned… #1 user (coding-agent::shop␛[2J\\u202e): U ␛]52;c;",
                  "O ␛]52;c;cHduZWQ=␇␛]0;[pwned]␇␛[2Jlooks fine␍covered")
 
 
@@ -246,7 +249,7 @@ def test_scan_and_its_log_lines_on_a_terminal(tmp_path: Path) -> None:
     assert_shown(out, "record skipped", "/evil␛]0;pwned␇-0001.jsonl")
     code, out = on_a_terminal(terminal_env(home), "--bank", str(bank), "scan", stderr_too=False)
     assert code == 0, out
-    assert_shown(out, "claude-code", "b␛[2J/bank.sqlite")
+    assert_shown(out, "Nothing new", "b␛[2J/bank.sqlite")  # the first scan above imported everything
 
 
 def test_json_output_and_the_bank_keep_the_raw_characters(hostile: Hostile) -> None:
@@ -278,7 +281,7 @@ def test_the_readable_log_renderer_shows_controls() -> None:
 
 def test_tables_are_measured_as_shown() -> None:
     rows = [{"native_id": native, "harness": "claude-code", "bank_id": "b\x1b[2J", "updated_at": None,
-             "event_count": 1, "title": "t\x9b"} for native in ("plain-id", "id\x1b]0;x\x07")]
+             "started_at": None, "event_count": 1, "title": "t\x9b"} for native in ("plain-id", "id\x1b]0;x\x07")]
     lines = render.sessions_text(rows).splitlines()
     assert_nothing_obeyable("\n".join(lines))
     assert len({line.index("HARNESS" if i == 0 else "claude-code") for i, line in enumerate(lines)}) == 1

@@ -104,6 +104,21 @@ class SqliteRecall:
             f"WHERE events_fts MATCH ? AND events_fts.rowid IN ({', '.join('?' * len(ids))})", [match, *ids]))}
         return [rows.pop(i) for i in ids if i in rows]
 
+    def count_matches(self, match: str, scope: Scope, harness: str | None = None,
+                      include_recall: bool = False) -> int:
+        """How many events ``match`` finds in ``scope`` (what a page of hits is out of)."""
+        where, args = scope.sql()
+        clauses = ["events_fts MATCH ?", where]
+        args = [match, *args]
+        if harness:
+            clauses.append("s.harness = ?")
+            args.append(harness)
+        if not include_recall:
+            clauses.append("e.recall = 0")
+        return self.conn.execute(
+            "SELECT count(*) FROM events_fts JOIN events e ON e.id = events_fts.rowid "
+            f"JOIN sessions s ON s.id = e.session_id WHERE {' AND '.join(clauses)}", args).fetchone()[0]
+
     def session_events(self, session_pk: int, include_recall: bool = False) -> list[dict[str, Any]]:
         sql = f"SELECT {EVENT_COLUMNS}, recall FROM events WHERE session_id = ?"
         if not include_recall:

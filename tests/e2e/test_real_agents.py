@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,13 +71,29 @@ INSTALLS_AT_ONCE = 4  # npm and pip mostly wait on the network; each agent has i
 
 
 @pytest.fixture(scope="module", autouse=True)
-def installed() -> None:
-    """Every agent installed up front, in parallel. A failure here is left for that agent's own test,
-    whose install (one at a time, now) fails it with the reason."""
+def installed(request: pytest.FixtureRequest) -> None:
+    """Every agent installed up front, in parallel, saying which as each is done (on a fresh clone this
+    takes minutes: a person running the tests must see it is not stuck). A failure here is left for that
+    agent's own test, whose install (one at a time, now) fails it with the reason."""
     missing = [realagents.AGENTS[name] for name in EXPECT if not realagents.AGENTS[name].executable.exists()]
+    if not missing:
+        return
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    say = lambda text: _say(capture, text)  # noqa: E731
+    say(f"installing {len(missing)} agent CLIs into .cache/agents, {INSTALLS_AT_ONCE} at a time ...")
+    started = time.monotonic()
     with ThreadPoolExecutor(INSTALLS_AT_ONCE) as pool:
-        for future in [pool.submit(realagents.install, agent) for agent in missing]:
-            future.exception()  # waited for; the test reports it
+        futures = {pool.submit(realagents.install, agent): agent for agent in missing}
+        for n, future in enumerate(as_completed(futures), start=1):
+            agent = futures[future]
+            outcome = "failed: its test says why" if future.exception() else "done"
+            say(f"  {agent.package}@{agent.version} {outcome} ({n}/{len(missing)}, {time.monotonic() - started:.0f} s)")
+
+
+def _say(capture: Any, text: str) -> None:
+    with capture.global_and_fixture_disabled():
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
 
 
 @pytest.fixture(scope="module")
