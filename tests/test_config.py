@@ -3,18 +3,24 @@ one line naming where it is, the key, the value and what is valid, and exit code
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
 import pytest
+from click.testing import CliRunner
 
 from harvester import config
+from harvester.cli import cli
 from harvester.gitident import RepoIdentity, bank_id
 from harvester.parsers import HARNESSES
 from tests.daemon import FAST, Daemon
 
 VALID_HARNESSES = ", ".join(sorted(HARNESSES))
 VALID_PLACEHOLDERS = "{gitProject}, {project}, {harness}"
+# What the CLI reads besides its options; each test names the values it means, and removes the rest.
+CLEAN_ENV = dict.fromkeys((config.BANK_ENV, config.BANK_ID_TEMPLATE_ENV, config.LOG_LEVEL_ENV, config.CONFIG_ENV))
 
 
 def load_file(tmp_path: Path, text: str, **env: str) -> config.Settings:
@@ -31,6 +37,15 @@ def file_error(tmp_path: Path, text: str) -> str:
     prefix = f"{tmp_path / 'config.toml'}: "
     assert message.startswith(prefix), message
     return message[len(prefix):]
+
+
+def invoke(tmp_path: Path, *args: str, config_text: str | None = None, **env: str):
+    path = tmp_path / "config.toml"
+    if config_text is not None:
+        path.write_text(config_text)
+    return CliRunner().invoke(cli, ["--bank", str(tmp_path / "bank.sqlite"), *args],
+                              env={**CLEAN_ENV, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+                                   **({config.CONFIG_ENV: str(path)} if config_text is not None else {}), **env})
 
 
 # --- harness names: in `harnesses` and as `[roots]` keys ---
@@ -182,7 +197,70 @@ def test_every_placeholder_checked_is_one_bank_id_fills() -> None:
     assert filled == "shopsubcodex"
 
 
-# --- as a real process (moved here from test_service.py) ---
+# --- through the real CLI: one line, exit 2 ---
+
+def test_a_config_file_error_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = invoke(tmp_path, "scan", config_text='harnesses = ["claude"]\n')
+    assert result.exit_code == 2
+    assert result.stderr == (f'Error: {tmp_path / "config.toml"}: harnesses: unknown harness "claude" '
+                             f'(did you mean "claude-code"? valid: {VALID_HARNESSES})\n')
+    assert not (tmp_path / "bank.sqlite").exists()
+
+
+def test_an_option_error_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = invoke(tmp_path, "--bank-id-template", "{nope}", "scan")
+    assert result.exit_code == 2
+    assert result.stderr == (f'Error: --bank-id-template: unknown placeholder "{{nope}}" in "{{nope}}" '
+                             f"(valid: {VALID_PLACEHOLDERS})\n")
+
+
+def test_an_environment_error_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = invoke(tmp_path, "status", **{config.BANK_ID_TEMPLATE_ENV: "x::{gitProjet}"})
+    assert result.exit_code == 2
+    assert result.stderr == ('Error: $HARVESTER_BANK_ID_TEMPLATE: unknown placeholder "{gitProjet}" in '
+                             f'"x::{{gitProjet}}" (did you mean "{{gitProject}}"? valid: {VALID_PLACEHOLDERS})\n')
+
+
+def test_a_file_that_is_not_toml_is_exit_2(tmp_path: Path) -> None:
+    result = invoke(tmp_path, "scan", config_text="harnesses = [\n")
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {tmp_path / 'config.toml'}: not valid TOML: Invalid value (at end of document)\n"
+
+
+def test_a_missing_file_named_by_the_variable_is_exit_2(tmp_path: Path) -> None:
+    result = invoke(tmp_path, "config", **{config.CONFIG_ENV: str(tmp_path / "gone.toml")})
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: $HARVESTER_CONFIG: {tmp_path / 'gone.toml'} does not exist\n"
+
+
+def test_control_characters_in_a_bad_value_reach_the_terminal_shown_not_obeyed(tmp_path: Path) -> None:
+    result = invoke(tmp_path, "scan", **{config.BANK_ID_TEMPLATE_ENV: "{\x1b]0;pwned\x07}"})
+    assert result.exit_code == 2
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+    assert '"{␛]0;pwned␇}"' in result.stderr
+
+
+# --- `harvester config` names the file it read ---
+
+def test_config_names_the_file_it_read_and_who_chose_it(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    text = invoke(tmp_path, "config", config_text='log_level = "debug"\n')
+    assert text.exit_code == 0, text.output
+    assert text.stdout.splitlines()[0] == f"# config file: {path} (found; $HARVESTER_CONFIG)"
+    shown = orjson.loads(invoke(tmp_path, "config", "--json", config_text="").stdout)
+    assert shown["config_file"] == {"value": str(path), "from": "$HARVESTER_CONFIG", "found": True}
+
+
+def test_config_names_the_default_location_when_there_is_no_file(tmp_path: Path) -> None:
+    default = tmp_path / "xdg" / "harvester" / "config.toml"
+    text = invoke(tmp_path, "config")
+    assert text.exit_code == 0, text.output
+    assert text.stdout.splitlines()[0] == f"# config file: {default} (none; default location)"
+    shown = orjson.loads(invoke(tmp_path, "config", "--json").stdout)
+    assert shown["config_file"] == {"value": str(default), "from": "default location", "found": False}
+
+
+# --- once as a real process (moved here from test_service.py) ---
 
 def test_config_shows_where_each_value_comes_from(tmp_path: Path) -> None:
     daemon = Daemon(tmp_path)  # only its environment and `cli`: no service is started
@@ -197,6 +275,17 @@ def test_config_shows_where_each_value_comes_from(tmp_path: Path) -> None:
     assert shown["log_level"]["from"] == "$HARVESTER_LOG_LEVEL"
     daemon.config.write_text('no_such_setting = 1\nharnesses = ["claude"]\n')
     bad = daemon.cli("config")
-    assert bad.returncode == 1
+    assert bad.returncode == 2
     assert bad.stderr == (f'Error: {daemon.config}: unknown key "no_such_setting" (valid: bank, bank_id_template, '
                           "exclude, harnesses, limits, log_level, roots, timings)\n")
+
+
+def test_scan_with_a_mistyped_harness_exits_2_as_a_process(tmp_path: Path) -> None:
+    daemon = Daemon(tmp_path)
+    daemon.config.write_text('harnesses = ["claude"]\n')
+    result = subprocess.run([sys.executable, "-m", "harvester", "scan"], env=daemon.env(), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (f'Error: {daemon.config}: harnesses: unknown harness "claude" '
+                             f'(did you mean "claude-code"? valid: {VALID_HARNESSES})\n')
