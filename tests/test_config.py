@@ -3,6 +3,7 @@ one line naming where it is, the key, the value and what is valid, and exit code
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from harvester import config
 from harvester.cli import cli
 from harvester.gitident import RepoIdentity, bank_id
 from harvester.parsers import HARNESSES
-from tests.daemon import FAST, Daemon
+from tests.daemon import FAST, ROOT, Daemon
 
 VALID_HARNESSES = ", ".join(sorted(HARNESSES))
 VALID_PLACEHOLDERS = "{gitProject}, {project}, {harness}"
@@ -195,6 +196,16 @@ def test_every_placeholder_checked_is_one_bank_id_fills() -> None:
     identity = RepoIdentity(project="shop", root="/r/shop")
     filled = bank_id("".join(f"{{{name}}}" for name in config.BANK_ID_PLACEHOLDERS), identity, "/r/shop/sub", "codex")
     assert filled == "shopsubcodex"
+
+
+def test_the_readme_example_is_a_valid_configuration(tmp_path: Path) -> None:
+    """Regression guard: what the README shows must load as it is."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Configuration"):]
+    example = re.search(r"```toml\n(.*?)```", section, re.DOTALL)
+    assert example is not None
+    settings = load_file(tmp_path, example[1])
+    assert settings.harnesses == ["claude-code", "codex"] and settings.limits.max_decompressed_mb == 4096
 
 
 # --- through the real CLI: one line, exit 2 ---
