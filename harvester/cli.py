@@ -38,6 +38,14 @@ def enabled_harnesses(settings: Settings, names: tuple[str, ...] = ()) -> list[H
     return [h for n, h in HARNESSES.items() if (n in names if names else settings.enabled(n))]
 
 
+class ConfigurationError(click.ClickException):
+    """A setting from the file, the environment or an option cannot be used: exit 2, click's code for a
+    usage error, but only the one line naming the setting (a UsageError would add the usage text, which
+    says nothing about a file or a variable)."""
+
+    exit_code = 2
+
+
 def _print_json(value: Any) -> None:
     sys.stdout.write(terminal.json_text(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()) + "\n")
 
@@ -80,7 +88,7 @@ def cli(ctx: click.Context, bank_option: str | None, bank_id_template: str | Non
     try:
         settings = config.load(os.environ, bank=bank_option, bank_id_template=bank_id_template)
     except ConfigError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise ConfigurationError(str(exc)) from exc
     configured = settings.log_level if settings.origins.get("log_level") else None
     log.configure("info" if ctx.invoked_subcommand == "run" else "warning", level=configured)
     ctx.obj = settings
@@ -143,10 +151,14 @@ def run(settings: Settings) -> None:
 def show_config(settings: Settings, as_json: bool) -> None:
     """Print the effective configuration and where each value comes from."""
     rows = settings.describe()
+    found = settings.config_file is not None
     if as_json:
-        _print_json({key: {"value": value, "from": origin} for key, value, origin in rows})
+        table = {key: {"value": value, "from": origin} for key, value, origin in rows}
+        table["config_file"]["found"] = found
+        _print_json(table)
         return
-    terminal.echo(f"# config file: {config.config_path()} ({'found' if settings.config_file else 'none'})")
+    _, path, chosen_by = rows[0]
+    terminal.echo(f"# config file: {path} ({'found' if found else 'none'}; {chosen_by})")
     for key, value, origin in rows[1:]:
         shown = value if isinstance(value, str) else orjson.dumps(value).decode()
         terminal.echo(f"{key:<28} {terminal.visible(shown):<50} {origin}")

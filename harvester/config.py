@@ -26,14 +26,25 @@ Each value remembers where it came from, which ``harvester config`` prints.
 
     [limits]
     max_decompressed_mb = 4096  # a compressed source (.jsonl.zst) decompressing to more is read no further
+
+No setting is silently ignored or left to do nothing: an unknown key (top level or in a section), an unknown harness
+(in ``harnesses`` or as a ``[roots]`` key), a value of the wrong type, a number that is not positive, a
+relative path, a log level other than debug/info/warning/error, and a bank id template with a brace that
+is not ``{gitProject}``, ``{project}`` or ``{harness}`` (from the file, ``$HARVESTER_BANK_ID_TEMPLATE``
+or ``--bank-id-template``) are a :class:`ConfigError` naming where the value came from, the key, the
+value and what is valid, with the closest valid name suggested.
 """
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
+import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from datetime import date, time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +63,10 @@ RUNTIME_ENV = "HARVESTER_RUNTIME_DIR"
 
 
 class ConfigError(Exception):
-    """The configuration file cannot be used (bad TOML, an unknown key, a value of the wrong type)."""
+    """A setting cannot be used (bad TOML, an unknown key or name, a value of the wrong type or range).
+    The message is one line that starts with where the value came from (the file and its key, the
+    variable, the option): ``<where>: expected <what>, got <value>`` or ``<where>: unknown <kind>
+    "<name>" (did you mean "<close>"? valid: <names>)``."""
 
 
 @dataclass(slots=True)
@@ -82,7 +96,8 @@ class Settings:
     log_level: str = "info"
     timings: Timings = field(default_factory=Timings)
     limits: Limits = field(default_factory=Limits)
-    config_file: Path | None = None
+    config_file: Path | None = None  # the file read; None when there is none
+    config_path: Path | None = None  # where the file was looked for, found or not
     origins: dict[str, str] = field(default_factory=dict)  # setting -> where its value came from
 
     def enabled(self, name: str) -> bool:
@@ -97,7 +112,7 @@ class Settings:
     def describe(self) -> list[tuple[str, Any, str]]:
         """(setting, effective value, where it came from), for ``harvester config``."""
         rows: list[tuple[str, Any, str]] = [
-            ("config_file", str(self.config_file) if self.config_file else None, self.origins.get("config_file", "")),
+            ("config_file", str(self.config_path) if self.config_path else None, self.origins.get("config_file", "")),
             ("bank", str(self.bank), self.origins.get("bank", "default")),
             ("bank_id_template", self.bank_id_template, self.origins.get("bank_id_template", "default")),
             ("harnesses", self.harnesses or "all", self.origins.get("harnesses", "default")),
@@ -146,67 +161,256 @@ def home(env: Mapping[str, str] = os.environ) -> Path:
 
 def load(env: Mapping[str, str] = os.environ, bank: str | None = None,
          bank_id_template: str | None = None) -> Settings:
-    """Defaults, then the config file, then the environment, then these options."""
+    """Defaults, then the config file, then the environment, then these options. Every value is checked
+    wherever it comes from; a mistake raises :class:`ConfigError`."""
     settings = Settings(bank=default_bank_path())
-    origins = settings.origins
+    _apply_file_if_any(settings, env)
+    _apply_environment(settings, env)
+    _apply_options(settings, bank, bank_id_template)
+    return settings
+
+
+def _apply_file_if_any(settings: Settings, env: Mapping[str, str]) -> None:
     path = config_path(env)
+    chosen_by = f"${CONFIG_ENV}" if env.get(CONFIG_ENV) else "default location"
+    settings.config_path, settings.origins["config_file"] = path, chosen_by
+    named = f"${CONFIG_ENV}: {path}" if env.get(CONFIG_ENV) else str(path)
     if path.is_file():
         settings.config_file = path
-        origins["config_file"] = f"${CONFIG_ENV}" if env.get(CONFIG_ENV) else "default location"
         _apply_file(settings, path)
-    elif env.get(CONFIG_ENV):
-        raise ConfigError(f"{CONFIG_ENV} names {path}, which does not exist")
-    for key, name in (("bank", BANK_ENV), ("bank_id_template", BANK_ID_TEMPLATE_ENV), ("log_level", LOG_LEVEL_ENV)):
-        if env.get(name):
-            setattr(settings, key, Path(env[name]).expanduser() if key == "bank" else env[name])
-            origins[key] = f"${name}"
-    if bank:
-        settings.bank, origins["bank"] = Path(bank).expanduser(), "--bank"
-    if bank_id_template:
-        settings.bank_id_template, origins["bank_id_template"] = bank_id_template, "--bank-id-template"
-    return settings
+    elif path.exists():
+        raise ConfigError(f"{named} is not a file")
+    elif env.get(CONFIG_ENV):  # absent from the default location is the normal case: no file
+        raise ConfigError(f"{named} does not exist")
+
+
+def _apply_environment(settings: Settings, env: Mapping[str, str]) -> None:
+    """A variable set to the empty string counts as unset, as for most tools (``VAR= cmd`` clears it)."""
+    if env.get(BANK_ENV):
+        settings.bank, settings.origins["bank"] = Path(env[BANK_ENV]).expanduser(), f"${BANK_ENV}"
+    if env.get(BANK_ID_TEMPLATE_ENV):
+        settings.bank_id_template = _template(f"${BANK_ID_TEMPLATE_ENV}", env[BANK_ID_TEMPLATE_ENV])
+        settings.origins["bank_id_template"] = f"${BANK_ID_TEMPLATE_ENV}"
+    if env.get(LOG_LEVEL_ENV):
+        settings.log_level = _log_level(f"${LOG_LEVEL_ENV}", env[LOG_LEVEL_ENV])
+        settings.origins["log_level"] = f"${LOG_LEVEL_ENV}"
+
+
+def _apply_options(settings: Settings, bank: str | None, bank_id_template: str | None) -> None:
+    """An option given as the empty string is a mistake (a variable that expanded to nothing), not a
+    request for the default. A relative ``--bank`` is relative to where the command runs, as any path
+    typed on a command line."""
+    if bank is not None:
+        settings.bank = Path(_nonempty_string("--bank", bank, "a path")).expanduser()
+        settings.origins["bank"] = "--bank"
+    if bank_id_template is not None:
+        settings.bank_id_template = _template("--bank-id-template", bank_id_template)
+        settings.origins["bank_id_template"] = "--bank-id-template"
+
+
+# --- the file ---
+
+FILE_KEYS = ("bank", "bank_id_template", "exclude", "harnesses", "limits", "log_level", "roots", "timings")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+# What harvester.gitident.bank_id fills in a template, written {name} (tests/test_config.py checks that
+# it fills each). Here, not there: gitident imports GitPython, which checking a template needs not.
+BANK_ID_PLACEHOLDERS = ("gitProject", "project", "harness")
+# Sections of numbers, and whether theirs must be whole: the limits count megabytes; timings may be
+# fractions (the service's tests run it at 0.3 s).
+_NUMBER_SECTIONS = {"timings": False, "limits": True}
 
 
 def _apply_file(settings: Settings, path: Path) -> None:
     try:
         data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
-    where = str(path)
-    known = {"bank", "bank_id_template", "harnesses", "exclude", "log_level", "roots", "timings", "limits"}
-    unknown = set(data) - known
-    if unknown:
-        raise ConfigError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}")
-    if "bank" in data:
-        settings.bank = Path(_typed(data, "bank", str, path)).expanduser()
-        settings.origins["bank"] = where
-    for key in ("bank_id_template", "log_level"):
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    label = str(path)
+    _only_known_keys(label, data, FILE_KEYS)
+    checks: dict[str, Callable[[str, Any], Any]] = {
+        "bank": _absolute_path, "bank_id_template": _template, "harnesses": _harness_names,
+        "exclude": _absolute_paths, "log_level": _log_level,
+    }
+    for key, check in checks.items():
         if key in data:
-            setattr(settings, key, _typed(data, key, str, path))
-            settings.origins[key] = where
-    if "harnesses" in data:
-        settings.harnesses = [str(h) for h in _typed(data, "harnesses", list, path)]
-        settings.origins["harnesses"] = where
-    if "exclude" in data:
-        settings.exclude = [Path(str(p)).expanduser() for p in _typed(data, "exclude", list, path)]
-        settings.origins["exclude"] = where
-    for name, paths in _typed(data, "roots", dict, path).items() if "roots" in data else ():
-        settings.roots[name] = [Path(str(p)).expanduser() for p in paths]
-        settings.origins[f"roots.{name}"] = where
-    for key, value in _typed(data, "timings", dict, path).items() if "timings" in data else ():
-        if key not in {f.name for f in fields(Timings)} or not isinstance(value, int | float):
-            raise ConfigError(f"{path}: timings.{key} is not a known timing (a number)")
-        setattr(settings.timings, key, value)
-        settings.origins[f"timings.{key}"] = where
-    for key, value in _typed(data, "limits", dict, path).items() if "limits" in data else ():
-        if key not in {f.name for f in fields(Limits)} or not isinstance(value, int) or value <= 0:
-            raise ConfigError(f"{path}: limits.{key} is not a known limit (a positive whole number)")
-        setattr(settings.limits, key, value)
-        settings.origins[f"limits.{key}"] = where
+            setattr(settings, key, check(f"{label}: {key}", data[key]))
+            settings.origins[key] = label
+    if "roots" in data:
+        for name, paths in _roots(f"{label}: roots", data["roots"]).items():
+            settings.roots[name] = paths
+            settings.origins[f"roots.{name}"] = label
+    for section, whole in _NUMBER_SECTIONS.items():
+        if section in data:
+            _apply_numbers(settings, label, section, data[section], whole)
 
 
-def _typed(data: dict[str, Any], key: str, kind: type, path: Path) -> Any:
-    value = data[key]
-    if not isinstance(value, kind):
-        raise ConfigError(f"{path}: {key} must be a {kind.__name__}")
+def _apply_numbers(settings: Settings, label: str, section: str, value: Any, whole: bool) -> None:
+    target = getattr(settings, section)
+    table = _table(f"{label}: {section}", value, "a table")
+    _only_known_keys(f"{label}: {section}", table, sorted(f.name for f in fields(target)))
+    for key, number in table.items():
+        setattr(target, key, _positive_number(f"{label}: {section}.{key}", number, whole))
+        settings.origins[f"{section}.{key}"] = label
+
+
+def _roots(where: str, value: Any) -> dict[str, list[Path]]:
+    table = _table(where, value, "a table of harness = [paths]")
+    # A root for a harness that does not exist is the same typo as in `harnesses`: its files unread.
+    return {_harness_name(where, name): _absolute_paths(f"{where}.{name}", paths) for name, paths in table.items()}
+
+
+# --- one value each; `where` names its source (and key), and starts the message ---
+
+_TEMPLATE_BRACES = re.compile(r"\{([^{}]*)\}|[{}]")
+
+
+def _template(where: str, value: Any) -> str:
+    """A bank id template: text and the placeholders :func:`harvester.gitident.bank_id` fills. It fills
+    nothing else and has no escape for a literal brace, so any other brace would reach every bank id as
+    it is: ``{nope}`` would file every session under the one bank ``{nope}``."""
+    template = _nonempty_string(where, value, "a template")
+    placeholders = [f"{{{name}}}" for name in BANK_ID_PLACEHOLDERS]
+    for brace in _TEMPLATE_BRACES.finditer(template):
+        if brace[1] is None:
+            raise ConfigError(f'{where}: unmatched "{brace[0]}" in "{template}" '
+                              f"(braces only mark a placeholder: {', '.join(placeholders)})")
+        if brace[0] not in placeholders:
+            raise _unknown(where, "placeholder", brace[0], placeholders, within=template)
+    # A template without any placeholder is kept: one fixed bank id ("coding-agent::all") is a choice
+    # someone can mean, every session in one bank, and `harvester sessions` shows it at once. It is not
+    # the silent typo this check is for: a mistyped placeholder keeps its braces and is refused above.
+    return template
+
+
+def _log_level(where: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise _wrong_type(where, "a log level (a string)", value)
+    if value.lower() not in LOG_LEVELS:
+        raise _unknown(where, "log level", value, LOG_LEVELS)
+    return value.lower()  # "INFO" is what Python's logging calls it: accepted, shown as the docs write it
+
+
+def _harness_names(where: str, value: Any) -> list[str]:
+    names = _array(where, value, "an array of harness names")
+    if not names:
+        raise ConfigError(f"{where}: expected at least one harness name "
+                          "(leave harnesses out to capture every agent), got []")
+    return [_harness_name(where, name) for name in names]
+
+
+def _harness_name(where: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise _wrong_type(where, "a harness name (a string)", value)
+    known = _known_harnesses()
+    if value not in known:
+        raise _unknown(where, "harness", value, known)
     return value
+
+
+def _known_harnesses() -> list[str]:
+    # Imported here: harvester.log and harvester.units import this module and need no parsers, the
+    # costliest import there is (0.2 s); only a file naming harnesses needs them.
+    from harvester.parsers import HARNESSES
+
+    return sorted(HARNESSES)
+
+
+def _absolute_paths(where: str, value: Any) -> list[Path]:
+    return [_absolute_path(where, item) for item in _array(where, value, "an array of paths")]
+
+
+def _absolute_path(where: str, value: Any) -> Path:
+    text = _nonempty_string(where, value, "a path")
+    path = Path(text).expanduser()
+    if not path.is_absolute():
+        # The file is read by commands run from any directory and by the service: a relative path would
+        # name another place for each (an `exclude` that never matches, a bank per directory).
+        raise _wrong_value(where, "an absolute path (or one starting with ~)", text)
+    return path
+
+
+def _positive_number(where: str, value: Any, whole: bool) -> int | float:
+    expected = "a positive whole number" if whole else "a positive number"
+    if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
+        raise _wrong_type(where, expected, value)
+    if not (math.isfinite(value) and value > 0):  # nan and inf are TOML floats too
+        raise _wrong_value(where, expected, value)
+    return value
+
+
+def _nonempty_string(where: str, value: Any, expected: str) -> str:
+    if not isinstance(value, str):
+        raise _wrong_type(where, f"{expected} (a string)", value)
+    if not value:
+        raise _wrong_value(where, expected, value)
+    return value
+
+
+def _array(where: str, value: Any, expected: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _wrong_type(where, expected, value)
+    return value
+
+
+def _table(where: str, value: Any, expected: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _wrong_type(where, expected, value)
+    return value
+
+
+def _only_known_keys(where: str, table: Mapping[str, Any], known: Sequence[str]) -> None:
+    for key in table:  # the first in the file's order: one line, and fixing it shows the next
+        if key not in known:
+            raise _unknown(where, "key", key, known)
+
+
+# --- the messages: `where: what is wrong (what is valid)`, on one line ---
+
+def _unknown(where: str, kind: str, name: str, valid: Sequence[str], within: str | None = None) -> ConfigError:
+    close = _close_match(name, valid)
+    hint = f'did you mean "{close}"? ' if close else ""
+    inside = f' in "{within}"' if within is not None else ""
+    return ConfigError(f'{where}: unknown {kind} "{name}"{inside} ({hint}valid: {", ".join(valid)})')
+
+
+def _close_match(name: str, valid: Sequence[str]) -> str | None:
+    """The valid name this one most likely meant: the only one it begins (``roo`` -> ``roo-code``,
+    which difflib finds too short to match), else difflib's closest, ignoring case."""
+    lowered = {choice.lower(): choice for choice in valid}
+    extended = [choice for low, choice in lowered.items() if name and low.startswith(name.lower())]
+    if len(extended) == 1:
+        return extended[0]
+    close = difflib.get_close_matches(name.lower(), lowered, n=1)
+    return lowered[close[0]] if close else None
+
+
+def _wrong_type(where: str, expected: str, value: Any) -> ConfigError:
+    literal = _literal(value)
+    got = f"{literal} ({_toml_type(value)})" if literal is not None else _toml_type(value)
+    return ConfigError(f"{where}: expected {expected}, got {got}")
+
+
+def _wrong_value(where: str, expected: str, value: Any) -> ConfigError:
+    return ConfigError(f"{where}: expected {expected}, got {_literal(value)}")
+
+
+def _literal(value: Any) -> str | None:
+    """The value as TOML writes it; None for an array or a table, which its type describes enough."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, date | time):
+        return value.isoformat()
+    return None
+
+
+def _toml_type(value: Any) -> str:
+    kinds: tuple[tuple[type | tuple[type, ...], str], ...] = (
+        (bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string"), (list, "an array"),
+        (dict, "a table"), ((date, time), "a date/time"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), type(value).__name__)

@@ -180,21 +180,6 @@ def test_second_instance_is_refused_and_sigterm_is_prompt(daemon: Daemon) -> Non
     assert status["service"]["running"] is False
 
 
-def test_config_shows_where_each_value_comes_from(daemon: Daemon) -> None:
-    daemon.config.write_text('bank_id_template = "work::{gitProject}"\nexclude = ["/secret"]\n' + FAST)
-    result = daemon.cli("config", "--json")
-    assert result.returncode == 0, result.stderr
-    shown = orjson.loads(result.stdout)
-    assert shown["bank"] == {"value": str(daemon.bank), "from": "$HARVESTER_BANK"}
-    assert shown["bank_id_template"] == {"value": "work::{gitProject}", "from": str(daemon.config)}
-    assert shown["timings.debounce_ms"] == {"value": 20, "from": str(daemon.config)}
-    assert shown["timings.reconcile_minutes"]["value"] == 30
-    assert shown["log_level"]["from"] == "$HARVESTER_LOG_LEVEL"
-    daemon.config.write_text("no_such_setting = 1\n")
-    bad = daemon.cli("config")
-    assert bad.returncode == 1 and "unknown setting(s) no_such_setting" in bad.stderr
-
-
 def test_excluded_directories_are_never_captured(daemon: Daemon) -> None:
     daemon.config.write_text('exclude = ["/work/secret"]\n' + FAST)
     kept = ClaudeSession(daemon.home, "/work/app")
