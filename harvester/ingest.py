@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import structlog
@@ -84,6 +84,9 @@ class Ingestor:
                  parallel_bytes: int = PARALLEL_BYTES, exclude: Callable[[str | None], bool] | None = None,
                  limits: ReadLimits = LIMITS) -> None:
         self.bank = bank
+        archive = getattr(bank, "archive", None)  # a bank that keeps an archive: every read feeds it
+        if limits.archive is None and archive is not None and not archive.readonly:
+            limits = replace(limits, archive=str(archive.dir))
         self.limits = limits
         self.template = template
         self.exclude = exclude  # cwd -> never capture sessions started there
@@ -283,10 +286,11 @@ class Ingestor:
 
     def _commit_chunk(self, harness: Harness, chunk: Chunk, result: SourceResult) -> None:
         self._log_problems(harness, result.path, chunk.batch)
-        excluded = self._exclude(harness, chunk) if self.exclude is not None else []
+        excluded = self._exclude(harness, chunk)
         added = self.bank.apply(Write(chunk.cursor, self._identify(harness, chunk), chunk.batch.events,
                                       chunk.batch.problems, chunk.is_new_source, chunk.prepared,
-                                      excluded, revise=chunk.batch.revise, marks=chunk.batch.marks))
+                                      excluded, revise=chunk.batch.revise, marks=chunk.batch.marks,
+                                      archive=chunk.archive))
         log.debug("committed", path=result.path, offset=chunk.cursor.offset, line=chunk.cursor.line,
                   events=len(chunk.batch.events), added=sum(added.values()))
         for native_id, n in added.items():
@@ -334,13 +338,14 @@ class Ingestor:
                                            {str(d): reason for d, reason in unlisted})
 
     def _exclude(self, harness: Harness, chunk: Chunk) -> list[str]:
-        """Drop sessions the configuration excludes (by the cwd they started in) from the chunk;
-        return the ones newly found excluded, for the bank to forget."""
+        """Drop from the chunk the sessions never to be stored: excluded by the configuration (by the cwd
+        they started in), or forgotten (``harvester forget``); return the ones newly found excluded, for
+        the bank to forget."""
         batch = chunk.batch
         names = set(batch.sessions) | {e.session for e in batch.events}
         known = self.bank.excluded_sessions(harness.name, sorted(names))
-        assert self.exclude is not None
-        new = [sid for sid, patch in batch.sessions.items() if sid not in known and self.exclude(patch.cwd)]
+        new = [sid for sid, patch in batch.sessions.items()
+               if sid not in known and self.exclude is not None and self.exclude(patch.cwd)]
         dropped = known | set(new)
         if dropped:
             keep = [i for i, e in enumerate(batch.events) if e.session not in dropped]
@@ -361,7 +366,8 @@ class Ingestor:
         writes = []
         for native_id, patch in batch.sessions.items():
             write = SessionWrite(harness.name, patch, redactions=chunk.redactions.get(native_id, 0),
-                                 find_forks=harness.forks_copy_history and patch.parent_native_id is None)
+                                 find_forks=harness.forks_copy_history and patch.parent_native_id is None,
+                                 parser_version=harness.version)
             head = heads.get(native_id)
             if head is None or (head.cwd is None and patch.cwd):
                 identity = (self.git.resolve(patch.cwd) if patch.cwd

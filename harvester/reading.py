@@ -21,10 +21,11 @@ import structlog
 import zstandard
 
 from harvester import redact as redaction
+from harvester.archive import Piece, doc_piece, file_piece, rows_piece, stream_piece, text_piece
 from harvester.bank import Cursor
 from harvester.compressed import MAX_DECOMPRESSED_BYTES, TooLarge, cut_at, open_zst, read_frames
 from harvester.foreign_sqlite import NotADatabase, open_readonly
-from harvester.model import Batch, Event, Problem
+from harvester.model import MAX_EVENT_TEXT, Batch, Event, Problem, clip
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Record, SourceRef, describe_error
 from harvester.recall.frame import mark_recall
@@ -56,6 +57,7 @@ class ReadLimits:
     # A JSONL file whose last line has no newline, unchanged for this long, is done being written: a
     # last line that is a whole record is taken (a lost last prompt otherwise waits for ever).
     quiet_seconds: float = 60.0
+    archive: str | None = None  # the raw archive's directory (harvester/archive); None: no archive
 
 
 LIMITS = ReadLimits()
@@ -71,6 +73,7 @@ class Chunk:
     prepared: Any = None  # the bank's row values for batch.events (Bank.prepare_rows)
     is_new_source: bool = False
     first_line: int = 0  # where the chunk's records start (a failure to commit it names this line)
+    archive: list[Piece] = field(default_factory=list)  # what the raw archive keeps of it
 
 
 @dataclass(slots=True)
@@ -130,6 +133,8 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
         return
     try:
         ref = SourceRef(found.path, found.root, found.spec.variant, _read_sidecar(found), st.st_mtime_ns)
+        # The sidecar the parser is given (a subagent's meta.json, Copilot's workspace.yaml) is kept too.
+        sidecar = [doc_piece(limits.archive, ref.sidecar, -1)] if limits.archive and ref.sidecar else []
         if fmt in ("jsonl", "lines", "zstd-frames"):
             with open_regular(path) as stream:
                 st = os.fstat(stream.fileno())
@@ -138,22 +143,24 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
                 pieces = (read_frames(stream, plan.offset, plan.line, cap=limits.max_decompressed_bytes)
                           if fmt == "zstd-frames" else
                           read_lines(stream, plan.offset, plan.line, take_tail=_tail_rule(fmt, st, limits)))
-                yield from _consume(harness, ref, cursor, st, plan, stream, fmt, outcome, prepare, pieces)
+                yield from _consume(harness, ref, cursor, st, plan, stream, fmt, outcome, prepare, pieces, limits,
+                                    sidecar)
         elif fmt == "jsonl.zst":
             # Never appended in place (Codex decompresses it back to .jsonl to resume): any change
             # means reading it again from the start, which uids make harmless.
             cut = cut_at(path)
+            kept = [file_piece(limits.archive, path), *sidecar] if limits.archive else []  # zstd already: as it is
             with open_zst(path, limits.max_decompressed_bytes) as zst:
                 pieces = read_lines(zst, 0, 0, take_tail=_whole_record)  # type: ignore[arg-type]
                 yield from _consume(harness, ref, cursor, st, Plan(0, 0, cursor is not None), None, fmt,
-                                    outcome, prepare, pieces)
+                                    outcome, prepare, pieces, limits, kept)
             if cut is not None:
                 outcome.problems.append(Problem("malformed", outcome.line or 1, (
                     f"zstd stream cut short at byte {cut} of {st.st_size}: what it held after that is lost")))
         elif fmt == "sqlite":
-            yield from _database(harness, found, ref, cursor, st, outcome, prepare)
+            yield from _database(harness, found, ref, cursor, st, outcome, prepare, limits)
         else:
-            yield from _document(harness, found, ref, cursor, outcome, prepare)
+            yield from _document(harness, found, ref, cursor, outcome, prepare, limits, sidecar)
     except FileNotFoundError:
         _vanished(outcome, cursor)
     except zstandard.ZstdError as exc:
@@ -182,17 +189,22 @@ def _whole_record(raw: bytes) -> bool:
 
 def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_result | Stat, plan: Plan,
              stream: BinaryIO | None, fmt: str, outcome: Outcome, prepare: Prepare | None,
-             pieces: Iterator[Lines]) -> Iterator[Chunk]:
-    """Chunks from a run of line pieces. ``stream``: the seekable file (None for a decompressed one)."""
+             pieces: Iterator[Lines], limits: ReadLimits = LIMITS, kept: list[Piece] | None = None) -> Iterator[Chunk]:
+    """Chunks from a run of line pieces. ``stream``: the seekable file (None for a decompressed one), whose
+    bytes each chunk consumed go to the archive with it (from the committed offset, the newline a taken
+    last line lacked included: the archive holds the file as it was, byte for byte). ``kept``: what the
+    archive keeps of a source read whole (a .jsonl.zst), with the first chunk."""
     path = str(ref.path)
     outcome.restart_reason = plan.reason if plan.restart else ""
-    new = _new_cursor(harness.name, path, fmt, cursor, st)
+    new = _new_cursor(harness.name, path, fmt, cursor, st, ref)
     new.offset, new.line = plan.offset, plan.line
     new.state = {} if plan.restart or cursor is None else dict(cursor.state)
     is_new = cursor is None
     outcome.outcome = "new" if is_new else ("restarted" if plan.restart else "read")
     piece = _next(pieces, outcome, new.line)
     committed_any = False
+    archived_from = 0 if plan.restart or cursor is None else cursor.offset
+    first_archive = list(kept or [])
     while piece is not None:
         following = _next(pieces, outcome, piece.end_line)  # look ahead: only the last chunk may record the stat
         if following is not None and not following.records and not following.problems \
@@ -200,7 +212,14 @@ def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_re
             piece.waiting, following = following.waiting, None  # the final "a line waits" note
         outcome.line = piece.records[0].line if piece.records else new.line + 1
         outcome.bytes_read += piece.end_offset - new.offset
-        batch, redactions = read_batch(harness, ref, piece.records, new.state, split=True)
+        batch, redactions, archive = read_batch(harness, ref, piece.records, new.state, split=True,
+                                                archive_dir=limits.archive)
+        if limits.archive and stream is not None and piece.end_offset > archived_from:
+            raw = os.pread(stream.fileno(), piece.end_offset - archived_from, archived_from)
+            archive.insert(0, stream_piece(raw, archived_from, piece.end_offset,
+                                           restart=archived_from == 0 and cursor is not None))
+            archived_from = piece.end_offset
+        archive[:0], first_archive = first_archive, []
         batch.problems[:0] = piece.problems
         new.offset, new.line, new.state = piece.end_offset, piece.end_line, batch.state
         if stream is not None:
@@ -212,7 +231,7 @@ def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_re
         # with a last line still waiting for its newline (it is taken once the file is quiet).
         done = following is None and not (piece.waiting and stream is not None)
         new.size, new.mtime_ns = (st.st_size, st.st_mtime_ns) if done else (-1, -1)
-        yield _chunk(batch, redactions, new, is_new and not committed_any, prepare, outcome.line)
+        yield _chunk(batch, redactions, new, is_new and not committed_any, prepare, outcome.line, archive)
         committed_any = True
         new.generation += 1  # what the bank holds once that chunk is committed
         piece = following
@@ -226,7 +245,7 @@ def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_re
         elif stream is not None:
             new.head_len, new.head_hash, new.tail_hash = fingerprints(stream, new.offset)
         new.size, new.mtime_ns = st.st_size, st.st_mtime_ns
-        yield _chunk(Batch(state=new.state), Counter(), new, is_new, prepare, new.line + 1)
+        yield _chunk(Batch(state=new.state), Counter(), new, is_new, prepare, new.line + 1, first_archive)
 
 
 def _next(pieces: Iterator[Lines], outcome: Outcome, line: int) -> Lines | None:
@@ -239,7 +258,8 @@ def _next(pieces: Iterator[Lines], outcome: Outcome, line: int) -> Lines | None:
 
 
 def _document(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None, outcome: Outcome,
-              prepare: Prepare | None) -> Iterator[Chunk]:
+              prepare: Prepare | None, limits: ReadLimits = LIMITS, sidecar: list[Piece] | None = None
+              ) -> Iterator[Chunk]:
     """A whole-document source (JSON rewritten in place), with the documents related to it: read it
     all; uids make re-reads harmless."""
     path = str(ref.path)
@@ -258,14 +278,16 @@ def _document(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
     outcome.bytes_read += sum(len(r.raw) for r in records)
     outcome.outcome = "new" if cursor is None else "read"
     outcome.line = 1
-    new = _new_cursor(harness.name, path, "json", cursor, st)
+    new = _new_cursor(harness.name, path, "json", cursor, st, ref)
     new.offset, new.line = len(data), len(records)
-    batch, redactions = read_batch(harness, ref, records, {}, split=False)
-    yield _chunk(batch, redactions, new, cursor is None, prepare, 1)
+    batch, redactions, archive = read_batch(harness, ref, records, {}, split=False, archive_dir=limits.archive)
+    if limits.archive:  # every version read: the archive keeps what the agent rewrote since
+        archive[:0] = [*(sidecar or []), *(doc_piece(limits.archive, r.raw, part) for part, r in enumerate(records))]
+    yield _chunk(batch, redactions, new, cursor is None, prepare, 1, archive)
 
 
 def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None, st: Stat, outcome: Outcome,
-              prepare: Prepare | None) -> Iterator[Chunk]:
+              prepare: Prepare | None, limits: ReadLimits = LIMITS) -> Iterator[Chunk]:
     """A SQLite store the agent keeps open. Opened so that nothing beside it is created or changed
     (:mod:`harvester.foreign_sqlite`), every query in one read transaction: one consistent snapshot
     of a live database. The cursor keeps each query's watermark beside the parser's state."""
@@ -311,11 +333,14 @@ def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
     outcome.bytes_read += sum(len(r.raw) for r in records)
     outcome.outcome = "new" if cursor is None else "read"
     outcome.line = 1
-    new = _new_cursor(harness.name, path, "sqlite", cursor, st)
+    new = _new_cursor(harness.name, path, "sqlite", cursor, st, ref)
     new.offset, new.line = 0, (cursor.line if cursor else 0) + len(records)
-    batch, redactions = read_batch(harness, ref, records, dict(state.get("parser", {})), split=True)
+    batch, redactions, archive = read_batch(harness, ref, records, dict(state.get("parser", {})), split=True,
+                                            archive_dir=limits.archive)
+    if limits.archive and records:  # each row as read, once per content (Archive.commit deduplicates)
+        archive.insert(0, rows_piece([r.raw for r in records], restart=replaced or cursor is None))
     new.state = {"parser": batch.state, "watermarks": marks}
-    yield _chunk(batch, redactions, new, cursor is None, prepare, 1)
+    yield _chunk(batch, redactions, new, cursor is None, prepare, 1, archive)
 
 
 def _bytes_as_text(value: Any) -> Any:
@@ -325,19 +350,23 @@ def _bytes_as_text(value: Any) -> Any:
 
 
 def _chunk(batch: Batch, redactions: Counter[str], cursor: Cursor, is_new: bool, prepare: Prepare | None,
-           first_line: int) -> Chunk:
+           first_line: int, archive: list[Piece] | None = None) -> Chunk:
     snapshot = replace(cursor, state=dict(cursor.state))  # the caller goes on advancing its own
-    return Chunk(batch, snapshot, redactions, prepare(batch.events) if prepare else None, is_new, first_line)
+    return Chunk(batch, snapshot, redactions, prepare(batch.events) if prepare else None, is_new, first_line,
+                 archive or [])
 
 
-def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[str, Any],
-               split: bool) -> tuple[Batch, Counter[str]]:
+def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[str, Any], split: bool,
+               archive_dir: str | None = None) -> tuple[Batch, Counter[str], list[Piece]]:
     """Parse, check and redact records: what reaches the bank from them. One bad record costs that
     record. A run of records is parsed in one call; if the parser raises, or what it returns has
     values of the wrong type (:func:`harvester.validate.repair`), the run is parsed again one record
     at a time, so that each fault is counted against its own line and every other record imports.
     ``split`` is False for a whole document (its related documents are not records of their own):
-    there a parser error fails the source (:class:`ParserFailed`), to be read again later."""
+    there a parser error fails the source (:class:`ParserFailed`), to be read again later.
+
+    Last, a text past the bank's copy (:data:`MAX_EVENT_TEXT`) is clipped there, marked ``meta.clipped``;
+    with an archive, the whole (redacted) text is kept in it: the third value says what it keeps."""
     start = _copy(state)
     try:
         batch = harness.parse(ref, records, _copy(start))
@@ -353,7 +382,23 @@ def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[
         elif faults:
             batch.problems.append(Problem("malformed", records[0].line if records else 1, describe(faults)))
     mark_recall(batch)
-    return batch, redact_batch(batch)
+    redactions = redact_batch(batch)
+    return batch, redactions, keep_whole_texts(batch, archive_dir)
+
+
+def keep_whole_texts(batch: Batch, archive_dir: str | None) -> list[Piece]:
+    """Clip the texts the bank keeps a part of; the archive keeps them whole (read by ``show --full``)."""
+    kept = []
+    for event in batch.events:
+        if len(event.text) > MAX_EVENT_TEXT:
+            clipped: dict[str, Any] = {"chars": len(event.text)}
+            if archive_dir:
+                piece = text_piece(archive_dir, event.text)
+                kept.append(piece)
+                clipped["text"] = piece.digest
+            event.text = clip(event.text)
+            event.meta = {**(event.meta or {}), "clipped": clipped}
+    return kept
 
 
 def _parse_each(harness: Any, ref: SourceRef, records: list[Record], state: dict[str, Any]) -> Batch:
@@ -385,10 +430,12 @@ def _copy(state: dict[str, Any]) -> dict[str, Any]:
     return orjson.loads(orjson.dumps(state)) if state else {}
 
 
-def _new_cursor(harness: str, path: str, fmt: str, cursor: Cursor | None, st: os.stat_result | Stat) -> Cursor:
+def _new_cursor(harness: str, path: str, fmt: str, cursor: Cursor | None, st: os.stat_result | Stat,
+                ref: SourceRef | None = None) -> Cursor:
     generation = cursor.generation if cursor is not None else 0
     return Cursor(harness, path, fmt, device=st.st_dev, inode=st.st_ino, size=st.st_size,
-                  mtime_ns=st.st_mtime_ns, generation=generation)
+                  mtime_ns=st.st_mtime_ns, generation=generation, root=str(ref.root) if ref else "",
+                  variant=ref.variant if ref else "")
 
 
 def _vanished(outcome: Outcome, cursor: Cursor | None) -> None:

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harvester.model import Batch, Event, Kind, Problem, Role, SessionPatch, Usage, clip
+from harvester.model import Batch, Event, Kind, Problem, Role, SessionPatch, Usage
 from harvester.parsers.base import Record, SourceRef, SourceSpec
 
 NAME = "aider"
@@ -340,7 +340,7 @@ class _Reader:
         # when the user trims older blocks from the file.
         uid = f"L+{seg['start'] + offset - self.state['start']}"
         self.patch()
-        self.batch.events.append(Event(self.state["sid"], uid, role, kind, clip(text), **fields))
+        self.batch.events.append(Event(self.state["sid"], uid, role, kind, text, **fields))
 
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:

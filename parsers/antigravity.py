@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, Problem, SessionPatch, clip, record_uid
+from harvester.model import Batch, Event, Problem, SessionPatch, record_uid
 from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 
 NAME = "antigravity"
@@ -147,7 +147,7 @@ def _step(reader: _Reader, data: dict, uid: str) -> None:
     if kind == "USER_INPUT" and source == "USER_EXPLICIT":
         _user(reader, data, uid, ts)
     elif kind == "USER_INPUT":  # a prompt the user did not type (a subagent's task, UNCONFIRMED)
-        reader.emit(uid, ts, role="system", kind="text", text=clip(str(data.get("content") or "")),
+        reader.emit(uid, ts, role="system", kind="text", text=str(data.get("content") or ""),
                     meta={"injected": True, "step_source": source})
         reader.turn("open")
     elif kind == "PLANNER_RESPONSE" or (kind is None and source == "MODEL"):
@@ -155,10 +155,10 @@ def _step(reader: _Reader, data: dict, uid: str) -> None:
     elif kind in TOOL_STEPS:
         _tool_step(reader, data, uid, ts, str(kind))
     elif kind in SYSTEM_STEPS:
-        reader.emit(uid, ts, role="system", kind="text", text=clip(str(data.get("content") or "")),
+        reader.emit(uid, ts, role="system", kind="text", text=str(data.get("content") or ""),
                     meta={"injected": True, "step_type": kind})
     elif kind in COMPACTION_STEPS:
-        reader.emit(uid, ts, role="system", kind="compaction", text=clip(str(data.get("content") or "[checkpoint]")),
+        reader.emit(uid, ts, role="system", kind="compaction", text=str(data.get("content") or "[checkpoint]"),
                     meta={"step_type": kind})
     elif kind not in BOOKKEEPING:
         reader.drift(f"step source={source!r} type={kind!r}")
@@ -178,10 +178,10 @@ def _user(reader: _Reader, data: dict, uid: str, ts: Any) -> None:
             with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
                 _set_cwd(reader, str(orjson.loads(body.strip()).get("cwd") or ""))
     if injected:
-        reader.emit(f"{uid}:ctx", ts, role="system", kind="text", text=clip("\n".join(injected)),
+        reader.emit(f"{uid}:ctx", ts, role="system", kind="text", text="\n".join(injected),
                     meta={"injected": True})
     if typed:
-        reader.emit(uid, ts, role="user", kind="text", text=clip(typed))
+        reader.emit(uid, ts, role="user", kind="text", text=typed)
         if not reader.state.get("titled"):
             reader.state["titled"] = True
             first = typed.splitlines()[0]
@@ -193,11 +193,11 @@ def _user(reader: _Reader, data: dict, uid: str, ts: Any) -> None:
 def _planner(reader: _Reader, data: dict, uid: str, ts: Any) -> None:
     model = reader.state.get("model")
     if isinstance(data.get("thinking"), str) and data["thinking"].strip():
-        reader.emit(f"{uid}:thinking", ts, role="assistant", kind="thinking", text=clip(data["thinking"].strip()),
+        reader.emit(f"{uid}:thinking", ts, role="assistant", kind="thinking", text=data["thinking"].strip(),
                     model=model)
     text = str(data.get("content") or "").strip()
     if text:
-        reader.emit(uid, ts, role="assistant", kind="text", text=clip(text), model=model)
+        reader.emit(uid, ts, role="assistant", kind="text", text=text, model=model)
     calls = [c for c in data.get("tool_calls") or [] if isinstance(c, dict)]
     for n, call in enumerate(calls):
         _call(reader, call, f"{uid}:call:{n}", ts)
@@ -231,7 +231,7 @@ def _tool_step(reader: _Reader, data: dict, uid: str, ts: Any, kind: str) -> Non
     code = _EXIT.search(content) if kind in ("RUN_COMMAND", "GENERIC") else None
     failed = status in FAILED or (code is not None and code.group(1) != "0")
     meta = {"step_type": kind, **({"status": status} if status not in (None, DONE) else {})}
-    reader.emit(uid, ts, role="tool", kind="tool_result", text=clip(content or f"[{status or kind}]"),
+    reader.emit(uid, ts, role="tool", kind="tool_result", text=content or f"[{status or kind}]",
                 tool_name=name, tool_call_id=call_id, is_error=failed, meta=meta)
     if kind == "INVOKE_SUBAGENT":
         for child in _CHILD.findall(content):

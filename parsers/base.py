@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import orjson
 
-from harvester.model import Batch, Problem, clip
+from harvester.model import Batch, Problem
 
 # jsonl / lines: append-only, one record per complete line (lines: any text, e.g. Markdown).
 # jsonl.zst: the same, zstd-compressed whole (read again from the start when it changes).
@@ -116,6 +116,9 @@ class Harness:
     # and names no parent (Claude Code --fork-session): the bank links two sessions of one cwd that hold
     # the same first record, the later one as a fork of the earlier.
     forks_copy_history: bool = False
+    # Bumped when a change to the parser changes what it makes of records it read before: sessions made
+    # by an older version are counted by status, and `harvester reparse` rebuilds them from the archive.
+    version: int = 1
 
 
 def json_objects(records: Iterable[Record], problems: list[Problem]) -> Iterator[tuple[Record, dict[str, Any]]]:
@@ -143,7 +146,7 @@ def render_call(name: Any, tool_input: Any, keys: Iterable[str]) -> str:
             if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
                 value = " ".join(value)
             if isinstance(value, str):
-                return clip(f"{name}: {value}")
+                return f"{name}: {value}"
     if tool_input is None or (isinstance(tool_input, str | dict | list) and not tool_input):
         return str(name)
     if isinstance(tool_input, list) and all(isinstance(v, str) for v in tool_input):
@@ -152,7 +155,7 @@ def render_call(name: Any, tool_input: Any, keys: Iterable[str]) -> str:
         text = tool_input if isinstance(tool_input, str) else orjson.dumps(tool_input, default=repr).decode()
     except orjson.JSONEncodeError:  # nested deeper than JSON can be written back (agents' JSON can be)
         text = "(input nested too deep to show)"
-    return clip(f"{name}: {text}")
+    return f"{name}: {text}"
 
 
 def iso_ms(value: Any) -> str | None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
+from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, record_uid
 from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 
 NAME = "claude-code"
@@ -198,7 +198,7 @@ def _user(reader: _Reader, data: dict, raw: bytes) -> None:
     message = data.get("message") or {}
     content = message.get("content")
     if data.get("isCompactSummary"):
-        reader.event(data, None, raw, role="system", kind="compaction", text=clip(_plain(content)),
+        reader.event(data, None, raw, role="system", kind="compaction", text=_plain(content),
                      meta={"compact_summary": True})
         return
     if isinstance(content, str):
@@ -212,7 +212,7 @@ def _user(reader: _Reader, data: dict, raw: bytes) -> None:
         if btype == "tool_result":
             use_id = _call_id(block.get("tool_use_id"))
             reader.event(data, suffix, raw, role="tool", kind="tool_result",
-                         text=clip(_plain(block.get("content"))), tool_call_id=use_id,
+                         text=_plain(block.get("content")), tool_call_id=use_id,
                          is_error=bool(block.get("is_error")),
                          tool_name=reader.state.get("tools", {}).pop(use_id, None) if use_id else None)
         elif btype == "text":
@@ -233,18 +233,18 @@ def _user_text(reader: _Reader, data: dict, raw: bytes, text: str, suffix: int |
         return
     stdout = _LOCAL_STDOUT.search(text)
     if stdout:
-        reader.event(data, suffix, raw, role="system", kind="meta", text=clip(_ANSI.sub("", stdout.group(1)).strip()),
+        reader.event(data, suffix, raw, role="system", kind="meta", text=_ANSI.sub("", stdout.group(1)).strip(),
                      meta={"local_command_output": True})
         return
     if _machine(data, text):
         # Text Claude Code injects on the user's behalf (caveats, reminders, task notifications).
-        reader.event(data, suffix, raw, role="system", kind="text", text=clip(text), meta={"injected": True})
+        reader.event(data, suffix, raw, role="system", kind="text", text=text, meta={"injected": True})
         return
     if text.startswith(_INTERRUPTED):
         reader.event(data, suffix, raw, role="system", kind="meta", text=text, meta={"interrupted": True})
         _turn(reader, "aborted")
         return
-    reader.event(data, suffix, raw, role="user", kind="text", text=clip(text))
+    reader.event(data, suffix, raw, role="user", kind="text", text=text)
     _turn(reader, "open")
     if not reader.state.get("titled"):
         reader.state["titled"] = True
@@ -273,7 +273,7 @@ def _assistant(reader: _Reader, data: dict, raw: bytes) -> None:
         # Claude Code's own stand-in replies (API errors, "No response requested."): notices, not
         # the model speaking.
         meta = {"api_error": True, "error": data.get("error")} if data.get("isApiErrorMessage") else {}
-        reader.event(data, None, raw, role="system", kind="meta", text=clip(_plain(content)),
+        reader.event(data, None, raw, role="system", kind="meta", text=_plain(content),
                      meta={"synthetic": True, **meta})
         return
     start = len(reader.batch.events)
@@ -282,11 +282,11 @@ def _assistant(reader: _Reader, data: dict, raw: bytes) -> None:
         btype = block.get("type") if isinstance(block, dict) else None
         common: dict[str, Any] = {"model": model}
         if btype == "text":
-            reader.event(data, suffix, raw, role="assistant", kind="text", text=clip(block.get("text") or ""),
+            reader.event(data, suffix, raw, role="assistant", kind="text", text=block.get("text") or "",
                          **common)
         elif btype == "thinking":
             reader.event(data, suffix, raw, role="assistant", kind="thinking",
-                         text=clip(block.get("thinking") or ""), **common)
+                         text=block.get("thinking") or "", **common)
         elif btype == "redacted_thinking":
             reader.event(data, suffix, raw, role="assistant", kind="thinking", text="[redacted thinking]",
                          **common)
@@ -357,7 +357,7 @@ def _system(reader: _Reader, data: dict, raw: bytes) -> None:
     meta = {"subtype": subtype}
     if data.get("level"):
         meta["level"] = data["level"]
-    reader.event(data, None, raw, role="system", kind="meta", text=clip(text), meta=meta)
+    reader.event(data, None, raw, role="system", kind="meta", text=text, meta=meta)
 
 
 def _title(source: str, field: str) -> Callable[[_Reader, dict, bytes], None]:
@@ -387,10 +387,10 @@ def _attachment(reader: _Reader, data: dict, raw: bytes) -> None:
     prompt = attachment.get("prompt")
     text = prompt if isinstance(prompt, str) else _plain(prompt)
     if _machine(attachment, text) or attachment.get("commandMode") == "task-notification":
-        reader.event(data, None, raw, role="system", kind="text", text=clip(text),
+        reader.event(data, None, raw, role="system", kind="text", text=text,
                      meta={"injected": True, "queued": True})
         return
-    reader.event(data, None, raw, role="user", kind="text", text=clip(text), meta={"queued": True})
+    reader.event(data, None, raw, role="user", kind="text", text=text, meta={"queued": True})
 
 
 def _agent_name(reader: _Reader, data: dict, raw: bytes) -> None:

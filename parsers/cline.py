@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
+from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, record_uid
 from harvester.parsers.base import (
     Record,
     SourceRef,
@@ -170,7 +170,7 @@ class _Reader:
         return self.batch.session(self.sid)
 
     def event(self, uid: str, role: str, kind: str, text: str, **fields: Any) -> None:
-        self.batch.events.append(Event(self.sid, uid, role, kind, clip(text), **fields))  # type: ignore[arg-type]
+        self.batch.events.append(Event(self.sid, uid, role, kind, text, **fields))  # type: ignore[arg-type]
 
     def drift(self, detail: str) -> None:
         if detail not in self.drifted:

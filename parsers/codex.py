@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip, record_uid
+from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, record_uid
 from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 from harvester.parsers.codex_events import event_msg
 
@@ -224,7 +224,7 @@ def _compacted(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
         text = label  # the summary itself was its own record just before (or remote: unreadable)
     else:
         text = message
-    reader.event(raw, ts, role="system", kind="compaction", text=clip(text), meta={"window": window})
+    reader.event(raw, ts, role="system", kind="compaction", text=text, meta={"window": window})
 
 
 def _token_usage_record(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
@@ -268,25 +268,25 @@ def _message(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
     if role == "assistant":
         if reader.line_meta.get("compaction_output"):
             reader.state["summary_seen"] = True
-            summary = reader.event(raw, ts, role="system", kind="compaction", text=clip(text), meta={"summary": True})
+            summary = reader.event(raw, ts, role="system", kind="compaction", text=text, meta={"summary": True})
             reader.last_assistant = summary  # the model wrote it: its usage record follows
         else:
             phase = item.get("phase")
-            reader.event(raw, ts, role="assistant", kind="text", text=clip(text), model=model,
+            reader.event(raw, ts, role="assistant", kind="text", text=text, model=model,
                          meta={"phase": phase} if phase else None)
         return
     if role == "user" and _typed_by_user(item, content, text):
         if _IDE_REQUEST in text:
             text = text.split(_IDE_REQUEST, 1)[1].strip()
-        reader.event(raw, ts, role="user", kind="text", text=clip(text))
+        reader.event(raw, ts, role="user", kind="text", text=text)
         if not reader.state.get("titled") and text.strip():
             reader.state["titled"] = True
             _offer_first_line(reader, text)
         return
     if role == "system":  # the TypeScript CLI's own error notices
-        reader.event(raw, ts, role="system", kind="meta", text=clip(text), meta={"notice": True})
+        reader.event(raw, ts, role="system", kind="meta", text=text, meta={"notice": True})
         return
-    reader.event(raw, ts, role="system", kind="text", text=clip(text), meta={"injected": True, "from": role})
+    reader.event(raw, ts, role="system", kind="text", text=text, meta={"injected": True, "from": role})
     cwd = _ENV_CWD.search(text) if "<environment_context>" in text else None
     if cwd:
         _fallback_cwd(reader, cwd.group(1).strip())
@@ -309,7 +309,7 @@ def _agent_message(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
 
 
 def _from_agent(reader: _Reader, raw: bytes, ts: Any, text: str, author: Any, recipient: Any) -> None:
-    reader.event(raw, ts, role="system", kind="text", text=clip(text),
+    reader.event(raw, ts, role="system", kind="text", text=text,
                  meta={"from_agent": author, "to_agent": recipient})
     if not reader.state.get("titled") and text.strip() and reader.patch().parent_kind == "subagent":
         reader.state["titled"] = True  # a subagent's first task names it
@@ -321,7 +321,7 @@ def _reasoning(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
     parts += [c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict)]
     text = "\n\n".join(p for p in parts if p)
     if text:  # encrypted-only reasoning has nothing readable to keep
-        reader.event(raw, ts, role="assistant", kind="thinking", text=clip(text), model=reader.state.get("model"))
+        reader.event(raw, ts, role="assistant", kind="thinking", text=text, model=reader.state.get("model"))
 
 
 def _tool_call(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
@@ -371,7 +371,7 @@ def _tool_output(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
     else:
         text = output if isinstance(output, str) else _content_text(output)
     call_id = _call_id(item.get("call_id"))
-    reader.event(raw, ts, role="tool", kind="tool_result", text=clip(text), tool_call_id=call_id,
+    reader.event(raw, ts, role="tool", kind="tool_result", text=text, tool_call_id=call_id,
                  tool_name=reader.state.get("tools", {}).pop(call_id, None) if call_id else None, is_error=is_error)
 
 

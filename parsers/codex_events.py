@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harvester.model import clip
-
 if TYPE_CHECKING:
     from harvester.parsers.codex import _Reader
 
@@ -65,14 +63,14 @@ def event_msg(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
     elif etype == "exited_review_mode":
         findings = ((payload.get("review_output") or {}).get("findings")) or []
         titles = "; ".join(str(f.get("title")) for f in findings if isinstance(f, dict))
-        reader.event(raw, ts, role="system", kind="meta", text=clip(f"review finished: {titles or 'no findings'}"),
+        reader.event(raw, ts, role="system", kind="meta", text=f"review finished: {titles or 'no findings'}",
                      meta={"event": etype})
     elif etype not in EVENT_SKIPPED:
         reader.drift(f"event_msg={etype!r}")
     if etype == "item_completed":
         item = payload.get("item") or {}
         if item.get("type") == "Plan" and item.get("text"):  # a plan has no response item of its own
-            reader.event(raw, ts, role="assistant", kind="text", text=clip(str(item["text"])), meta={"plan": True})
+            reader.event(raw, ts, role="assistant", kind="text", text=str(item["text"]), meta={"plan": True})
 
 
 def _notice(reader: _Reader, etype: str, payload: dict, raw: bytes, ts: Any) -> None:
@@ -83,7 +81,7 @@ def _notice(reader: _Reader, etype: str, payload: dict, raw: bytes, ts: Any) -> 
     meta = {"event": etype, **({"error_info": info} if info else {}),
             **({"details": details} if isinstance(details, str) and details else {})}
     text = f"{NOTICES[etype]}: {message}" if isinstance(message, str) and message else NOTICES[etype]
-    reader.event(raw, ts, role="system", kind="meta", text=clip(text), meta=meta)
+    reader.event(raw, ts, role="system", kind="meta", text=text, meta=meta)
     kind = next(iter(info)) if isinstance(info, dict) and info else info
     if etype == "error" and kind not in TURN_UNAFFECTED:
         reader.state["turn_failed"] = True

@@ -31,7 +31,7 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
-from harvester.model import Batch, Event, Problem, SessionPatch, Usage, clip, record_uid
+from harvester.model import Batch, Event, Problem, SessionPatch, Usage, record_uid
 from harvester.parsers.base import (
     Record,
     SourceRef,
@@ -226,13 +226,13 @@ def _item(reader: _Reader, uid: str, role: str, message: dict, item: dict, after
         _assistant(reader, uid, message, item, model, tool_items, answered)
     elif role == "thinking":
         text = "[redacted thinking]" if message.get("redactedThinking") else _content_text(reader, message)
-        reader.event(uid, role="assistant", kind="thinking", text=clip(text), model=model)
+        reader.event(uid, role="assistant", kind="thinking", text=text, model=model)
     elif role == "tool":
         if message.get("toolCallId") not in answered:  # no calling item in this file holds it
-            reader.event(uid, role="tool", kind="tool_result", text=clip(_content_text(reader, message)),
+            reader.event(uid, role="tool", kind="tool_result", text=_content_text(reader, message),
                          tool_call_id=message.get("toolCallId"))
     else:  # system: the CLI drops these before saving; anything kept is context, not the user
-        reader.event(uid, role="system", kind="text", text=clip(_content_text(reader, message)),
+        reader.event(uid, role="system", kind="text", text=_content_text(reader, message),
                      meta={"injected": True, "system_message": True})
 
 
@@ -268,7 +268,7 @@ def _user(reader: _Reader, uid: str, message: dict, item: dict, injected: bool) 
     if injected and text.strip() == AUTO_CONTINUE:
         reader.event(uid, role="system", kind="text", text=text, meta={"injected": True, "auto_continue": True})
     else:
-        reader.event(uid, role="user", kind="text", text=clip(text))
+        reader.event(uid, role="user", kind="text", text=text)
         if text.strip() and not reader.titled:
             reader.titled = True
             first = text.strip().splitlines()[0]
@@ -288,7 +288,7 @@ def _context_items(reader: _Reader, uid: str, item: dict) -> None:
         meta = {"injected": True, "context_item": name, "provider": ident.get("providerTitle"),
                 "uri": uri.get("value")}
         reader.event(f"{uid}:ctx:{ident.get('itemId') or n}", role="system", kind="text",
-                     text=clip(f"[{name}]\n{ctx.get('content') or ''}"),
+                     text=f"[{name}]\n{ctx.get('content') or ''}",
                      meta={k: v for k, v in meta.items() if v is not None})
 
 
@@ -296,13 +296,13 @@ def _assistant(reader: _Reader, uid: str, message: dict, item: dict, model: str 
                tool_items: dict[Any, dict], answered: set[str]) -> None:
     reasoning = item.get("reasoning")
     if isinstance(reasoning, dict) and reasoning.get("text"):
-        reader.event(f"{uid}:reasoning", role="assistant", kind="thinking", text=clip(str(reasoning["text"])),
+        reader.event(f"{uid}:reasoning", role="assistant", kind="thinking", text=str(reasoning["text"]),
                      model=model, ts=_epoch_ms(reasoning.get("startAt")))
     text = _content_text(reader, message)
     summary = item.get("conversationSummary")
     if isinstance(summary, str) and summary == text:
         # The CLI's compaction: the history is replaced by one assistant item holding the summary.
-        reader.event(uid, role="system", kind="compaction", text=clip(summary), model=model,
+        reader.event(uid, role="system", kind="compaction", text=summary, model=model,
                      usage=_usage(message.get("usage")), meta={"summary": True})
         return
     holder = None
@@ -311,10 +311,10 @@ def _assistant(reader: _Reader, uid: str, message: dict, item: dict, model: str 
         # Models that think in <think> tags: the CLI stores them in the content as streamed (its
         # --silent only strips them from what it prints); the IDE splits them into ``reasoning``.
         holder = reader.event(f"{uid}:think", role="assistant", kind="thinking", model=model,
-                              text=clip("\n\n".join(t.strip() for t in thoughts)))
+                              text="\n\n".join(t.strip() for t in thoughts))
         text = _THINK.sub("", text).strip()
     if text:
-        event = reader.event(uid, role="assistant", kind="text", text=clip(text), model=model)
+        event = reader.event(uid, role="assistant", kind="text", text=text, model=model)
         holder = holder or event
     states = _states(item)
     calls = [c for c in message.get("toolCalls") or [] if isinstance(c, dict)]
@@ -371,7 +371,7 @@ def _tool_result(reader: _Reader, uid: str, call: dict, state: dict | None, tool
         text = f"[tool call {status}]"
     answered.add(call_id)
     name = ((call.get("function") or {}).get("name"))
-    reader.event(f"{uid}:result:{call_id}", role="tool", kind="tool_result", text=clip(text), tool_name=name,
+    reader.event(f"{uid}:result:{call_id}", role="tool", kind="tool_result", text=text, tool_name=name,
                  tool_call_id=call_id, is_error=status in ("errored", "canceled"),
                  meta={"status": status} if status else None)
 
@@ -380,7 +380,7 @@ def _summary(reader: _Reader, uid: str, message: dict, item: dict) -> None:
     """The IDE's compaction: a summary attached to the item where the conversation was compacted."""
     summary = item.get("conversationSummary")
     if isinstance(summary, str) and summary and summary != _content_text(reader, message):
-        reader.event(f"{uid}:summary", role="system", kind="compaction", text=clip(summary),
+        reader.event(f"{uid}:summary", role="system", kind="compaction", text=summary,
                      meta={"summary": True})
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 import yaml
 
-from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, clip, record_uid
+from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, record_uid
 from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 
 NAME = "copilot-cli"
@@ -134,7 +134,7 @@ class _Reader:
             self.state.setdefault("first", uid)
 
     def meta(self, text: str, **extra: Any) -> None:
-        self.event(role="system", kind="meta", text=clip(text), meta={"event": self.kind, **extra})
+        self.event(role="system", kind="meta", text=text, meta={"event": self.kind, **extra})
 
     def call(self, suffix: str | None, call_id: Any, name: Any, arguments: Any, **fields: Any) -> None:
         if call_id:  # bridges a call to its result, and to its subagent; a call without an id bridges nothing
@@ -319,9 +319,9 @@ def _user(reader: _Reader, p: dict) -> None:
     meta: dict[str, Any] = {k: v for k, v in (("source", source), ("attachments", names)) if v}
     reader.turn("open")
     if (isinstance(source, str) and not source.startswith(TYPED_SOURCES)) or p.get("isAutopilotContinuation"):
-        reader.event(role="system", kind="text", text=clip(text), meta={"injected": True, **meta})
+        reader.event(role="system", kind="text", text=text, meta={"injected": True, **meta})
     elif text:
-        reader.event(role="user", kind="text", text=clip(text), meta=meta or None)
+        reader.event(role="user", kind="text", text=text, meta=meta or None)
         if not reader.state.get("titled") and reader.target == reader.sid and content.strip():
             reader.state["titled"] = True
             reader.main().offer_title(_first_line(content), "first-prompt")
@@ -333,7 +333,7 @@ def _assistant(reader: _Reader, p: dict) -> None:
     start = len(reader.batch.events)
     _thinking(reader, p.get("reasoningText"), "thinking", model)
     if isinstance(p.get("content"), str) and p["content"].strip():
-        reader.event(role="assistant", kind="text", text=clip(p["content"]), model=model,
+        reader.event(role="assistant", kind="text", text=p["content"], model=model,
                      meta={"phase": p["phase"]} if p.get("phase") else None)
     requests = [r for r in p.get("toolRequests") or [] if isinstance(r, dict)]
     for n, r in enumerate(requests):
@@ -363,7 +363,7 @@ def _thinking(reader: _Reader, text: Any, suffix: str | None, model: Any) -> Non
     digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
     if reader.state.get("thought") != digest:  # assistant.reasoning repeats the message's reasoningText
         reader.state["thought"] = digest
-        reader.event(suffix, role="assistant", kind="thinking", text=clip(text), model=model)
+        reader.event(suffix, role="assistant", kind="thinking", text=text, model=model)
 
 
 def _tool_start(reader: _Reader, p: dict) -> None:
@@ -384,7 +384,7 @@ def _tool_done(reader: _Reader, p: dict) -> None:
         text = str(error["message"]) + (f" ({error['code']})" if error.get("code") else "")
     call = reader.state.get("calls", {}).get(str(p.get("toolCallId"))) or [None]
     _model(reader, p.get("model"))
-    reader.event(role="tool", kind="tool_result", text=clip(str(text)), tool_call_id=p.get("toolCallId"),
+    reader.event(role="tool", kind="tool_result", text=str(text), tool_call_id=p.get("toolCallId"),
                  tool_name=call[0], is_error=p.get("success") is False,
                  meta={"user_requested": True} if p.get("isUserRequested") else None)
 
@@ -394,7 +394,7 @@ def _injected(reader: _Reader, p: dict) -> None:
     extra = {k: p[k] for k in ("role", "name") if isinstance(p.get(k), str)}
     if isinstance(p.get("kind"), dict):
         extra["notification"] = p["kind"].get("type")
-    reader.event(role="system", kind="text", text=clip(str(p.get("content") or "")),
+    reader.event(role="system", kind="text", text=str(p.get("content") or ""),
                  meta={"injected": True, "from": reader.kind, **extra})
 
 
@@ -403,7 +403,7 @@ def _compaction(reader: _Reader, p: dict) -> None:
         return reader.meta(f"compaction failed: {p.get('error') or '?'}")
     summary = p.get("summaryContent")
     text = summary if isinstance(summary, str) and summary.strip() else "conversation compacted"
-    reader.event(role="system", kind="compaction", text=clip(text),
+    reader.event(role="system", kind="compaction", text=text,
                  meta={"checkpoint": p.get("checkpointNumber"), "messages_removed": p.get("messagesRemoved")})
 
 
@@ -469,7 +469,7 @@ def _tl_tool(reader: _Reader, entry: dict) -> None:
     result = entry.get("result")
     if entry.get("type") == "tool_call_completed" and isinstance(result, dict):
         outcome = result.get("type")  # success, failure, rejected, denied
-        text = clip(str(result.get("log") or outcome or ""))
+        text = str(result.get("log") or outcome or "")
         reader.event("result", role="tool", kind="tool_result", text=text, tool_name=name,
                      tool_call_id=call_id, is_error=outcome != "success",
                      meta=None if outcome == "success" else {"outcome": outcome})
@@ -517,7 +517,7 @@ def _arguments(value: Any) -> Any:
 
 def _render_call(name: Any, arguments: Any) -> str:
     if isinstance(arguments, dict) and isinstance(arguments.get("command"), str) and isinstance(arguments.get("path"), str):
-        return clip(f"{name}: {arguments['command']} {arguments['path']}")  # str_replace_editor
+        return f"{name}: {arguments['command']} {arguments['path']}"  # str_replace_editor
     return render_call(name, arguments, _CALL_KEYS)
 
 def _first_line(text: str, limit: int = 80) -> str:
@@ -582,13 +582,13 @@ HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(SUBAGENT_LIFECYCLE, _subagent),
     # The agent's own closing summary of a task (autopilot).
     "session.task_complete": lambda r, p: (r.turn("complete"), r.event(
-        role="assistant", kind="text", text=clip(str(p.get("summary") or "task complete")),
+        role="assistant", kind="text", text=str(p.get("summary") or "task complete"),
         model=r.state.get("model"), meta={"task_complete": True, "success": p.get("success")})),
 }
 
 TIMELINE: dict[str, Handler] = {
     "user": lambda r, e: _user(r, {"content": e.get("text")}),
-    "copilot": lambda r, e: r.event(role="assistant", kind="text", text=clip(str(e.get("text") or "")),
+    "copilot": lambda r, e: r.event(role="assistant", kind="text", text=str(e.get("text") or ""),
                                     model=r.state.get("model")),
     **dict.fromkeys(("info", "warning", "error"),
                     lambda r, e: _info(r, {"infoType": e["type"], "message": e.get("text")})),

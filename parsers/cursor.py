@@ -30,7 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
-from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, clip
+from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage
 from harvester.parsers.base import (
     Record,
     SourceRef,
@@ -204,7 +204,7 @@ class _Reader:
         self.batch.problems.append(Problem(kind, self.line, detail))
 
     def event(self, session: str, uid: str, role: Any, kind: Any, text: str, **fields: Any) -> Event:
-        event = Event(session, uid, role, kind, clip(text), **fields)  # role, kind: the model's literals
+        event = Event(session, uid, role, kind, text, **fields)  # role, kind: the model's literals
         self.batch.events.append(event)
         return event
 

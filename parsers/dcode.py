@@ -36,7 +36,7 @@ from typing import Any
 import msgpack
 import orjson
 
-from harvester.model import Batch, Event, GitFacts, Mark, Problem, ProblemKind, Usage, clip
+from harvester.model import Batch, Event, GitFacts, Mark, Problem, ProblemKind, Usage
 from harvester.parsers.base import (
     Record,
     SourceRef,
@@ -286,7 +286,7 @@ def _write(reader: _Reader, row: dict) -> None:
             uid = str(summary.get("id") or "") if summary else ""
             meta = {"cutoff_index": value.get("cutoff_index"), "file_path": value.get("file_path")}
             uid = uid or f"summary:{cid}:{key[2]}:{key[3]}"
-            event = Event(sid, uid, "system", "compaction", clip(text), ts=ts, meta=meta)
+            event = Event(sid, uid, "system", "compaction", text, ts=ts, meta=meta)
             reader.messages.setdefault(sid, []).append((key, {"__event__": event}, ts))
         return
     if isinstance(value, LgObject) and value.name == "Overwrite" and isinstance(value.value, dict):
@@ -399,11 +399,11 @@ def _events(reader: _Reader, thread: str, m: dict, ts: str | None) -> list[Event
     if kind == "human":
         return _human(reader, thread, m, ts)
     if kind == "tool":
-        return [Event(thread, mid, "tool", "tool_result", clip(_content_text(reader, m.get("content"))),
+        return [Event(thread, mid, "tool", "tool_result", _content_text(reader, m.get("content")),
                       ts=ts, tool_name=m.get("name"), tool_call_id=m.get("tool_call_id"),
                       is_error=m.get("status") == "error")]
     if kind == "system":
-        return [Event(thread, mid, "system", "text", clip(_content_text(reader, m.get("content"))), ts=ts,
+        return [Event(thread, mid, "system", "text", _content_text(reader, m.get("content")), ts=ts,
                       meta={"injected": True})]
     return _ai(reader, thread, m, ts)
 
@@ -415,7 +415,7 @@ def _human(reader: _Reader, thread: str, m: dict, ts: str | None) -> list[Event]
     if source or text.startswith(SYSTEM_PREFIX):
         meta = {"injected": True, **({"source": source} if source else {})}
         meta = {"from_agent": True} if source == "subagent_task" else meta
-        return [Event(thread, str(m["id"]), "system", "text", clip(text), ts=ts, meta=meta)]
+        return [Event(thread, str(m["id"]), "system", "text", text, ts=ts, meta=meta)]
     if text.strip() and m.get("__whole__") and thread not in reader.titled:
         # Only from a whole history (a checkpoint's list, a transcript read from its start): there the
         # first prompt is the thread's first, where a write's may be a later turn's.
@@ -423,7 +423,7 @@ def _human(reader: _Reader, thread: str, m: dict, ts: str | None) -> list[Event]
         first = text.strip().splitlines()[0]
         title = first if len(first) <= 80 else first[:79] + "…"
         reader.batch.session(thread).offer_title(title, "first-prompt")
-    return [Event(thread, str(m["id"]), "user", "text", clip(text), ts=ts)]
+    return [Event(thread, str(m["id"]), "user", "text", text, ts=ts)]
 
 
 def _ai(reader: _Reader, thread: str, m: dict, ts: str | None) -> list[Event]:
@@ -438,11 +438,11 @@ def _ai(reader: _Reader, thread: str, m: dict, ts: str | None) -> list[Event]:
     content = m.get("content")
     blocks = content if isinstance(content, list) else [content] if content else []
     for index, thought in enumerate(_thinking(blocks)):
-        out.append(Event(thread, f"{mid}:thinking:{index}", "assistant", "thinking", clip(thought), ts=ts,
+        out.append(Event(thread, f"{mid}:thinking:{index}", "assistant", "thinking", thought, ts=ts,
                          model=model))
     text = _content_text(reader, content)
     if text.strip():
-        out.append(Event(thread, mid, "assistant", "text", clip(text), ts=ts, model=model))
+        out.append(Event(thread, mid, "assistant", "text", text, ts=ts, model=model))
     # An invalid call (arguments the model garbled) is kept, marked.
     calls = [(c, None) for c in m.get("tool_calls") or []]
     calls += [(c, {"invalid": True, "error": c.get("error")}) for c in m.get("invalid_tool_calls") or []

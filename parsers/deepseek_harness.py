@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, Mark, Problem, SessionPatch, Usage, clip, record_uid
+from harvester.model import Batch, Event, Mark, Problem, SessionPatch, Usage, record_uid
 from harvester.parsers.base import (
     Record,
     SourceRef,
@@ -133,7 +133,7 @@ class _Reader:
         return event
 
     def notice(self, text: str, **meta: Any) -> None:
-        self.event(role="system", kind="meta", text=clip(text), meta=meta or None)
+        self.event(role="system", kind="meta", text=text, meta=meta or None)
 
     def turn(self, value: str) -> None:
         """Whether the last turn finished: the service tells an abandoned session (its agent died
@@ -218,7 +218,7 @@ def _user_message(reader: _Reader, message: dict, envelope: dict) -> None:
     if envelope.get("surfaceOp", "append") != "append":
         return  # a replacement node: the compaction record just before it says what it replaced
     source = message.get("source") if isinstance(message.get("source"), dict) else {}
-    text = clip(_content_text(message["content"]))
+    text = _content_text(message["content"])
     origin = source.get("kind")
     if origin == "user":
         # A subagent's task comes from its parent agent as a plain user message; a human typing into
@@ -257,7 +257,7 @@ def _assistant_message(reader: _Reader, payload: dict, envelope: dict) -> None:
         btype = block.get("type")
         if btype in ("text", "reasoning"):
             reader.event(suffix, role="assistant", kind="text" if btype == "text" else "thinking",
-                         text=clip(block.get("text") or ""), model=model, meta=extra)
+                         text=block.get("text") or "", model=model, meta=extra)
         elif btype == "tool-call":
             name, call_id = block.get("name"), block.get("id")
             tool_input = _arguments(block.get("arguments"))
@@ -280,7 +280,7 @@ def _tool_result(reader: _Reader, payload: dict, envelope: dict) -> None:
     source = message.get("source") if isinstance(message.get("source"), dict) else {}
     call_id = block.get("toolCallId") or source.get("callId")
     error = payload.get("error") if isinstance(payload.get("error"), dict) else None
-    reader.event(role="tool", kind="tool_result", text=clip(_content_text(block.get("content"))),
+    reader.event(role="tool", kind="tool_result", text=_content_text(block.get("content")),
                  tool_call_id=call_id, tool_name=reader.state.get("tools", {}).pop(str(call_id), None),
                  is_error=bool(block.get("isError")) or error is not None, meta={"error": error} if error else None)
 
@@ -296,7 +296,7 @@ def _code_dispatch_start(reader: _Reader, data: dict, envelope: dict) -> None:
 
 def _code_dispatch(reader: _Reader, data: dict, envelope: dict) -> None:
     call_id = data.get("subCallId")
-    reader.event(role="tool", kind="tool_result", text=clip(_content_text(data.get("content"))),
+    reader.event(role="tool", kind="tool_result", text=_content_text(data.get("content")),
                  tool_call_id=call_id, tool_name=reader.state.get("tools", {}).pop(str(call_id), data.get("name")),
                  is_error=bool(data.get("isError")), meta={"via_call": data.get("parentCallId")})
 
@@ -338,7 +338,7 @@ def _stream_lost(reader: _Reader) -> None:
 def _compaction_summary(reader: _Reader, data: dict, envelope: dict) -> None:
     model = data.get("model") if isinstance(data.get("model"), str) else None
     shadowed = [s for s in data.get("shadowedSeqs") or [] if isinstance(s, int)]
-    event = reader.event(role="system", kind="compaction", text=clip(_content_text(data.get("summary"))),
+    event = reader.event(role="system", kind="compaction", text=_content_text(data.get("summary")),
                          model=model, meta={"compaction_id": data.get("compactionId"), "replaces": len(shadowed)})
     if isinstance(data.get("usage"), dict):
         event.usage = _usage(data["usage"])
@@ -429,7 +429,7 @@ def _approval_decided(reader: _Reader, data: dict, envelope: dict) -> None:
 def _command_run(reader: _Reader, data: dict, envelope: dict) -> None:
     """A slash command the human typed (its only source today is a human-facing UI)."""
     args = data.get("args") if isinstance(data.get("args"), str) else ""
-    reader.event(role="user", kind="text", text=clip(f"/{data.get('name')}{args}".strip()), meta={"command": True})
+    reader.event(role="user", kind="text", text=f"/{data.get('name')}{args}".strip(), meta={"command": True})
 
 
 def _command_done(reader: _Reader, data: dict, envelope: dict) -> None:
@@ -439,7 +439,7 @@ def _command_done(reader: _Reader, data: dict, envelope: dict) -> None:
 
 def _feedback(reader: _Reader, data: dict, envelope: dict) -> None:
     """The human's remark about the session: their words, though never sent to the model."""
-    reader.event(role="user", kind="meta", text=clip(str(data.get("text") or "")), meta={"feedback": True})
+    reader.event(role="user", kind="meta", text=str(data.get("text") or ""), meta={"feedback": True})
 
 
 def _goal(reader: _Reader, data: dict, envelope: dict) -> None:

@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage, clip
+from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage
 from harvester.parsers.base import (
     Record,
     SourceRef,
@@ -256,7 +256,7 @@ class _Node:
     def emit(self, role: Role, kind: Kind, text: str, suffix: str = "", order: int = 0,
              **fields: Any) -> None:
         uid = f"{self.uid}:{suffix}" if suffix else self.uid
-        event = Event(self.session, uid, role, kind, clip(text), ts=self.ts, **fields)
+        event = Event(self.session, uid, role, kind, text, ts=self.ts, **fields)
         self.reader.pending.append(((*self.key, order), event))
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, Mark, Problem, ProblemKind, SessionPatch, Usage, clip, record_uid
+from harvester.model import Batch, Event, Mark, Problem, ProblemKind, SessionPatch, Usage, record_uid
 from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 from harvester.parsers.gemini_project import find_project, project_marker, registered_project
 
@@ -274,12 +274,12 @@ def _user(reader: _Reader, msg: dict, out: list[Event], checkpoint: bool) -> Non
             _response_copy(reader, mid, ts, part["functionResponse"], out)
         rest = _join((p for p in parts if p not in responses), True).strip()
         if rest:
-            reader.emit(out, f"{mid}:ctx", ts, role="system", kind="text", text=clip(rest), meta={"injected": True})
+            reader.emit(out, f"{mid}:ctx", ts, role="system", kind="text", text=rest, meta={"injected": True})
         _turn(reader, "open")
         return
     full = _join(parts, True)
     if _SNAPSHOT in full:
-        reader.emit(out, mid, ts, role="system", kind="compaction", text=clip(full.strip()))
+        reader.emit(out, mid, ts, role="system", kind="compaction", text=full.strip())
         return
     injected = _join((p for p in parts if _injected(p)), True)
     for match in _WORKSPACE.finditer(injected):  # the session context (0.44+) lists the workspace
@@ -287,7 +287,7 @@ def _user(reader: _Reader, msg: dict, out: list[Event], checkpoint: bool) -> Non
     if checkpoint or _is_subagent(reader):
         # Seen only in a checkpoint: Gemini wrote it. In a subagent: the parent agent's words.
         meta = {"injected": True, "from_agent": "parent"} if _is_subagent(reader) else {"injected": True}
-        reader.emit(out, mid, ts, role="system", kind="text", text=clip(full.strip()), meta=meta)
+        reader.emit(out, mid, ts, role="system", kind="text", text=full.strip(), meta=meta)
         if _is_subagent(reader):  # the task is the last part, after memory and hints
             _title(reader, next((t for t in map(_part_text, reversed(parts)) if t.strip()), ""))
             _turn(reader, "open")
@@ -298,10 +298,10 @@ def _user(reader: _Reader, msg: dict, out: list[Event], checkpoint: bool) -> Non
     else:
         typed = _join((p for p in parts if not _injected(p)), True)
     if injected.strip():
-        reader.emit(out, f"{mid}:ctx", ts, role="system", kind="text", text=clip(injected.strip()),
+        reader.emit(out, f"{mid}:ctx", ts, role="system", kind="text", text=injected.strip(),
                     meta={"injected": True})
     if typed.strip():
-        reader.emit(out, mid, ts, role="user", kind="text", text=clip(typed.strip()))
+        reader.emit(out, mid, ts, role="user", kind="text", text=typed.strip())
         _turn(reader, "open")
         _title(reader, typed)
 
@@ -321,10 +321,10 @@ def _gemini(reader: _Reader, msg: dict, out: list[Event], checkpoint: bool) -> N
                     meta={"synthetic": True})
         return
     if thinking.strip():
-        reader.emit(out, f"{mid}:thinking", ts, role="assistant", kind="thinking", text=clip(thinking.strip()),
+        reader.emit(out, f"{mid}:thinking", ts, role="assistant", kind="thinking", text=thinking.strip(),
                     model=model)
     if text.strip():
-        reader.emit(out, mid, ts, role="assistant", kind="text", text=clip(text), model=model)
+        reader.emit(out, mid, ts, role="assistant", kind="text", text=text, model=model)
     calls = _calls(msg, parts)
     statuses = [_tool_call(reader, mid, call, key, model, out) for call, key in calls]
     holder = next((e for e in out if e.kind != "thinking"), out[0] if out else None)
@@ -346,7 +346,7 @@ def _notice(reader: _Reader, msg: dict, out: list[Event], checkpoint: bool) -> N
     text = _join(_parts(msg.get("content"))).strip()
     if not text:
         return  # a compression notice is recorded without text (useHistoryManager.ts): nothing to say
-    reader.emit(out, msg["id"], msg.get("timestamp"), role="system", kind="meta", text=clip(text),
+    reader.emit(out, msg["id"], msg.get("timestamp"), role="system", kind="meta", text=text,
                 meta={"level": msg["type"]})
     if msg["type"] == "error" or text in CANCELLED:
         _turn(reader, "aborted")
@@ -400,7 +400,7 @@ def _tool_call(reader: _Reader, mid: str, call: dict, key: str, model: Any, out:
         text = "\n".join(map(_part_text, parts)) if parts else display if isinstance(display, str) else f"[{status}]"
         failed = status in ("error", "cancelled") or any(_response_failed(p.get("functionResponse")) for p in parts)
         reader.emit(out, f"{mid}:result:{key}", call.get("timestamp"), role="tool", kind="tool_result",
-                    text=clip(text), tool_name=name, tool_call_id=call_id, is_error=failed)
+                    text=text, tool_name=name, tool_call_id=call_id, is_error=failed)
     return status if isinstance(status, str) else None
 
 
@@ -412,7 +412,7 @@ def _response_copy(reader: _Reader, mid: str, ts: Any, response: dict, out: list
     if has_result:
         return
     reader.emit(out, f"{owner}:result:{call_id}", ts, role="tool", kind="tool_result",
-                text=clip(_part_text({"functionResponse": response})), tool_name=response.get("name"),
+                text=_part_text({"functionResponse": response}), tool_name=response.get("name"),
                 tool_call_id=call_id or None, is_error=_response_failed(response))
 
 

@@ -30,7 +30,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, clip, record_uid
+from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, record_uid
 from harvester.parsers.base import (
     Record,
     SourceRef,
@@ -243,7 +243,7 @@ def _user_chunk(reader: _Reader, update: dict, uid: str, ts: str | None) -> None
     if isinstance(chunk_meta.get("modelId"), str) and chunk_meta["modelId"]:
         reader.state["model"] = reader.patch.model = chunk_meta["modelId"]
     if chunk_meta.get("hostTurn"):  # a prompt grok itself sent (auto-wake, scheduled task...)
-        reader.emit(uid, ts, role="system", kind="text", text=clip(text), meta={"injected": True, "host_turn": True})
+        reader.emit(uid, ts, role="system", kind="text", text=text, meta={"injected": True, "host_turn": True})
         return
     if isinstance(chunk_meta.get("promptIndex"), int):
         reader.state.setdefault("prompts", {}).setdefault(str(chunk_meta["promptIndex"]), uid)
@@ -255,14 +255,14 @@ def _user_text(reader: _Reader, uid: str, ts: str | None, text: str) -> None:
     """What the user typed; a ``<user_query>`` envelope (interjections, interrupts) holds it among
     grok's own words, which are kept apart as system text. A subagent's prompts are its parent's."""
     if reader.state.get("subagent"):
-        reader.emit(uid, ts, role="system", kind="text", text=clip(text), meta={"injected": True, "from_agent": "parent"})
+        reader.emit(uid, ts, role="system", kind="text", text=text, meta={"injected": True, "from_agent": "parent"})
         return
     typed, wrapper = _unwrap(text)
     if wrapper:
-        reader.emit(f"{uid}:ctx", ts, role="system", kind="text", text=clip(wrapper), meta={"injected": True})
+        reader.emit(f"{uid}:ctx", ts, role="system", kind="text", text=wrapper, meta={"injected": True})
     if typed.strip():
         meta = {"interjection": True} if wrapper.startswith(_NOTES[0]) else None
-        reader.emit(uid, ts, role="user", kind="text", text=clip(typed.strip()), meta=meta)
+        reader.emit(uid, ts, role="user", kind="text", text=typed.strip(), meta=meta)
         reader.title(typed)
 
 
@@ -270,15 +270,15 @@ def _agent_chunk(reader: _Reader, update: dict, uid: str, ts: str | None) -> Non
     text = _block_text(update.get("content"))
     chunk_meta = update.get("_meta") if isinstance(update.get("_meta"), dict) else {}
     if chunk_meta.get("hostTurn"):  # a slash command's output, written by grok, not the model
-        reader.emit(uid, ts, role="system", kind="meta", text=clip(text), meta={"host_turn": True})
+        reader.emit(uid, ts, role="system", kind="meta", text=text, meta={"host_turn": True})
         return
-    reader.emit(uid, ts, role="assistant", kind="text", text=clip(text), model=reader.state.get("model"))
+    reader.emit(uid, ts, role="assistant", kind="text", text=text, model=reader.state.get("model"))
     if text.strip():
         reader.turn("complete")  # unless a tool call follows; a turn_completed says for sure
 
 
 def _thought_chunk(reader: _Reader, update: dict, uid: str, ts: str | None) -> None:
-    reader.emit(uid, ts, role="assistant", kind="thinking", text=clip(_block_text(update.get("content"))),
+    reader.emit(uid, ts, role="assistant", kind="thinking", text=_block_text(update.get("content")),
                 model=reader.state.get("model"))
 
 
@@ -313,7 +313,7 @@ def _emit_call(reader: _Reader, call_id: str, name: Any, tool_input: Any, ts: st
 
 
 def _emit_result(reader: _Reader, call_id: str, name: Any, update: dict, ts: str | None) -> None:
-    reader.emit(f"result:{call_id}", ts, role="tool", kind="tool_result", text=clip(_tool_output(update)),
+    reader.emit(f"result:{call_id}", ts, role="tool", kind="tool_result", text=_tool_output(update),
                 tool_name=name, tool_call_id=call_id, is_error=update.get("status") == "failed")
 
 
@@ -344,7 +344,7 @@ def _compaction(reader: _Reader, update: dict, uid: str, ts: str | None) -> None
                 meta={"checkpoint_file": file} if isinstance(file, str) else None)
     auto = update.get("auto_continue")
     if isinstance(auto, dict) and isinstance(auto.get("prompt_text"), str):
-        reader.emit(f"{uid}:continue", ts, role="system", kind="text", text=clip(auto["prompt_text"]),
+        reader.emit(f"{uid}:continue", ts, role="system", kind="text", text=auto["prompt_text"],
                     meta={"injected": True, "auto_continue": True})
 
 
@@ -370,7 +370,7 @@ def _title_generated(reader: _Reader, update: dict, uid: str, ts: str | None) ->
 def _notice(reader: _Reader, update: dict, uid: str, ts: str | None) -> None:
     text = update.get(NOTICES[update["sessionUpdate"]])
     if isinstance(text, str) and text.strip():
-        reader.emit(uid, ts, role="system", kind="meta", text=clip(text.strip()),
+        reader.emit(uid, ts, role="system", kind="meta", text=text.strip(),
                     meta={"update": update["sessionUpdate"]})
 
 
@@ -406,7 +406,7 @@ def _chat_user(reader: _Reader, data: dict, uid: str) -> None:
     text = _parts_text(data.get("content"))
     reason = data.get("synthetic_reason")
     if isinstance(reason, str) and reason != "interjection":  # project instructions, reminders...
-        reader.emit(uid, role="system", kind="text", text=clip(text), meta={"injected": True, "synthetic": reason})
+        reader.emit(uid, role="system", kind="text", text=text, meta={"injected": True, "synthetic": reason})
         return
     _user_text(reader, uid, None, text)
     reader.turn("open")
@@ -417,11 +417,11 @@ def _chat_assistant(reader: _Reader, data: dict, uid: str) -> None:
     if model:
         reader.patch.model = model
     if isinstance(data.get("reasoning_content"), str) and data["reasoning_content"].strip():  # version 0
-        reader.emit(f"{uid}:thinking", role="assistant", kind="thinking", text=clip(data["reasoning_content"]),
+        reader.emit(f"{uid}:thinking", role="assistant", kind="thinking", text=data["reasoning_content"],
                     model=model)
     text = _parts_text(data.get("content"))
     if text.strip():
-        reader.emit(uid, role="assistant", kind="text", text=clip(text), model=model)
+        reader.emit(uid, role="assistant", kind="text", text=text, model=model)
     calls = [c for c in data.get("tool_calls") or [] if isinstance(c, dict)]
     for n, call in enumerate(calls):
         function = call.get("function") if isinstance(call.get("function"), dict) else call  # v0 / v1
@@ -440,7 +440,7 @@ def _chat_assistant(reader: _Reader, data: dict, uid: str) -> None:
 def _chat_tool_result(reader: _Reader, data: dict, uid: str) -> None:
     call_id = str(data["tool_call_id"])
     name = reader.state.get("calls", {}).get(call_id, [None])[0]
-    reader.emit(f"result:{call_id}", role="tool", kind="tool_result", text=clip(_parts_text(data.get("content"))),
+    reader.emit(f"result:{call_id}", role="tool", kind="tool_result", text=_parts_text(data.get("content")),
                 tool_name=name, tool_call_id=call_id)
     reader.turn("open")
 
@@ -448,7 +448,7 @@ def _chat_tool_result(reader: _Reader, data: dict, uid: str) -> None:
 def _chat_reasoning(reader: _Reader, data: dict, uid: str) -> None:
     text = "\n\n".join(str(s.get("text") or "") for s in data.get("summary") or [] if isinstance(s, dict))
     if text.strip():
-        reader.emit(uid, role="assistant", kind="thinking", text=clip(text))
+        reader.emit(uid, role="assistant", kind="thinking", text=text)
 
 
 def _chat_backend_tool(reader: _Reader, data: dict, uid: str) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage, clip
+from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage
 from harvester.parsers.base import (
     Record,
     SourceRef,
@@ -154,7 +154,7 @@ class _Reader:
         self.batch.problems.append(Problem(kind, self.line, detail))
 
     def event(self, key: tuple, session: str, uid: str, role: Role, kind: Kind, text: str, **fields: Any) -> None:
-        self.pending.append((key, Event(session, uid, role, kind, clip(text), **fields)))
+        self.pending.append((key, Event(session, uid, role, kind, text, **fields)))
 
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, clip, record_uid
+from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, record_uid
 from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 from harvester.parsers.pi_roots import omp_roots as omp_roots
 from harvester.parsers.pi_roots import openclaw_roots as openclaw_roots
@@ -93,7 +93,7 @@ class _Reader:
             **meta: Any) -> None:
         """A system event: the agent's own notices (meta) or text it put into the model's context."""
         meta = {k: v for k, v in meta.items() if v is not None and v is not False}
-        self.event(data, uid, role="system", kind=kind, text=clip(text), usage=_usage(usage),
+        self.event(data, uid, role="system", kind=kind, text=text, usage=_usage(usage),
                    meta=meta or None)
 
     def turn(self, state: str) -> None:
@@ -322,7 +322,7 @@ def _user(reader: _Reader, data: dict, uid: str, msg: dict) -> None:
         if text.strip():
             words.append(text)
     if words:
-        reader.event(data, uid, role="user", kind="text", text=clip("\n".join(words)), meta=meta or None)
+        reader.event(data, uid, role="user", kind="text", text="\n".join(words), meta=meta or None)
         if not reader.state.get("titled"):
             reader.state["titled"] = True
             reader.title("\n".join(words), "first-prompt")
@@ -344,7 +344,7 @@ def _assistant(reader: _Reader, data: dict, uid: str, msg: dict) -> None:
         if btype in ("text", "thinking", "redactedThinking"):
             text = block.get(btype) if not block.get("redacted") else None  # omp: redactedThinking blocks
             reader.event(data, bid, role="assistant", kind="text" if btype == "text" else "thinking",
-                         text=clip(text or ("" if btype == "text" else "[redacted thinking]")), model=model)
+                         text=text or ("" if btype == "text" else "[redacted thinking]"), model=model)
         elif btype == "toolCall":
             name, args = block.get("name"), block.get("arguments")
             reader.event(data, bid, role="assistant", kind="tool_call", text=render_call(name, args, _CALL_KEYS),
@@ -360,7 +360,7 @@ def _assistant(reader: _Reader, data: dict, uid: str, msg: dict) -> None:
 
 
 def _tool_result(reader: _Reader, data: dict, uid: str, msg: dict) -> None:
-    reader.event(data, uid, role="tool", kind="tool_result", text=clip(_plain(_blocks(msg.get("content")))),
+    reader.event(data, uid, role="tool", kind="tool_result", text=_plain(_blocks(msg.get("content"))),
                  tool_name=msg.get("toolName"), tool_call_id=msg.get("toolCallId"),
                  is_error=bool(msg.get("isError")))
     reader.turn("open")
@@ -370,10 +370,10 @@ def _execution(reader: _Reader, data: dict, uid: str, msg: dict) -> None:
     """A command the user ran (``!cmd``, ``!!cmd`` outside the model's context, omp's Python cells)."""
     python, excluded = msg.get("role") == "pythonExecution", bool(msg.get("excludeFromContext"))
     typed = msg.get("code") if python else ("!!" if excluded else "!") + str(msg.get("command") or "")
-    reader.event(data, f"{uid}:0", role="user", kind="text", text=clip(str(typed or "")),
+    reader.event(data, f"{uid}:0", role="user", kind="text", text=str(typed or ""),
                  meta={"python" if python else "bash": True})
     code, cancelled = msg.get("exitCode"), bool(msg.get("cancelled"))
-    reader.event(data, f"{uid}:1", role="tool", kind="tool_result", text=clip(str(msg.get("output") or "")),
+    reader.event(data, f"{uid}:1", role="tool", kind="tool_result", text=str(msg.get("output") or ""),
                  tool_name="python" if python else "bash", is_error=cancelled or code not in (0, None),
                  meta={"exit_code": code, "cancelled": cancelled, "excluded": excluded})
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, clip
+from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage
 from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
 
 NAME = "qwen-code"
@@ -209,7 +209,7 @@ def _user(reader: _Reader, data: dict) -> None:
     display = payload.get("displayText") if isinstance(payload.get("displayText"), str) else None
     if subtype in MACHINE_PROMPTS:
         # The text the model got (a task-notification with the agent's result, the cron prompt).
-        reader.event(data, uuid, role="system", kind="text", text=clip(_text_of(parts) or display or ""),
+        reader.event(data, uuid, role="system", kind="text", text=_text_of(parts) or display or "",
                      meta={"subtype": subtype, "injected": True, "display": display})
         reader.turn("open")
         return
@@ -224,16 +224,16 @@ def _user(reader: _Reader, data: dict) -> None:
         words = "\n".join([typed, *(_media_label(p) for p in parts if not isinstance(p.get("text"), str))])
     # No words at all: the record holds only Qwen's own parts (reminders), filed as context below.
     if words and reader.ref.variant == "subagent":  # a subagent's prompt is its parent agent's words
-        reader.event(data, uuid, role="system", kind="text", text=clip(words),
+        reader.event(data, uuid, role="system", kind="text", text=words,
                      meta={"from_agent": "parent", "input": data.get("externalInputKind") or "task"})
     elif words:
-        reader.event(data, uuid, role="user", kind="text", text=clip(words),
+        reader.event(data, uuid, role="user", kind="text", text=words,
                      meta={"subtype": subtype} if subtype else None)
     if subtype is None:
         reader.title(words)
         _push_turn(reader, data)
     if context:
-        reader.event(data, f"{uuid}:context", role="system", kind="text", text=clip(context), meta={"injected": True})
+        reader.event(data, f"{uuid}:context", role="system", kind="text", text=context, meta={"injected": True})
     reader.turn("open")
 
 
@@ -281,7 +281,7 @@ def _assistant(reader: _Reader, data: dict) -> None:
                          tool_name=name, tool_input=args, tool_call_id=call.get("id"), model=model)
         elif isinstance(text, str):
             kind = "thinking" if part.get("thought") else "text"
-            reader.event(data, uid, role="assistant", kind=kind, text=clip(text), model=model)
+            reader.event(data, uid, role="assistant", kind=kind, text=text, model=model)
         else:
             reader.event(data, uid, role="assistant", kind="meta", text=_media_label(part), model=model)
     _usage(reader, start, data.get("usageMetadata"), _GEMINI_USAGE)
@@ -301,7 +301,7 @@ def _tool_result(reader: _Reader, data: dict) -> None:
         media = [_media_label(p) for p in response.get("parts") or [] if isinstance(p, dict)]
         call_id = response.get("id") or result.get("callId")
         reader.event(data, uuid if len(responses) == 1 else f"{uuid}:{index}", role="tool", kind="tool_result",
-                     text=clip("\n".join(t for t in (_response_text(response), *media, extra) if t)),
+                     text="\n".join(t for t in (_response_text(response), *media, extra) if t),
                      tool_name=reader.state.get("tools", {}).pop(str(call_id), None) or response.get("name"),
                      tool_call_id=call_id, is_error=status in ("error", "cancelled") or body.get("success") is False
                      or ("error" in body and "output" not in body),
@@ -330,20 +330,20 @@ def _compression(reader: _Reader, data: dict, payload: dict) -> None:
     summary = _text_of([p for p in first.get("parts") or [] if isinstance(p, dict)])
     before, after = info.get("originalTokenCount"), info.get("newTokenCount")
     label = f"conversation compacted ({before} → {after} tokens)" if before is not None else "conversation compacted"
-    reader.event(data, str(data["uuid"]), role="system", kind="compaction", text=clip(summary or label),
+    reader.event(data, str(data["uuid"]), role="system", kind="compaction", text=summary or label,
                  meta={"subtype": "chat_compression", "tokens_before": before, "tokens_after": after})
 
 
 def _slash_command(reader: _Reader, data: dict, payload: dict) -> None:
     command = payload.get("rawCommand")
     if payload.get("phase") == "invocation":
-        reader.event(data, str(data["uuid"]), role="user", kind="text", text=clip(str(command or "")),
+        reader.event(data, str(data["uuid"]), role="user", kind="text", text=str(command or ""),
                      meta={"command": True})
         return
     outputs = [o for o in payload.get("outputHistoryItems") or [] if isinstance(o, dict)]
     text = "\n".join(o["text"] if isinstance(o.get("text"), str) else f"[{o.get('type')}]" for o in outputs)
     if text:
-        reader.event(data, str(data["uuid"]), role="system", kind="meta", text=clip(text),
+        reader.event(data, str(data["uuid"]), role="system", kind="meta", text=text,
                      meta={"subtype": "slash_command", "command": command})
 
 
@@ -355,13 +355,13 @@ def _at_command(reader: _Reader, data: dict, payload: dict) -> None:
     uuid = str(data["uuid"])
     if payload.get("status") == "error":
         if typed:
-            reader.event(data, f"{uuid}:prompt", role="user", kind="text", text=clip(typed), meta={"not_sent": True})
-        reader.event(data, uuid, role="system", kind="meta", text=clip(str(payload.get("message") or files)),
+            reader.event(data, f"{uuid}:prompt", role="user", kind="text", text=typed, meta={"not_sent": True})
+        reader.event(data, uuid, role="system", kind="meta", text=str(payload.get("message") or files),
                      meta={"subtype": "at_command", "status": "error"})
         return
     if typed:
         reader.state["pending_at"] = typed
-    reader.event(data, uuid, role="system", kind="meta", text=clip(f"read {files}" if files else "read files"),
+    reader.event(data, uuid, role="system", kind="meta", text=f"read {files}" if files else "read files",
                  meta={"subtype": "at_command"})
 
 
@@ -393,7 +393,7 @@ def _from_parent(reader: _Reader, data: dict, payload: dict) -> None:
     text = payload.get("displayText")
     if isinstance(text, str) and text:
         launch = data.get("subtype") == "agent_launch_prompt"
-        reader.event(data, str(data["uuid"]), role="system", kind="text" if launch else "meta", text=clip(text),
+        reader.event(data, str(data["uuid"]), role="system", kind="text" if launch else "meta", text=text,
                      meta={"from_agent": "parent", "input": "task"} if launch else {"subtype": data.get("subtype")})
 
 
@@ -417,7 +417,7 @@ def _turn_result(reader: _Reader, data: dict, payload: dict) -> None:
     if state != "completed":
         error = payload.get("error") if isinstance(payload.get("error"), dict) else {}
         reader.event(data, str(data["uuid"]), role="system", kind="meta",
-                     text=clip(f"turn {state}: {error['message']}" if error.get("message") else f"turn {state}"),
+                     text=f"turn {state}: {error['message']}" if error.get("message") else f"turn {state}",
                      meta={"subtype": "turn_result", "state": state})
 
 
@@ -462,12 +462,12 @@ def _legacy_message(reader: _Reader, msg: dict) -> None:
     mtype, uid, content = msg.get("type"), str(msg.get("id")), msg.get("content")
     text = content if isinstance(content, str) else _text_of([p for p in content or [] if isinstance(p, dict)])
     if mtype == "user":
-        reader.event(msg, uid, role="user", kind="text", text=clip(text))
+        reader.event(msg, uid, role="user", kind="text", text=text)
         reader.title(text)
         reader.turn("open")
         return
     if mtype in ("info", "error", "warning"):
-        reader.event(msg, uid, role="system", kind="meta", text=clip(text), meta={"level": mtype})
+        reader.event(msg, uid, role="system", kind="meta", text=text, meta={"level": mtype})
         return
     if mtype not in ("qwen", "gemini"):
         reader.drift(f"legacy message type={mtype!r}")
@@ -477,9 +477,9 @@ def _legacy_message(reader: _Reader, msg: dict) -> None:
     start = len(reader.batch.events)
     for i, thought in enumerate(t for t in msg.get("thoughts") or [] if isinstance(t, dict)):
         body = "\n".join(str(thought[k]) for k in ("subject", "description") if thought.get(k))
-        reader.event(msg, f"{uid}:thought:{i}", role="assistant", kind="thinking", text=clip(body), model=model)
+        reader.event(msg, f"{uid}:thought:{i}", role="assistant", kind="thinking", text=body, model=model)
     if text:
-        reader.event(msg, uid, role="assistant", kind="text", text=clip(text), model=model)
+        reader.event(msg, uid, role="assistant", kind="text", text=text, model=model)
     calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]
     for i, call in enumerate(calls):
         name, args, result = call.get("name"), call.get("args"), call.get("result")
@@ -489,7 +489,7 @@ def _legacy_message(reader: _Reader, msg: dict) -> None:
             parts = [p for p in result if isinstance(p, dict)] if isinstance(result, list) else []
             output = "\n".join(_response_text(p["functionResponse"]) for p in parts
                                 if isinstance(p.get("functionResponse"), dict)) or _plain(call.get("resultDisplay"))
-            reader.event(msg, f"{uid}:result:{i}", role="tool", kind="tool_result", text=clip(output), tool_name=name,
+            reader.event(msg, f"{uid}:result:{i}", role="tool", kind="tool_result", text=output, tool_name=name,
                          tool_call_id=call.get("id"), is_error=call.get("status") in ("error", "cancelled"))
     _usage(reader, start, msg.get("tokens"), _LEGACY_USAGE)
     reader.turn("open" if calls else "complete")

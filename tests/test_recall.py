@@ -188,4 +188,4 @@ def test_export_of_hostile_sessions_stays_in_its_directory_and_shows_controls(tm
     [written] = list(target.iterdir())
     assert written.parent == target and "\x1b" not in written.read_text() and "␛]0;pwned␇" in written.read_text()
     assert sorted(p.name for p in tmp_path.iterdir() if "-wal" not in p.name and "-shm" not in p.name) == [
-        "bank.sqlite", "home", "out"]
+        "bank.archive", "bank.sqlite", "home", "out"]

@@ -66,6 +66,8 @@ class Cursor:
     generation: int = 0  # bumped by every apply; optimistic concurrency between writers
     status: str = "ok"  # ok | missing | unreadable
     error: str | None = None
+    root: str = ""  # where it was found, and which kind of source it is: to parse it again from the archive
+    variant: str = ""
 
 
 @dataclass(slots=True)
@@ -79,6 +81,7 @@ class SessionWrite:
     # when this session gets its first events, the bank looks for the session it was forked from, or
     # for forks of it read before it.
     find_forks: bool = False
+    parser_version: int = 0  # the harness parser's version (Harness.version) that read this write
 
 
 @dataclass(slots=True)
@@ -94,6 +97,7 @@ class Write:
     excluded: list[str] = field(default_factory=list)  # sessions to forget and never store (config)
     revise: bool = False  # events whose uid the bank holds replace it (agents that rewrite records)
     marks: list[Mark] = field(default_factory=list)  # meta for events already stored (rewinds)
+    archive: list[Any] = field(default_factory=list)  # harvester.archive.Piece: what the archive keeps of it
 
 
 @dataclass(slots=True)
@@ -165,13 +169,14 @@ class Bank(Protocol):
     def session_events(self, session_pk: int, include_recall: bool = False) -> list[dict[str, Any]]: ...
 
 
-def open_bank(path: str | Path, readonly: bool = False) -> Bank:
+def open_bank(path: str | Path, readonly: bool = False, archive: bool = True) -> Bank:
+    """The bank at ``path``; ``archive``: keep the raw archive beside it (harvester/archive)."""
     from harvester.bank.sqlite import SqliteBank
 
-    return SqliteBank(str(path), readonly=readonly)
+    return SqliteBank(str(path), readonly=readonly, archive=archive)
 
 
-def open_bank_to_read(path: str | Path) -> Bank:
+def open_bank_to_read(path: str | Path, archive: bool = True) -> Bank:
     """The bank for a command that only reads: opened for writing where this user can write it (so it
     is created or migrated as usual), else read-only; read-only too when a newer harvester wrote it."""
     path = str(path)
@@ -181,7 +186,7 @@ def open_bank_to_read(path: str | Path) -> Bank:
         writable = False  # -wal and -shm could not be created beside it
     if writable:
         try:
-            return open_bank(path)
+            return open_bank(path, archive=archive)
         except BankNewer:
             pass
     return open_bank(path, readonly=True)

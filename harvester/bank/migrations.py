@@ -187,4 +187,51 @@ MIGRATIONS: list[str] = [
     UPDATE events SET recall = 1 WHERE json_extract(meta, '$.recall') = 1;
     CREATE INDEX events_session_seq ON events (session_id, seq);
     """,
+    # 6: the raw archive's index (harvester/archive: what each chunk appended, each document version, each
+    #    distinct database row), where every event was read (reparse and forget work source by source), and
+    #    which parser version made each session (status says when a reparse would change it).
+    """
+    CREATE TABLE archive_frames (
+        source_id INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        epoch INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        offset INTEGER NOT NULL,
+        length INTEGER NOT NULL,
+        src_start INTEGER,
+        src_end INTEGER,
+        records INTEGER,
+        at TEXT NOT NULL,
+        PRIMARY KEY (source_id, kind, epoch, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE archive_docs (
+        source_id INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        part INTEGER NOT NULL,
+        digest TEXT NOT NULL,
+        whole INTEGER NOT NULL DEFAULT 0,
+        at TEXT NOT NULL,
+        PRIMARY KEY (source_id, version, part)
+    ) WITHOUT ROWID;
+    CREATE TABLE archive_rows (
+        source_id INTEGER NOT NULL,
+        digest TEXT NOT NULL,
+        PRIMARY KEY (source_id, digest)
+    ) WITHOUT ROWID;
+    ALTER TABLE events ADD COLUMN source_id INTEGER;
+    CREATE INDEX events_source ON events (source_id);
+    ALTER TABLE sessions ADD COLUMN parser_version INTEGER;
+    ALTER TABLE excluded_sessions ADD COLUMN reason TEXT;
+    -- Where a source was found (its root and kind), so that it can be parsed again when its file is gone.
+    ALTER TABLE sources ADD COLUMN root TEXT;
+    ALTER TABLE sources ADD COLUMN variant TEXT;
+    -- harvester reparse goes source by source; a run that was stopped goes on where it stood.
+    CREATE TABLE reparse_runs (
+        id INTEGER PRIMARY KEY,
+        filter TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT
+    );
+    ALTER TABLE sources ADD COLUMN reparse_run INTEGER;
+    """,
 ]

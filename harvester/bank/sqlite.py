@@ -5,14 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
-from harvester.bank import BankError, BankNewer, Cursor, CursorMoved, NotABank, SessionHead, Write
+from harvester.archive import Archive, ArchiveReport, archive_dir
+from harvester.bank import BankError, BankNewer, Cursor, CursorMoved, SessionHead, Write
 from harvester.bank.migrations import MIGRATIONS, search_text
 from harvester.bank.sqlite_events import (
     event_rows,
@@ -24,9 +24,10 @@ from harvester.bank.sqlite_events import (
     revise_events,
     split_known,
 )
+from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, check_bank
 from harvester.bank.sqlite_read import SqliteReads
 from harvester.bank.sqlite_recall import SqliteRecall
-from harvester.foreign_sqlite import HEADER, NotADatabase, open_readonly, read_header
+from harvester.foreign_sqlite import open_readonly
 from harvester.gitident import RepoIdentity
 from harvester.model import Event, Problem, title_rank
 
@@ -56,20 +57,15 @@ def _loads(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
 
 
-# Stamped in every bank's header (``PRAGMA application_id``, "HVST"): a SQLite file without it is
-# another program's database, which the harvester never changes.
-APPLICATION_ID = 0x48565354
-# What a bank written before the stamp existed holds (user_version 1 to 4): it is ours.
-_BANK_TABLES = {"sessions", "events", "sources", "problems", "imports", "directories"}
-
-
 class SqliteBank(SqliteReads, SqliteRecall):
     """``readonly``: for commands that only read, on a bank this user cannot write or that a newer
     harvester wrote. Nothing is migrated and nothing is written, not even beside the file."""
 
-    def __init__(self, path: str, readonly: bool = False) -> None:
+    def __init__(self, path: str, readonly: bool = False, archive: bool = True) -> None:
         self.path = path
         self.readonly = readonly
+        self.archive: Archive | None = None
+        self.archive_report: ArchiveReport | None = None
         check_bank(path)  # before the first byte is changed: refuse what is not ours
         try:
             if readonly:
@@ -81,6 +77,12 @@ class SqliteBank(SqliteReads, SqliteRecall):
             else:
                 self.conn = _connect(path)
                 self._migrate()
+            where = archive_dir(path)
+            if archive and not readonly:
+                self.archive = Archive(where)
+                self.archive_report = self.archive.repair(self.conn)  # a crash may have left it ahead
+            elif where.is_dir():
+                self.archive = Archive(where, readonly=True)  # what reading commands need of it
         except (sqlite3.Error, OSError) as exc:
             raise BankError(f"cannot open the bank at {path}: {exc}") from exc
 
@@ -132,14 +134,15 @@ class SqliteBank(SqliteReads, SqliteRecall):
     # -- cursors ---------------------------------------------------------------------------
     _CURSOR_COLUMNS = (
         "harness, path, format, device, inode, size, mtime_ns, offset, line, head_len, head_hash, "
-        "tail_hash, parser_state, generation, status, error"
+        "tail_hash, parser_state, generation, status, error, root, variant"
     )
 
     def _cursor_from_row(self, row: tuple) -> Cursor:
         (harness, path, fmt, device, inode, size, mtime_ns, offset, line, head_len, head_hash, tail_hash,
-         state, generation, status, error) = row
+         state, generation, status, error, root, variant) = row
         return Cursor(harness, path, fmt, device or 0, inode or 0, size or 0, mtime_ns or 0, offset,
-                      line, head_len, head_hash, tail_hash, _loads(state) or {}, generation, status, error)
+                      line, head_len, head_hash, tail_hash, _loads(state) or {}, generation, status, error,
+                      root or "", variant or "")
 
     def cursor(self, path: str) -> Cursor | None:
         row = self.conn.execute(
@@ -223,77 +226,86 @@ class SqliteBank(SqliteReads, SqliteRecall):
         per session native id."""
         now = utcnow()
         cur = write.cursor
-        added: dict[str, int] = {}
-        revised: dict[str, int] = {}
         with self.transaction() as conn:
             row = conn.execute("SELECT generation FROM sources WHERE path = ?", (cur.path,)).fetchone()
             current = None if row is None else row[0]
             expected = None if write.is_new_source else cur.generation
             if current != expected:
                 raise CursorMoved(cur.path)
-
-            for native_id in write.excluded:
-                self._forget_session(conn, cur.harness, native_id, now)
-            pks: dict[str, int] = {}
-            last_seq: dict[str, int] = {}
-            for sw in write.sessions:
-                pk, seq = self._upsert_session(conn, sw, now)
-                pks[sw.patch.native_id] = pk
-                last_seq[sw.patch.native_id] = seq
-            if pks:
-                conn.executemany("UPDATE sessions SET source_path = ? WHERE id = ? AND source_path IS NOT ?",
-                                 [(cur.path, pk, cur.path) for pk in pks.values()])
-
-            values = write.prepared if write.prepared is not None else event_rows(write.events)
-            last_id = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
-            places = places_of(write.events)
-            find_forks = {sw.patch.native_id for sw in write.sessions if sw.find_forks}
-            by_session: dict[str, list[tuple]] = {}
-            for event, row in zip(write.events, values, strict=True):
-                by_session.setdefault(event.session, []).append(row)
-            for native_id, session_rows in by_session.items():
-                pk = pks[native_id]
-                seq = last_seq[native_id]
-                if write.revise:  # the agent rewrites records in place: the last version wins
-                    session_rows = last_versions(session_rows)
-                if seq:  # the session has events already: number only the rows it lacks
-                    session_rows, known = split_known(conn, pk, session_rows)
-                    if write.revise and known:
-                        revised[native_id] = revise_events(conn, pk, known)
-                rows = []
-                for row in session_rows:
-                    seq += 1
-                    rows.append((pk, seq, *row))
-                inserted = conn.executemany(
-                    "INSERT OR IGNORE INTO events (session_id, seq, uid, role, kind, text, ts, tool_name, "
-                    "tool_input, tool_call_id, is_error, model, tokens_in, tokens_out, tokens_cache_read, "
-                    "tokens_cache_write, tokens_reasoning, meta, content_hash, recall) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    rows,
-                ).rowcount
-                added[native_id] = inserted
-                if native_id in places:
-                    place_events(conn, pk, places[native_id], held=last_seq[native_id])
-                if inserted and not last_seq[native_id] and native_id in find_forks:
-                    link_forks(conn, pk)
-                if inserted:
-                    conn.execute(
-                        "UPDATE sessions SET event_count = event_count + ?, last_seq = ?, "
-                        "last_imported_at = ? WHERE id = ?", (inserted, seq, now, pk))
-                    self._record_import(conn, cur.harness, pk, cur.path, inserted, now)
-
-            for mark in write.marks:
-                if mark.session in pks:
-                    mark_events(conn, pks[mark.session], mark)
-            if any(revised.values()):
-                conn.executemany("UPDATE sessions SET last_imported_at = ? WHERE id = ?",
-                                 [(now, pks[n]) for n, k in revised.items() if k])
-            if any(added.values()):  # index what this write added (ignored duplicates got no id)
-                conn.execute(f"INSERT INTO events_fts (rowid, text) SELECT id, {SEARCH_TEXT} FROM events "
-                             "WHERE id > ?", (last_id,))
-            self._insert_problems(conn, cur.harness, cur.path, write.problems, now)
+            # The cursor first: its row's id is what the archive index and the events name.
             self._store_cursor(conn, cur, now, is_new=write.is_new_source)
+            source_id = conn.execute("SELECT id FROM sources WHERE path = ?", (cur.path,)).fetchone()[0]
+            if write.archive and self.archive is not None:
+                self.archive.commit(conn, source_id, write.archive, now)
+            added = self._write_events(conn, write, source_id, now)
         cur.generation += 1
+        return added
+
+    def _write_events(self, conn: sqlite3.Connection, write: Write, source_id: int, now: str) -> dict[str, int]:
+        """A write's sessions, events, marks and problems, inside the caller's transaction."""
+        cur = write.cursor
+        added: dict[str, int] = {}
+        revised: dict[str, int] = {}
+        for native_id in write.excluded:
+            self._forget_session(conn, cur.harness, native_id, now)
+        pks: dict[str, int] = {}
+        last_seq: dict[str, int] = {}
+        for sw in write.sessions:
+            pk, seq = self._upsert_session(conn, sw, now)
+            pks[sw.patch.native_id] = pk
+            last_seq[sw.patch.native_id] = seq
+        if pks:
+            conn.executemany("UPDATE sessions SET source_path = ? WHERE id = ? AND source_path IS NOT ?",
+                             [(cur.path, pk, cur.path) for pk in pks.values()])
+
+        values = write.prepared if write.prepared is not None else event_rows(write.events)
+        last_id = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
+        places = places_of(write.events)
+        find_forks = {sw.patch.native_id for sw in write.sessions if sw.find_forks}
+        by_session: dict[str, list[tuple]] = {}
+        for event, row in zip(write.events, values, strict=True):
+            by_session.setdefault(event.session, []).append(row)
+        for native_id, session_rows in by_session.items():
+            pk = pks[native_id]
+            seq = last_seq[native_id]
+            if write.revise:  # the agent rewrites records in place: the last version wins
+                session_rows = last_versions(session_rows)
+            if seq:  # the session has events already: number only the rows it lacks
+                session_rows, known = split_known(conn, pk, session_rows)
+                if write.revise and known:
+                    revised[native_id] = revise_events(conn, pk, known)
+            rows = []
+            for row in session_rows:
+                seq += 1
+                rows.append((pk, seq, source_id, *row))
+            inserted = conn.executemany(
+                "INSERT OR IGNORE INTO events (session_id, seq, source_id, uid, role, kind, text, ts, tool_name, "
+                "tool_input, tool_call_id, is_error, model, tokens_in, tokens_out, tokens_cache_read, "
+                "tokens_cache_write, tokens_reasoning, meta, content_hash, recall) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            ).rowcount
+            added[native_id] = inserted
+            if native_id in places:
+                place_events(conn, pk, places[native_id], held=last_seq[native_id])
+            if inserted and not last_seq[native_id] and native_id in find_forks:
+                link_forks(conn, pk)
+            if inserted:
+                conn.execute(
+                    "UPDATE sessions SET event_count = event_count + ?, last_seq = ?, "
+                    "last_imported_at = ? WHERE id = ?", (inserted, seq, now, pk))
+                self._record_import(conn, cur.harness, pk, cur.path, inserted, now)
+
+        for mark in write.marks:
+            if mark.session in pks:
+                mark_events(conn, pks[mark.session], mark)
+        if any(revised.values()):
+            conn.executemany("UPDATE sessions SET last_imported_at = ? WHERE id = ?",
+                             [(now, pks[n]) for n, k in revised.items() if k])
+        if any(added.values()):  # index what this write added (ignored duplicates got no id)
+            conn.execute(f"INSERT INTO events_fts (rowid, text) SELECT id, {SEARCH_TEXT} FROM events "
+                         "WHERE id > ?", (last_id,))
+        self._insert_problems(conn, cur.harness, cur.path, write.problems, now)
         return added
 
     def _forget_session(self, conn: sqlite3.Connection, harness: str, native_id: str, now: str) -> None:
@@ -319,8 +331,8 @@ class SqliteBank(SqliteReads, SqliteRecall):
                 "INSERT INTO sessions (harness, native_id, bank_id, cwd, project, repo_root, origin_url, "
                 "origin_id, branch, commit_sha, git_how, git_error, title, title_source, model, "
                 "agent_version, started_at, updated_at, parent_native_id, parent_kind, state, redactions, "
-                "meta, first_imported_at, last_imported_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "meta, first_imported_at, last_imported_at, parser_version) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     sw.harness, p.native_id, sw.bank_id or "unknown", p.cwd,
                     ident.project if ident else None, ident.root if ident else None,
@@ -333,7 +345,7 @@ class SqliteBank(SqliteReads, SqliteRecall):
                     ident.how if ident else None, ident.error if ident else None,
                     p.title, p.title_source if p.title else None, p.model, p.agent_version,
                     p.started_at, p.updated_at, p.parent_native_id, p.parent_kind,
-                    p.state or "unknown", sw.redactions, _dumps(p.meta), now, now,
+                    p.state or "unknown", sw.redactions, _dumps(p.meta), now, now, sw.parser_version,
                 ),
             )
             return int(cursor.lastrowid or 0), 0
@@ -380,6 +392,9 @@ class SqliteBank(SqliteReads, SqliteRecall):
         if sw.redactions:
             sets.append("redactions = redactions + ?")
             args.append(sw.redactions)
+        # A session read by parsers of two versions is as old as its oldest part (reparse rebuilds it whole).
+        sets.append("parser_version = min(coalesce(parser_version, 0), ?)")
+        args.append(sw.parser_version)
         if p.meta:
             sets.append("meta = json_patch(coalesce(meta, '{}'), ?)")
             args.append(_dumps(p.meta))
@@ -417,20 +432,20 @@ class SqliteBank(SqliteReads, SqliteRecall):
     def _store_cursor(self, conn: sqlite3.Connection, cur: Cursor, now: str, is_new: bool) -> None:
         values = (cur.format, cur.device, cur.inode, cur.size, cur.mtime_ns, cur.offset, cur.line,
                   cur.head_len, cur.head_hash, cur.tail_hash, _dumps(cur.state), cur.status, cur.error,
-                  now, now)
+                  now, now, cur.root or None, cur.variant or None)
         if is_new:
             conn.execute(
                 "INSERT INTO sources (format, device, inode, size, mtime_ns, offset, line, head_len, "
-                "head_hash, tail_hash, parser_state, status, error, last_read_at, last_checked_at, "
+                "head_hash, tail_hash, parser_state, status, error, last_read_at, last_checked_at, root, variant, "
                 "generation, harness, path, first_seen_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
                 (*values, cur.harness, cur.path, now))
         else:
             conn.execute(
                 "UPDATE sources SET format = ?, device = ?, inode = ?, size = ?, mtime_ns = ?, offset = ?, "
                 "line = ?, head_len = ?, head_hash = ?, tail_hash = ?, parser_state = ?, status = ?, "
-                "error = ?, last_read_at = ?, last_checked_at = ?, generation = generation + 1 "
-                "WHERE path = ?",
+                "error = ?, last_read_at = ?, last_checked_at = ?, root = coalesce(?, root), "
+                "variant = coalesce(?, variant), generation = generation + 1 WHERE path = ?",
                 (*values, cur.path))
 
     # -- session states (the service) ----------------------------------------------------
@@ -488,45 +503,6 @@ class SqliteBank(SqliteReads, SqliteRecall):
             (directory, identity.project, identity.root, identity.origin_url, identity.origin_id, utcnow()))
 
 
-def check_bank(path: str) -> None:
-    """Refuse (:class:`NotABank`) a file at ``path`` that is not a harvester bank (another program's
-    database, another format), having read it without changing it or anything beside it. A missing
-    or empty file is a bank about to be created."""
-    try:
-        header = read_header(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise BankError(f"cannot open the bank at {path}: {exc}") from exc
-    if not header:
-        return
-    if len(header) < 100 or not header.startswith(HEADER):
-        raise NotABank(path, "it is not a SQLite database")
-    if int.from_bytes(header[68:72], "big") == APPLICATION_ID:
-        return  # stamped: the one byte range that says so (the schema version is checked when opened)
-    for attempt in range(50):
-        try:
-            with open_readonly(path, timeout=30.0) as conn:
-                app, version = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("application_id", "user_version"))
-                tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            break
-        except NotADatabase as exc:
-            raise NotABank(path, "it is not a SQLite database") from exc
-        except sqlite3.OperationalError as exc:
-            # Another process is creating this bank right now (its -shm not yet set up): look again.
-            if attempt == 49:
-                raise BankError(f"cannot open the bank at {path}: {exc}") from exc
-            time.sleep(0.1)
-        except (sqlite3.Error, OSError) as exc:
-            raise NotABank(path, f"it cannot be read as a SQLite database ({exc})") from exc
-    if app == APPLICATION_ID or (app == 0 and not tables and version == 0):
-        return  # stamped (its header not yet checkpointed), or an empty database: a bank being created
-    if app == 0 and tables >= _BANK_TABLES and 1 <= version <= len(MIGRATIONS):
-        return  # written before banks were stamped
-    owner = f"application id {app:#x}" if app else "no harvester tables"
-    raise NotABank(path, f"it is another program's SQLite database ({owner})")
-
-
 def _seconds_between(earlier: str, later: str) -> float:
     try:
         a = datetime.fromisoformat(earlier.replace("Z", "+00:00"))
@@ -534,61 +510,3 @@ def _seconds_between(earlier: str, later: str) -> float:
     except ValueError:
         return float("inf")
     return (b - a).total_seconds()
-
-
-def _statements(script: str) -> list[str]:
-    """Split a migration script into statements, keeping trigger bodies whole."""
-    out: list[str] = []
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            if buffer.strip():
-                out.append(buffer.strip())
-            buffer = ""
-    if buffer.strip():
-        out.append(buffer.strip())
-    return out
-
-
-def _use_wal(conn: sqlite3.Connection, attempts: int = 100) -> None:
-    """WAL lets readers (status, search) work while the service writes. The mode is stored in the
-    file, so this is a no-op after creation; but two processes creating a bank at once can race on
-    the switch, which reports "locked" without waiting on busy_timeout: retry it."""
-    for attempt in range(attempts):
-        try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or attempt == attempts - 1:
-                raise
-            time.sleep(0.05)
-
-
-def _connect(path: str) -> sqlite3.Connection:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    # Bank files hold people's conversations: 0600 from the first byte, -wal and -shm included
-    # (SQLite gives them the database file's mode; the umask covers the window before that).
-    if not os.path.exists(path):
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-    old_umask = os.umask(0o077)
-    try:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
-        # Transcripts are mostly long texts: 16 KiB pages spill to overflow pages far less often than
-        # the 4 KiB default and write the bank about 1.6x faster (bench/bench_scan.py). Only takes
-        # effect on a new, empty file.
-        conn.execute("PRAGMA page_size = 16384")
-        _use_wal(conn)
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA busy_timeout = 30000")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA cache_size = -8192")  # 8 MiB: more bought nothing in bench_scan.py, and the service stays small
-    finally:
-        os.umask(old_umask)
-    for suffix in ("", "-wal", "-shm"):
-        with contextlib.suppress(FileNotFoundError):
-            if os.stat(path + suffix).st_mode & 0o077:
-                os.chmod(path + suffix, 0o600)
-    return conn

@@ -1,0 +1,286 @@
+"""The raw archive: the bytes of every harvested source, kept beside the bank, for when the agent's own copy
+is gone (Claude Code deletes sessions after 30 days) or a parser fix needs them again (``harvester reparse``).
+
+It is NOT redacted: it holds what the agents wrote, secrets included, in a 0700 directory of 0600 files
+beside the bank (``bank.sqlite`` -> ``bank.archive/``). Only the bank's (redacted) data ever leaves the
+machine. Three shapes, as the sources come:
+
+- **Streams** (JSONL, Markdown, zstd frame chains: appended in place): the bytes of each committed chunk,
+  one zstd frame per chunk, appended to ``streams/<source>-<epoch>.zst``. Growth is the bytes appended,
+  compressed; a source read again from its start (replaced, rewritten) begins a new epoch beside the old.
+- **Documents** (JSON rewritten whole, a ``.jsonl.zst`` rollout): every version read, content-addressed in
+  ``blobs/`` (a version equal to one kept is kept once).
+- **Database rows** (SQLite stores): each row as the reader saw it, once per distinct content, in frames
+  appended to ``rows/<source>-<epoch>.zst`` (one frame per read), never the whole database per poll.
+
+Whole event texts (a tool output past the bank's 256 KiB copy) are blobs too, redacted, in ``texts/``.
+
+**The order of operations.** What a chunk adds is written inside the bank transaction that commits the
+chunk's events and cursor, and the bank's index of it (``archive_frames``, ``archive_docs``,
+``archive_rows``) is part of that transaction. So after ``kill -9`` the archive can only be *ahead*: bytes
+appended whose transaction never committed. Every append first cuts its file back to the end the bank
+recorded, and :meth:`Archive.repair` does the same for every file at start. A blob written for a
+transaction that rolled back is unreferenced, harmless, and collected by retention. An archive *behind*
+the bank (bytes the OS lost in a power failure after the commit) is found by ``repair`` and reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import zstandard
+
+LEVEL = 3  # zstd's default: ~3x on transcripts at a few hundred MB/s, which keeps the archive's cost small
+PieceKind = Literal["stream", "doc", "rows", "text"]
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """What one chunk adds to the archive, prepared where it was read (compressed in the reader; blobs are
+    written there too, content-addressed: one the bank never comes to reference is harmless)."""
+
+    kind: PieceKind
+    data: bytes = b""  # stream: a zstd frame of source bytes [src_start, src_end)
+    digest: str = ""  # doc/text: sha256 of the uncompressed content (the blob's name, already written)
+    src_start: int = 0
+    src_end: int = 0
+    restart: bool = False  # stream/rows: the source is read again from its start, a new epoch
+    part: int = 0  # doc: 0 the document, 1.. its related documents in the order read, -1 its sidecar
+    records: tuple[bytes, ...] = ()  # rows: each row's record as read (deduplicated at commit)
+    whole: bool = False  # doc: the blob is the source file's bytes as they are (a .jsonl.zst is zstd already)
+
+
+def stream_piece(raw: bytes, start: int, end: int, restart: bool) -> Piece:
+    return Piece("stream", zstandard.ZstdCompressor(level=LEVEL).compress(raw), src_start=start, src_end=end,
+                 restart=restart)
+
+
+def rows_piece(records: list[bytes], restart: bool) -> Piece:
+    return Piece("rows", restart=restart, records=tuple(records))
+
+
+def doc_piece(directory: str | Path, raw: bytes, part: int, whole: bool = False) -> Piece:
+    """A document version, its blob written now (``whole``: ``raw`` is zstd already, kept as it is)."""
+    digest = hashlib.sha256(raw).hexdigest()
+    put_blob(directory, "blobs", digest, raw if whole else zstandard.ZstdCompressor(level=LEVEL).compress(raw))
+    return Piece("doc", digest=digest, part=part, whole=whole)
+
+
+def file_piece(directory: str | Path, path: str | Path) -> Piece:
+    """A whole source file kept as it is (a ``.jsonl.zst``: zstd already), copied in blocks: memory stays
+    small whatever the file's size."""
+    digest = hashlib.sha256()
+    old = os.umask(0o077)
+    try:
+        (Path(directory) / "blobs").mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(dir=Path(directory) / "blobs", prefix=".tmp-")
+    finally:
+        os.umask(old)
+    try:
+        with os.fdopen(fd, "wb") as out, open(path, "rb") as source:
+            while block := source.read(1 << 20):
+                digest.update(block)
+                out.write(block)
+        target = blob_path(directory, "blobs", digest.hexdigest())
+        target.parent.mkdir(exist_ok=True, mode=0o700)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return Piece("doc", digest=digest.hexdigest(), whole=True)
+
+
+def text_piece(directory: str | Path, text: str) -> Piece:
+    """A whole event text (redacted), its blob written now."""
+    raw = text.encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(raw).hexdigest()
+    put_blob(directory, "texts", digest, zstandard.ZstdCompressor(level=LEVEL).compress(raw))
+    return Piece("text", digest=digest)
+
+
+def blob_path(directory: str | Path, sub: str, digest: str) -> Path:
+    return Path(directory) / sub / digest[:2] / f"{digest}.zst"
+
+
+def put_blob(directory: str | Path, sub: str, digest: str, data: bytes) -> None:
+    """Write a blob under its content's name, once (atomically: a reader never sees half of one)."""
+    path = blob_path(directory, sub, digest)
+    if path.exists():
+        return
+    old = os.umask(0o077)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    finally:
+        os.umask(old)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@dataclass
+class ArchiveReport:
+    """What :meth:`Archive.repair` found: bytes cut back (a crash before a commit), and frames the bank
+    records that the files lack (lost after a commit)."""
+
+    truncated: list[tuple[str, int]] = field(default_factory=list)  # (file, bytes cut)
+    missing: list[tuple[int, int, int]] = field(default_factory=list)  # (source id, epoch, frames)
+
+
+def archive_dir(bank_path: str | Path) -> Path:
+    path = Path(bank_path)
+    return path.with_name(path.stem + ".archive") if path.suffix else path.with_name(path.name + ".archive")
+
+
+class Archive:
+    """The archive of one bank. ``commit`` runs inside the bank's transaction (see the module)."""
+
+    def __init__(self, directory: str | Path, readonly: bool = False) -> None:
+        self.dir = Path(directory)
+        self.readonly = readonly
+        if not readonly:
+            old = os.umask(0o077)
+            try:
+                for sub in ("streams", "rows", "blobs", "texts"):
+                    (self.dir / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
+            finally:
+                os.umask(old)
+            with contextlib.suppress(OSError):
+                os.chmod(self.dir, 0o700)
+
+    # -- writing (inside the bank transaction) --------------------------------------------
+    def commit(self, conn: sqlite3.Connection, source_id: int, pieces: list[Piece], now: str) -> None:
+        for piece in pieces:
+            if piece.kind == "stream":
+                self._append(conn, "streams", source_id, piece.data, piece.restart, now,
+                             src=(piece.src_start, piece.src_end), records=0)
+            elif piece.kind == "rows":
+                self._rows(conn, source_id, piece, now)
+        docs = [p for p in pieces if p.kind == "doc"]
+        if docs:
+            self._doc_version(conn, source_id, docs, now)
+
+    def _append(self, conn: sqlite3.Connection, kind: str, source_id: int, data: bytes, restart: bool, now: str,
+                src: tuple[int, int] = (0, 0), records: int = 0) -> None:
+        row = conn.execute("SELECT max(epoch) FROM archive_frames WHERE source_id = ? AND kind = ?",
+                           (source_id, kind)).fetchone()
+        epoch = 0 if row[0] is None else row[0] + (1 if restart else 0)
+        end, seq = conn.execute(
+            "SELECT coalesce(max(offset + length), 0), coalesce(max(seq), 0) FROM archive_frames "
+            "WHERE source_id = ? AND kind = ? AND epoch = ?", (source_id, kind, epoch)).fetchone()
+        path = self.dir / kind / f"{source_id}-{epoch}.zst"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(fd).st_size != end:
+                os.ftruncate(fd, end)  # bytes of an append whose transaction never committed
+            os.pwrite(fd, data, end)
+        finally:
+            os.close(fd)
+        conn.execute("INSERT INTO archive_frames (source_id, kind, epoch, seq, offset, length, src_start, src_end, "
+                     "records, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (source_id, kind, epoch, seq + 1, end, len(data), src[0], src[1], records, now))
+
+    def _rows(self, conn: sqlite3.Connection, source_id: int, piece: Piece, now: str) -> None:
+        fresh = []
+        for record in piece.records:
+            digest = hashlib.blake2b(record, digest_size=16).hexdigest()
+            if conn.execute("INSERT OR IGNORE INTO archive_rows (source_id, digest) VALUES (?, ?)",
+                            (source_id, digest)).rowcount:
+                fresh.append(record)
+        if fresh:
+            data = zstandard.ZstdCompressor(level=LEVEL).compress(b"\n".join(fresh) + b"\n")
+            self._append(conn, "rows", source_id, data, piece.restart, now, records=len(fresh))
+
+    def _doc_version(self, conn: sqlite3.Connection, source_id: int, docs: list[Piece], now: str) -> None:
+        latest = conn.execute("SELECT max(version) FROM archive_docs WHERE source_id = ?", (source_id,)).fetchone()[0]
+        if latest is not None:
+            held = [d for (d,) in conn.execute(
+                "SELECT digest FROM archive_docs WHERE source_id = ? AND version = ? ORDER BY part",
+                (source_id, latest))]
+            if held == [p.digest for p in sorted(docs, key=lambda p: p.part)]:
+                return  # read again, unchanged (a related document's stat moved)
+        version = 0 if latest is None else latest + 1
+        conn.executemany("INSERT INTO archive_docs (source_id, version, part, digest, whole, at) VALUES (?, ?, ?, ?, ?, ?)",
+                         [(source_id, version, p.part, p.digest, int(p.whole), now) for p in docs])
+
+    def blob_path(self, sub: str, digest: str) -> Path:
+        return blob_path(self.dir, sub, digest)
+
+    # -- reading -------------------------------------------------------------------------
+    def frames(self, conn: sqlite3.Connection, source_id: int, kind: str, epoch: int) -> Iterator[tuple[dict, bytes]]:
+        """The frames of one epoch of a stream or rows file, in order, decompressed: (frame row, bytes)."""
+        path = self.dir / kind / f"{source_id}-{epoch}.zst"
+        rows = conn.execute("SELECT seq, offset, length, src_start, src_end, records FROM archive_frames "
+                            "WHERE source_id = ? AND kind = ? AND epoch = ? ORDER BY seq",
+                            (source_id, kind, epoch)).fetchall()
+        if not rows:
+            return
+        dctx = zstandard.ZstdDecompressor()
+        with open(path, "rb") as stream:
+            for seq, offset, length, start, end, records in rows:
+                stream.seek(offset)
+                frame = stream.read(length)
+                yield ({"seq": seq, "src_start": start, "src_end": end, "records": records},
+                       dctx.decompressobj().decompress(frame))
+
+    def blob(self, sub: str, digest: str, whole: bool = False) -> bytes:
+        data = self.blob_path(sub, digest).read_bytes()
+        if whole:
+            return data
+        return zstandard.ZstdDecompressor().stream_reader(data).read()
+
+    def text(self, digest: str) -> str | None:
+        """A whole event text kept for the bank's clipped copy, or None if the archive lacks it."""
+        try:
+            return self.blob("texts", digest).decode("utf-8", "surrogatepass")
+        except (OSError, zstandard.ZstdError):
+            return None
+
+    def size_bytes(self) -> int:
+        total = 0
+        for root, _, files in os.walk(self.dir):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    total += os.stat(os.path.join(root, name)).st_size
+        return total
+
+    # -- keeping it consistent with the bank --------------------------------------------------
+    def repair(self, conn: sqlite3.Connection) -> ArchiveReport:
+        """Cut every stream and rows file back to what the bank committed; report what is missing."""
+        report = ArchiveReport()
+        ends = {(kind, source, epoch): end for kind, source, epoch, end in conn.execute(
+            "SELECT kind, source_id, epoch, max(offset + length) FROM archive_frames GROUP BY kind, source_id, epoch")}
+        for kind in ("streams", "rows"):
+            for path in (self.dir / kind).glob("*.zst"):
+                try:
+                    source, epoch = (int(x) for x in path.stem.split("-"))
+                except ValueError:
+                    continue
+                end = ends.get((kind, source, epoch), 0)
+                size = path.stat().st_size
+                if size > end:
+                    with open(path, "r+b") as f:
+                        f.truncate(end)
+                    report.truncated.append((str(path), size - end))
+        for (kind, source, epoch), end in ends.items():
+            path = self.dir / kind / f"{source}-{epoch}.zst"
+            size = path.stat().st_size if path.exists() else 0
+            if size < end:
+                lost = conn.execute("SELECT count(*) FROM archive_frames WHERE kind = ? AND source_id = ? AND "
+                                    "epoch = ? AND offset + length > ?", (kind, source, epoch, size)).fetchone()[0]
+                report.missing.append((source, epoch, lost))
+        return report

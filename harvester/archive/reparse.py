@@ -1,0 +1,292 @@
+"""``harvester reparse``: rebuild sessions with today's parsers from what the archive kept of their sources.
+
+Source by source, in one transaction each: the sessions read from the source are removed from the bank
+(events, index, imports, their rows), and the source's archived bytes are read again through the same
+reading pipeline a scan uses (parse, type checks, recall marking, redaction, clipping), then written as a
+scan would write them. The source's own cursor is left as it is: the live file goes on being read from
+where it stood. What a fresh scan of the same bytes would make is what the bank then holds, so a reparse
+when nothing changed gives the bank it had; and a parser fixed since gets its fix applied.
+
+A source with nothing archived (read before the archive existed) is read again from its file, when the file
+is still there (which also archives it); one with neither is reported.
+
+A run stopped midway (kill -9 included) stands at a source boundary: every source is either as before or
+rebuilt. Running the same reparse again goes on with the sources the stopped run had not done.
+"""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any
+
+import orjson
+import zstandard
+
+from harvester.archive import Archive
+from harvester.bank import Cursor, Write
+from harvester.compressed import read_frames
+from harvester.ingest import Ingestor
+from harvester.parsers import HARNESSES
+from harvester.parsers.base import Harness, Record, SourceRef
+from harvester.reading import LIMITS, Chunk, Outcome, _consume, _whole_record, read_batch, read_source
+from harvester.sources import Found, Plan, Stat, match, read_lines
+
+
+@dataclass
+class SourceDone:
+    path: str
+    harness: str
+    how: str  # archive | file | skipped
+    sessions: int = 0
+    events: int = 0
+    reason: str = ""
+
+
+@dataclass
+class ReparseReport:
+    run: int = 0
+    resumed: bool = False
+    sources: list[SourceDone] = field(default_factory=list)
+
+    @property
+    def events(self) -> int:
+        return sum(s.events for s in self.sources)
+
+
+OnSource = Callable[[SourceDone, int, int], None]  # (what was done, how many done, of how many)
+
+
+def reparse(ingestor: Ingestor, harnesses: list[str] | None = None, session: str | None = None,
+            on_source: OnSource | None = None, should_stop: Callable[[], bool] | None = None) -> ReparseReport:
+    bank = ingestor.bank
+    conn: sqlite3.Connection = bank.conn  # type: ignore[attr-defined]
+    archive: Archive | None = bank.archive  # type: ignore[attr-defined]
+    sources = _sources(conn, harnesses, session)
+    report = ReparseReport()
+    report.run, report.resumed = _run(bank, {"harnesses": sorted(harnesses or []), "session": session})
+    todo = [s for s in sources if s["reparse_run"] != report.run]
+    done_count = 0
+    for group in _groups(conn, todo):
+        if should_stop is not None and should_stop():
+            return report
+        for done in _group(ingestor, conn, archive, group, report.run):
+            report.sources.append(done)
+            done_count += 1
+            if on_source is not None:
+                on_source(done, done_count, len(todo))
+    with bank.transaction() as c:  # type: ignore[attr-defined]
+        c.execute("UPDATE reparse_runs SET finished_at = datetime('now') WHERE id = ?", (report.run,))
+    return report
+
+
+def _sources(conn: sqlite3.Connection, harnesses: list[str] | None, session: str | None) -> list[dict[str, Any]]:
+    sql = "SELECT id, harness, path, format, root, variant, reparse_run FROM sources WHERE format != 'unknown'"
+    args: list[Any] = []
+    if harnesses:
+        sql += f" AND harness IN ({', '.join('?' * len(harnesses))})"
+        args += harnesses
+    if session:
+        sql += (" AND (id IN (SELECT e.source_id FROM events e JOIN sessions s ON s.id = e.session_id "
+                "WHERE s.native_id = ?) OR path IN (SELECT source_path FROM sessions WHERE native_id = ?))")
+        args += [session, session]
+    names = ("id", "harness", "path", "format", "root", "variant", "reparse_run")
+    return [dict(zip(names, row, strict=True)) for row in conn.execute(sql + " ORDER BY id", args)]
+
+
+def _run(bank: Any, filter_: dict[str, Any]) -> tuple[int, bool]:
+    """The run to carry on (the last one with the same filter, if it did not finish), or a new one."""
+    key = orjson.dumps(filter_, option=orjson.OPT_SORT_KEYS).decode()
+    row = bank.conn.execute("SELECT id, finished_at FROM reparse_runs WHERE filter = ? ORDER BY id DESC LIMIT 1",
+                            (key,)).fetchone()
+    if row is not None and row[1] is None:
+        return row[0], True
+    with bank.transaction() as conn:
+        cursor = conn.execute("INSERT INTO reparse_runs (filter, started_at) VALUES (?, datetime('now'))", (key,))
+        return int(cursor.lastrowid or 0), False
+
+
+def _groups(conn: sqlite3.Connection, sources: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Sources that share a session (OpenClaw's cold archive and its database) are rebuilt together, in
+    the order they were first read: a fresh scan would read them so, and the session's order with them."""
+    by_id = {s["id"]: s for s in sources}
+    parent = {i: i for i in by_id}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for (sessions,) in conn.execute("SELECT group_concat(DISTINCT source_id) FROM events WHERE source_id IS NOT NULL "
+                                    "GROUP BY session_id HAVING count(DISTINCT source_id) > 1"):
+        ids = [int(i) for i in sessions.split(",") if int(i) in by_id]
+        for other in ids[1:]:
+            parent[find(other)] = find(ids[0])
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for i in sorted(by_id):
+        groups.setdefault(find(i), []).append(by_id[i])
+    return [groups[k] for k in sorted(groups)]
+
+
+def _group(ingestor: Ingestor, conn: sqlite3.Connection, archive: Archive | None, group: list[dict[str, Any]],
+           run: int) -> list[SourceDone]:
+    plans = [_plan(ingestor, conn, archive, source) for source in group]
+    bank = ingestor.bank
+    with bank.transaction() as c:  # type: ignore[attr-defined]
+        for source, (done, _) in zip(group, plans, strict=True):
+            if done.how != "skipped":
+                _drop_sessions_of(c, source["id"], source["path"])
+                c.execute("DELETE FROM problems WHERE source_path = ?", (source["path"],))
+        for source, (done, chunks) in zip(group, plans, strict=True):
+            if done.how == "skipped":
+                continue
+            harness = HARNESSES[source["harness"]]
+            now = _now()
+            for chunk in chunks:
+                excluded = ingestor._exclude(harness, chunk)
+                cursor = Cursor(harness.name, source["path"], source["format"])
+                write = Write(cursor, ingestor._identify(harness, chunk), chunk.batch.events, chunk.batch.problems,
+                              prepared=chunk.prepared, excluded=excluded, revise=chunk.batch.revise,
+                              marks=chunk.batch.marks)
+                added = bank._write_events(c, write, source["id"], now)  # type: ignore[attr-defined]
+                done.events += sum(added.values())
+                if done.how == "file" and chunk.archive and archive is not None:
+                    archive.commit(c, source["id"], chunk.archive, now)
+            done.sessions = c.execute("SELECT count(DISTINCT session_id) FROM events WHERE source_id = ?",
+                                      (source["id"],)).fetchone()[0]
+            c.execute("UPDATE sources SET reparse_run = ? WHERE id = ?", (run, source["id"]))
+    return [done for done, _ in plans]
+
+
+def _plan(ingestor: Ingestor, conn: sqlite3.Connection, archive: Archive | None,
+          source: dict[str, Any]) -> tuple[SourceDone, Iterator[Chunk]]:
+    """How a source is read again (its archive, else its file), and the chunks that reading yields."""
+    harness = HARNESSES.get(source["harness"])
+    done = SourceDone(source["path"], source["harness"], "archive")
+    if harness is None:
+        done.how, done.reason = "skipped", "no such harness in this version"
+        return done, iter(())
+    found = _found(harness, source, ingestor)
+    if archive is not None and _has_archive(conn, source["id"]):
+        return done, _from_archive(archive, conn, harness, source, found)
+    if found is not None and Path(source["path"]).is_file():
+        done.how = "file"
+        outcome = Outcome(source["path"])
+        return done, read_source(found, harness.name, None, outcome, ingestor.bank.prepare_rows, ingestor.limits)
+    done.how, done.reason = "skipped", "nothing archived, and the file is gone"
+    return done, iter(())
+
+
+def _drop_sessions_of(conn: sqlite3.Connection, source_id: int, path: str) -> None:
+    """Remove what the bank read from a source: its events, and the sessions left with none."""
+    sessions = [pk for (pk,) in conn.execute(
+        "SELECT DISTINCT session_id FROM events WHERE source_id = ? UNION "
+        "SELECT id FROM sessions WHERE source_path = ?", (source_id, path))]
+    conn.execute("DELETE FROM events WHERE source_id = ? OR (source_id IS NULL AND session_id IN "
+                 f"({', '.join('?' * len(sessions)) or 'NULL'}))", (source_id, *sessions))
+    for pk in sessions:
+        if conn.execute("SELECT 1 FROM events WHERE session_id = ? LIMIT 1", (pk,)).fetchone() is None:
+            conn.execute("DELETE FROM imports WHERE session_id = ?", (pk,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (pk,))
+        else:  # read from several sources: what stays is renumbered after the reparse's own
+            conn.execute("UPDATE sessions SET event_count = (SELECT count(*) FROM events WHERE session_id = ?), "
+                         "last_seq = (SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?) WHERE id = ?",
+                         (pk, pk, pk))
+
+
+def _has_archive(conn: sqlite3.Connection, source_id: int) -> bool:
+    return any(conn.execute(f"SELECT 1 FROM {table} WHERE source_id = ? LIMIT 1", (source_id,)).fetchone()
+               for table in ("archive_frames", "archive_docs"))
+
+
+def _found(harness: Harness, source: dict[str, Any], ingestor: Ingestor) -> Found | None:
+    """Where the source was found, as reading needs it (the root and kind recorded; else worked out)."""
+    path = Path(source["path"])
+    if source["root"]:
+        found = match(harness, Path(source["root"]), path)
+        if found is not None:
+            return found
+    for parent in path.parents:  # recorded before roots were: the nearest directory it matches under
+        found = match(harness, parent, path)
+        if found is not None:
+            return found
+    return None
+
+
+def _from_archive(archive: Archive, conn: sqlite3.Connection, harness: Harness, source: dict[str, Any],
+                  found: Found | None) -> Iterator[Chunk]:
+    """The source's chunks as reading makes them, from the archived bytes (every epoch, every version, in
+    the order they were read: what the bank held came from all of them)."""
+    fmt = source["format"]
+    path = PurePath(source["path"])
+    root = PurePath(source["root"] or (found.root if found else path.parent))
+    variant = source["variant"] or (found.spec.variant if found else "main")
+    sidecar = _latest_sidecar(archive, conn, source["id"])
+    ref = SourceRef(path, root, variant, sidecar)
+    no_archive = LIMITS  # reading again must not archive again
+    stat = Stat(0, 0, 0, 0)
+    if fmt in ("jsonl", "lines", "zstd-frames"):
+        for (epoch,) in conn.execute("SELECT DISTINCT epoch FROM archive_frames WHERE source_id = ? AND kind = "
+                                     "'streams' ORDER BY epoch", (source["id"],)).fetchall():
+            data = b"".join(raw for _, raw in archive.frames(conn, source["id"], "streams", epoch))
+            stream = io.BytesIO(data)
+            pieces = (read_frames(stream, 0, 0) if fmt == "zstd-frames" else
+                      read_lines(stream, 0, 0, take_tail=_whole_record if fmt == "jsonl" else None))
+            yield from _consume(HARNESSES[harness.name], ref, None, stat, Plan(0, 0, False), None, fmt,
+                                Outcome(str(path)), _prepare(), pieces, no_archive)
+    elif fmt == "jsonl.zst":
+        for (digest,) in conn.execute("SELECT digest FROM archive_docs WHERE source_id = ? AND part = 0 "
+                                      "ORDER BY version", (source["id"],)).fetchall():
+            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(archive.blob("blobs", digest, whole=True)),
+                                                                  read_across_frames=True)
+            pieces = read_lines(reader, 0, 0, take_tail=_whole_record)  # type: ignore[arg-type]
+            yield from _consume(HARNESSES[harness.name], ref, None, stat, Plan(0, 0, False), None, fmt,
+                                Outcome(str(path)), _prepare(), pieces, no_archive)
+    elif fmt == "sqlite":
+        state: dict[str, Any] = {}
+        for epoch in [e for (e,) in conn.execute("SELECT DISTINCT epoch FROM archive_frames WHERE source_id = ? AND "
+                                                 "kind = 'rows' ORDER BY epoch", (source["id"],))]:
+            for _, raw in archive.frames(conn, source["id"], "rows", epoch):
+                records = [Record(n, line) for n, line in enumerate(raw.split(b"\n"), start=1) if line]
+                chunk = _chunk_of(harness, ref, records, state, split=True)
+                state = chunk.batch.state  # rows read at one poll, then the next: the parser's state carries
+                yield chunk
+    else:
+        versions: dict[int, list[tuple[int, str, int]]] = {}
+        for version, part, digest, whole in conn.execute(
+                "SELECT version, part, digest, whole FROM archive_docs WHERE source_id = ? AND part >= 0 "
+                "ORDER BY version, part", (source["id"],)):
+            versions.setdefault(version, []).append((part, digest, whole))
+        for parts in versions.values():
+            records = [Record(n, archive.blob("blobs", digest, whole=bool(whole)))
+                       for n, (_, digest, whole) in enumerate(parts, start=1)]
+            records = [r for r in records if r.line > 1 or r.raw.strip()]
+            yield _chunk_of(harness, ref, records, {}, split=False)
+
+
+def _chunk_of(harness: Harness, ref: SourceRef, records: list[Record], state: dict[str, Any], split: bool) -> Chunk:
+    batch, redactions, _ = read_batch(HARNESSES[harness.name], ref, records, state, split=split)
+    return Chunk(batch, Cursor(harness.name, str(ref.path), "archive"), redactions, _prepare()(batch.events))
+
+
+def _latest_sidecar(archive: Archive, conn: sqlite3.Connection, source_id: int) -> bytes | None:
+    row = conn.execute("SELECT digest, whole FROM archive_docs WHERE source_id = ? AND part = -1 ORDER BY version DESC "
+                       "LIMIT 1", (source_id,)).fetchone()
+    return None if row is None else archive.blob("blobs", row[0], whole=bool(row[1]))
+
+
+def _prepare() -> Callable[[list[Any]], list[tuple]]:
+    from harvester.bank.sqlite_events import event_rows
+
+    return event_rows
+
+
+def _now() -> str:
+    from harvester.bank.sqlite import utcnow
+
+    return utcnow()
+

@@ -1,0 +1,116 @@
+"""Opening a SQLite bank: refusing a file that is not one before a byte of it changes, creating one 0600 in
+WAL mode, and splitting migration scripts into statements. Used by :mod:`harvester.bank.sqlite`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+
+from harvester.bank import BankError, NotABank
+from harvester.bank.migrations import MIGRATIONS
+from harvester.foreign_sqlite import HEADER, NotADatabase, open_readonly, read_header
+
+# Stamped in every bank's header (``PRAGMA application_id``, "HVST"): a SQLite file without it is
+# another program's database, which the harvester never changes.
+APPLICATION_ID = 0x48565354
+# What a bank written before the stamp existed holds (user_version 1 to 4): it is ours.
+_BANK_TABLES = {"sessions", "events", "sources", "problems", "imports", "directories"}
+
+
+def check_bank(path: str) -> None:
+    """Refuse (:class:`NotABank`) a file at ``path`` that is not a harvester bank (another program's
+    database, another format), having read it without changing it or anything beside it. A missing
+    or empty file is a bank about to be created."""
+    try:
+        header = read_header(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise BankError(f"cannot open the bank at {path}: {exc}") from exc
+    if not header:
+        return
+    if len(header) < 100 or not header.startswith(HEADER):
+        raise NotABank(path, "it is not a SQLite database")
+    if int.from_bytes(header[68:72], "big") == APPLICATION_ID:
+        return  # stamped: the one byte range that says so (the schema version is checked when opened)
+    for attempt in range(50):
+        try:
+            with open_readonly(path, timeout=30.0) as conn:
+                app, version = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("application_id", "user_version"))
+                tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            break
+        except NotADatabase as exc:
+            raise NotABank(path, "it is not a SQLite database") from exc
+        except sqlite3.OperationalError as exc:
+            # Another process is creating this bank right now (its -shm not yet set up): look again.
+            if attempt == 49:
+                raise BankError(f"cannot open the bank at {path}: {exc}") from exc
+            time.sleep(0.1)
+        except (sqlite3.Error, OSError) as exc:
+            raise NotABank(path, f"it cannot be read as a SQLite database ({exc})") from exc
+    if app == APPLICATION_ID or (app == 0 and not tables and version == 0):
+        return  # stamped (its header not yet checkpointed), or an empty database: a bank being created
+    if app == 0 and tables >= _BANK_TABLES and 1 <= version <= len(MIGRATIONS):
+        return  # written before banks were stamped
+    owner = f"application id {app:#x}" if app else "no harvester tables"
+    raise NotABank(path, f"it is another program's SQLite database ({owner})")
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script into statements, keeping trigger bodies whole."""
+    out: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                out.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        out.append(buffer.strip())
+    return out
+
+
+def _use_wal(conn: sqlite3.Connection, attempts: int = 100) -> None:
+    """WAL lets readers (status, search) work while the service writes. The mode is stored in the
+    file, so this is a no-op after creation; but two processes creating a bank at once can race on
+    the switch, which reports "locked" without waiting on busy_timeout: retry it."""
+    for attempt in range(attempts):
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05)
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    # Bank files hold people's conversations: 0600 from the first byte, -wal and -shm included
+    # (SQLite gives them the database file's mode; the umask covers the window before that).
+    if not os.path.exists(path):
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    old_umask = os.umask(0o077)
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        # Transcripts are mostly long texts: 16 KiB pages spill to overflow pages far less often than
+        # the 4 KiB default and write the bank about 1.6x faster (bench/bench_scan.py). Only takes
+        # effect on a new, empty file.
+        conn.execute("PRAGMA page_size = 16384")
+        _use_wal(conn)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA cache_size = -8192")  # 8 MiB: more bought nothing in bench_scan.py, and the service stays small
+    finally:
+        os.umask(old_umask)
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(path + suffix).st_mode & 0o077:
+                os.chmod(path + suffix, 0o600)
+    return conn
