@@ -23,13 +23,15 @@ if TYPE_CHECKING:
 # sooner (Codex waits one second for optional MCP servers), and every command starts quicker.
 
 
-def open_bank_or_fail(settings: Settings, write: bool = False) -> Bank:
+def open_bank_or_fail(settings: Settings, write: bool = False, archive: bool | None = None) -> Bank:
     """The bank, for writing (``scan``) or for reading: a bank this user cannot write, or one a newer
-    harvester wrote, is still readable."""
+    harvester wrote, is still readable. ``archive``: keep the raw archive (default: as configured)."""
     from harvester.bank import BankError, open_bank, open_bank_to_read
 
     try:
-        return open_bank(settings.bank) if write else open_bank_to_read(settings.bank)
+        if write:
+            return open_bank(settings.bank, archive=settings.archive if archive is None else archive)
+        return open_bank_to_read(settings.bank)
     except BankError as exc:
         raise click.ClickException(str(exc)) from exc
 
@@ -269,9 +271,11 @@ def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str 
 
 @cli.command()
 @click.argument("session")
+@click.option("--full", is_flag=True, help="Every text whole: tool output unshortened, and what the bank keeps "
+                                           "clipped (past 256 KiB) read from the archive.")
 @click.option("--json", "as_json", is_flag=True, help="The normalized session and events as JSON.")
 @click.pass_obj
-def show(settings: Settings, session: str, as_json: bool) -> None:
+def show(settings: Settings, session: str, full: bool, as_json: bool) -> None:
     """Show one session's transcript (SESSION: its id, or an unambiguous prefix)."""
     from harvester import render
 
@@ -284,10 +288,26 @@ def show(settings: Settings, session: str, as_json: bool) -> None:
             raise click.ClickException(f"{session!r} matches several sessions:\n{listing}")
         row = found[0]
         events = bank.events(row["id"])
+        if full:
+            _whole_texts(bank, events)
     if as_json:
         _print_json({"session": row, "events": events})
     else:
-        terminal.echo(render.transcript_text(row, events))
+        terminal.echo(render.transcript_text(row, events, full=full))
+
+
+def _whole_texts(bank: Bank, events: list[dict[str, Any]]) -> None:
+    """Each clipped text made whole from the archive; where the archive lacks it, the clipped copy says so."""
+    for event in events:
+        clipped = (event.get("meta") or {}).get("clipped")
+        if not clipped:
+            continue
+        whole = bank.whole_text(event)
+        if whole is not None:
+            event["text"] = whole
+            clipped["whole"] = True
+        else:
+            event["text"] += "\n[the whole text is not in the archive: it was off, or retention removed it]"
 
 
 @cli.command()
@@ -426,6 +446,13 @@ def disconnect_command(agents: tuple[str, ...], all_agents: bool, dry_run: bool)
 
     sys.exit(connect.run(agents, all_agents=all_agents, remove=True, dry_run=dry_run, env=os.environ,
                          home=config.home(), out=terminal.echo))
+
+
+# Commands on what the bank keeps (reparse, forget) live in their own module, which uses the helpers above.
+from harvester.cli_archive import forget, reparse  # noqa: E402
+
+cli.add_command(reparse)
+cli.add_command(forget)
 
 
 def main() -> None:

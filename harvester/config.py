@@ -10,6 +10,9 @@ Each value remembers where it came from, which ``harvester config`` prints.
     harnesses = ["claude-code", "codex"]        # enabled; default: all
     exclude = ["~/clients/secret"]              # sessions whose cwd is under these: never captured
     log_level = "info"
+    archive = true              # keep the raw archive beside the bank (harvester/archive); false: none
+    archive_max_age = "365d"    # archive retention, off by default: drop what is older (d, w, y)...
+    archive_max_size = "20GB"   # ...or past this size (KB, MB, GB, TB), oldest first
 
     [roots]                                     # extra roots per harness, beside the defaults
     claude-code = ["/mnt/old-laptop/.claude/projects"]
@@ -96,6 +99,9 @@ class Settings:
     log_level: str = "info"
     timings: Timings = field(default_factory=Timings)
     limits: Limits = field(default_factory=Limits)
+    archive: bool = True
+    archive_max_age_days: float | None = None  # archive retention (harvester/archive/retention.py); None: off
+    archive_max_size_bytes: int | None = None
     config_file: Path | None = None  # the file read; None when there is none
     config_path: Path | None = None  # where the file was looked for, found or not
     origins: dict[str, str] = field(default_factory=dict)  # setting -> where its value came from
@@ -118,6 +124,10 @@ class Settings:
             ("harnesses", self.harnesses or "all", self.origins.get("harnesses", "default")),
             ("exclude", [str(p) for p in self.exclude], self.origins.get("exclude", "default")),
             ("log_level", self.log_level, self.origins.get("log_level", "default")),
+            ("archive", self.archive, self.origins.get("archive", "default")),
+            ("archive_max_age", _show_days(self.archive_max_age_days), self.origins.get("archive_max_age", "default")),
+            ("archive_max_size", _show_bytes(self.archive_max_size_bytes),
+             self.origins.get("archive_max_size", "default")),
         ]
         for name, paths in sorted(self.roots.items()):
             rows.append((f"roots.{name}", [str(p) for p in paths], self.origins.get(f"roots.{name}", "")))
@@ -210,7 +220,8 @@ def _apply_options(settings: Settings, bank: str | None, bank_id_template: str |
 
 # --- the file ---
 
-FILE_KEYS = ("bank", "bank_id_template", "exclude", "harnesses", "limits", "log_level", "roots", "timings")
+FILE_KEYS = ("archive", "archive_max_age", "archive_max_size", "bank", "bank_id_template", "exclude", "harnesses",
+             "limits", "log_level", "roots", "timings")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 # What harvester.gitident.bank_id fills in a template, written {name} (tests/test_config.py checks that
 # it fills each). Here, not there: gitident imports GitPython, which checking a template needs not.
@@ -236,6 +247,13 @@ def _apply_file(settings: Settings, path: Path) -> None:
     for key, check in checks.items():
         if key in data:
             setattr(settings, key, check(f"{label}: {key}", data[key]))
+            settings.origins[key] = label
+    retention: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
+        "archive": ("archive", _boolean), "archive_max_age": ("archive_max_age_days", _age),
+        "archive_max_size": ("archive_max_size_bytes", _size)}
+    for key, (attribute, check) in retention.items():
+        if key in data:
+            setattr(settings, attribute, check(f"{label}: {key}", data[key]))
             settings.origins[key] = label
     if "roots" in data:
         for name, paths in _roots(f"{label}: roots", data["roots"]).items():
@@ -329,6 +347,53 @@ def _absolute_path(where: str, value: Any) -> Path:
         # name another place for each (an `exclude` that never matches, a bank per directory).
         raise _wrong_value(where, "an absolute path (or one starting with ~)", text)
     return path
+
+
+def _boolean(where: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _wrong_type(where, "true or false", value)
+    return value
+
+
+_AGE_UNITS = {"d": 1, "w": 7, "y": 365}
+_SIZE_UNITS = {"KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4,
+               "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
+_QUANTITY = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*")
+
+
+def _age(where: str, value: Any) -> float:
+    """An age with its unit ("90d", "26w", "1y"): a bare number could mean days or seconds."""
+    return _quantity(where, value, _AGE_UNITS, 'an age such as "90d", "26w" or "1y"')
+
+
+def _size(where: str, value: Any) -> int:
+    """A size with its unit ("500MB", "20GB", "1TiB")."""
+    return int(_quantity(where, value, _SIZE_UNITS, 'a size such as "500MB" or "20GB"'))
+
+
+def _quantity(where: str, value: Any, units: Mapping[str, int], expected: str) -> float:
+    if not isinstance(value, str):
+        raise _wrong_type(where, f"{expected} (a string)", value)
+    match = _QUANTITY.fullmatch(value)
+    if match is None or float(match[1]) <= 0:
+        raise _wrong_value(where, expected, value)
+    unit = next((u for u in units if u.lower() == match[2].lower()), None)  # "20gb" is meant as "20GB"
+    if unit is None:
+        raise _unknown(where, "unit", match[2], list(units))
+    return float(match[1]) * units[unit]
+
+
+def _show_days(days: float | None) -> str:
+    return "off" if days is None else f"{days:g}d"
+
+
+def _show_bytes(size: int | None) -> str:
+    if size is None:
+        return "off"
+    for unit in ("TB", "GB", "MB", "KB"):
+        if size >= _SIZE_UNITS[unit]:
+            return f"{size / _SIZE_UNITS[unit]:g}{unit}"
+    return f"{size}B"
 
 
 def _positive_number(where: str, value: Any, whole: bool) -> int | float:

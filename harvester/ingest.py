@@ -354,6 +354,16 @@ class Ingestor:
             batch.events = [batch.events[i] for i in keep]
             for sid in dropped:
                 batch.sessions.pop(sid, None)
+        if chunk.archive and chunk.origin is not None and (
+                dropped or (not names and self.bank.source_forgotten(chunk.cursor.path))):
+            # Nor does the archive keep them: a source that holds nothing else keeps none of this chunk,
+            # one that also holds sessions that stay keeps their records alone.
+            from harvester.archive.attribute import without
+
+            ref, state, line = chunk.origin
+            chunk.archive, discarded, partial = without(harness, ref, chunk.cursor.format, state, line,
+                                                        chunk.archive, None if names <= dropped else dropped)
+            self.bank.discard_archived(discarded, partial_source=chunk.cursor.path if partial else None)
         return new
 
     def _identify(self, harness: Harness, chunk: Chunk) -> list[SessionWrite]:

@@ -222,7 +222,7 @@ def record_uid(raw: bytes, suffix: int | str | None = None, context: str | None 
     return f"h:{digest}" if suffix is None else f"h:{digest}:{suffix}"
 
 
-def clip(text: str, limit: int = MAX_EVENT_TEXT) -> str:
+def clip(text: str, limit: int = MAX_EVENT_TEXT, where: str = "not kept") -> str:
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}\n[... {len(text) - limit} more characters not kept]"
+    return f"{text[:limit]}\n[... {len(text) - limit} more characters {where}]"

@@ -74,6 +74,10 @@ class Chunk:
     is_new_source: bool = False
     first_line: int = 0  # where the chunk's records start (a failure to commit it names this line)
     archive: list[Piece] = field(default_factory=list)  # what the raw archive keeps of it
+    # The source as its parser saw it, the parser state the chunk began with and the line its stream bytes
+    # start after: what it takes to tell which archived records are whose (harvester.archive.attribute),
+    # when a session is not to be kept.
+    origin: tuple[SourceRef, dict[str, Any], int] | None = None
 
 
 @dataclass(slots=True)
@@ -134,7 +138,7 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
     try:
         ref = SourceRef(found.path, found.root, found.spec.variant, _read_sidecar(found), st.st_mtime_ns)
         # The sidecar the parser is given (a subagent's meta.json, Copilot's workspace.yaml) is kept too.
-        sidecar = [doc_piece(limits.archive, ref.sidecar, -1)] if limits.archive and ref.sidecar else []
+        sidecar = [doc_piece(ref.sidecar, -1)] if limits.archive and ref.sidecar else []
         if fmt in ("jsonl", "lines", "zstd-frames"):
             with open_regular(path) as stream:
                 st = os.fstat(stream.fileno())
@@ -212,8 +216,9 @@ def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_re
             piece.waiting, following = following.waiting, None  # the final "a line waits" note
         outcome.line = piece.records[0].line if piece.records else new.line + 1
         outcome.bytes_read += piece.end_offset - new.offset
-        batch, redactions, archive = read_batch(harness, ref, piece.records, new.state, split=True,
-                                                archive_dir=limits.archive)
+        start, line_before = new.state, new.line
+        batch, redactions, archive = read_batch(harness, ref, piece.records, start, split=True,
+                                                keep_whole=bool(limits.archive))
         if limits.archive and stream is not None and piece.end_offset > archived_from:
             raw = os.pread(stream.fileno(), piece.end_offset - archived_from, archived_from)
             archive.insert(0, stream_piece(raw, archived_from, piece.end_offset,
@@ -231,7 +236,8 @@ def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_re
         # with a last line still waiting for its newline (it is taken once the file is quiet).
         done = following is None and not (piece.waiting and stream is not None)
         new.size, new.mtime_ns = (st.st_size, st.st_mtime_ns) if done else (-1, -1)
-        yield _chunk(batch, redactions, new, is_new and not committed_any, prepare, outcome.line, archive)
+        yield _chunk(batch, redactions, new, is_new and not committed_any, prepare, outcome.line, archive,
+                     (ref, start, line_before) if limits.archive else None)
         committed_any = True
         new.generation += 1  # what the bank holds once that chunk is committed
         piece = following
@@ -280,10 +286,10 @@ def _document(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
     outcome.line = 1
     new = _new_cursor(harness.name, path, "json", cursor, st, ref)
     new.offset, new.line = len(data), len(records)
-    batch, redactions, archive = read_batch(harness, ref, records, {}, split=False, archive_dir=limits.archive)
+    batch, redactions, archive = read_batch(harness, ref, records, {}, split=False, keep_whole=bool(limits.archive))
     if limits.archive:  # every version read: the archive keeps what the agent rewrote since
-        archive[:0] = [*(sidecar or []), *(doc_piece(limits.archive, r.raw, part) for part, r in enumerate(records))]
-    yield _chunk(batch, redactions, new, cursor is None, prepare, 1, archive)
+        archive[:0] = [*(sidecar or []), *(doc_piece(r.raw, part) for part, r in enumerate(records))]
+    yield _chunk(batch, redactions, new, cursor is None, prepare, 1, archive, (ref, {}, 0) if limits.archive else None)
 
 
 def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None, st: Stat, outcome: Outcome,
@@ -335,12 +341,12 @@ def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
     outcome.line = 1
     new = _new_cursor(harness.name, path, "sqlite", cursor, st, ref)
     new.offset, new.line = 0, (cursor.line if cursor else 0) + len(records)
-    batch, redactions, archive = read_batch(harness, ref, records, dict(state.get("parser", {})), split=True,
-                                            archive_dir=limits.archive)
+    start = dict(state.get("parser", {}))
+    batch, redactions, archive = read_batch(harness, ref, records, start, split=True, keep_whole=bool(limits.archive))
     if limits.archive and records:  # each row as read, once per content (Archive.commit deduplicates)
         archive.insert(0, rows_piece([r.raw for r in records], restart=replaced or cursor is None))
     new.state = {"parser": batch.state, "watermarks": marks}
-    yield _chunk(batch, redactions, new, cursor is None, prepare, 1, archive)
+    yield _chunk(batch, redactions, new, cursor is None, prepare, 1, archive, (ref, start, 0) if limits.archive else None)
 
 
 def _bytes_as_text(value: Any) -> Any:
@@ -350,14 +356,15 @@ def _bytes_as_text(value: Any) -> Any:
 
 
 def _chunk(batch: Batch, redactions: Counter[str], cursor: Cursor, is_new: bool, prepare: Prepare | None,
-           first_line: int, archive: list[Piece] | None = None) -> Chunk:
+           first_line: int, archive: list[Piece] | None = None,
+           origin: tuple[SourceRef, dict[str, Any], int] | None = None) -> Chunk:
     snapshot = replace(cursor, state=dict(cursor.state))  # the caller goes on advancing its own
     return Chunk(batch, snapshot, redactions, prepare(batch.events) if prepare else None, is_new, first_line,
-                 archive or [])
+                 archive or [], origin)
 
 
 def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[str, Any], split: bool,
-               archive_dir: str | None = None) -> tuple[Batch, Counter[str], list[Piece]]:
+               keep_whole: bool = False) -> tuple[Batch, Counter[str], list[Piece]]:
     """Parse, check and redact records: what reaches the bank from them. One bad record costs that
     record. A run of records is parsed in one call; if the parser raises, or what it returns has
     values of the wrong type (:func:`harvester.validate.repair`), the run is parsed again one record
@@ -366,7 +373,8 @@ def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[
     there a parser error fails the source (:class:`ParserFailed`), to be read again later.
 
     Last, a text past the bank's copy (:data:`MAX_EVENT_TEXT`) is clipped there, marked ``meta.clipped``;
-    with an archive, the whole (redacted) text is kept in it: the third value says what it keeps."""
+    ``keep_whole`` (a bank with an archive): the whole (redacted) text goes there, the third value.
+    ``state`` is left as it was (the start of a chunk is what attributing its records needs)."""
     start = _copy(state)
     try:
         batch = harness.parse(ref, records, _copy(start))
@@ -383,20 +391,20 @@ def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[
             batch.problems.append(Problem("malformed", records[0].line if records else 1, describe(faults)))
     mark_recall(batch)
     redactions = redact_batch(batch)
-    return batch, redactions, keep_whole_texts(batch, archive_dir)
+    return batch, redactions, keep_whole_texts(batch, keep_whole)
 
 
-def keep_whole_texts(batch: Batch, archive_dir: str | None) -> list[Piece]:
+def keep_whole_texts(batch: Batch, keep_whole: bool) -> list[Piece]:
     """Clip the texts the bank keeps a part of; the archive keeps them whole (read by ``show --full``)."""
     kept = []
     for event in batch.events:
         if len(event.text) > MAX_EVENT_TEXT:
             clipped: dict[str, Any] = {"chars": len(event.text)}
-            if archive_dir:
-                piece = text_piece(archive_dir, event.text)
+            if keep_whole:
+                piece = text_piece(event.text, event.session)
                 kept.append(piece)
                 clipped["text"] = piece.digest
-            event.text = clip(event.text)
+            event.text = clip(event.text, where="in the archive (harvester show --full)" if keep_whole else "not kept")
             event.meta = {**(event.meta or {}), "clipped": clipped}
     return kept
 

@@ -73,6 +73,31 @@ class ScanProgress:
             self._shown = False
 
 
+class ProgressLine:
+    """One line on stderr, redrawn in place at most every 0.1 s (only on a terminal), cleared at the end."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+        self.on = self.stream.isatty()
+        self._drawn = 0.0
+        self._shown = False
+
+    def show(self, line: str, force: bool = False) -> None:
+        now = time.monotonic()
+        if not self.on or (not force and now - self._drawn < ScanProgress.EVERY):
+            return
+        self._drawn = now
+        self.stream.write("\r\x1b[2K" + visible(line))
+        self.stream.flush()
+        self._shown = True
+
+    def finish(self) -> None:
+        if self._shown:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+            self._shown = False
+
+
 def human_bytes(n: int) -> str:
     size = float(n)
     for unit in ("B", "KB", "MB", "GB"):
@@ -106,23 +131,23 @@ def scan_report_text(report: ScanReport, bank_path: Path) -> str:
     took = f"{human_bytes(report.bytes_read)} read in {report.seconds:.1f} s"
     if not new and not problems:
         stores = sum(1 for h in report.harnesses.values() if h.roots)
-        return (f"Nothing new: {checked} {_plural(checked, 'source')} of {stores} {_plural(stores, 'agent')} "
+        return (f"Nothing new: {checked} {plural(checked, 'source')} of {stores} {plural(stores, 'agent')} "
                 f"checked in {report.seconds:.1f} s (bank: {bank_path}).")
     sessions = sum(len(h.sessions_changed) for h in new)
-    lines = [f"+{report.events_added:,} events in {sessions:,} {_plural(sessions, 'session')} ({took}):"]
+    lines = [f"+{report.events_added:,} events in {sessions:,} {plural(sessions, 'session')} ({took}):"]
     for h in sorted(new, key=lambda h: -h.events_added):
         lines.append(f"  {h.harness:<16} +{h.events_added:,} events in {len(h.sessions_changed):,} "
-                     f"{_plural(len(h.sessions_changed), 'session')}")
+                     f"{plural(len(h.sessions_changed), 'session')}")
     if problems:
-        what = f"{problems:,} {_plural(problems, 'record')} could not be read"
+        what = f"{problems:,} {plural(problems, 'record')} could not be read"
         if failed:
-            what += f", {failed} {_plural(failed, 'source')} failed"
+            what += f", {failed} {plural(failed, 'source')} failed"
         lines.append(f"{what}: `harvester status` says which and why.")
     lines.append(f"Bank: {bank_path}")
     return "\n".join(lines)
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
     return word if n == 1 else word + ("es" if word.endswith(("ch", "sh", "s", "x")) else "s")
 
 
@@ -234,10 +259,10 @@ def status_text(data: dict[str, Any]) -> str:
                                 ("sources_failed", "source", "failed (read again at the next reconcile)"),
                                 ("git_errors", "session", "whose git probe failed")):
             if h.get(key):
-                notes.append(f"{h[key]} {_plural(h[key], noun)} {said}")
+                notes.append(f"{h[key]} {plural(h[key], noun)} {said}")
         if h.get("unlisted_directories"):
             n = len(h["unlisted_directories"])
-            notes.append(f"{n} {_plural(n, 'directory') if n == 1 else 'directories'} cannot be listed")
+            notes.append(f"{n} {plural(n, 'directory') if n == 1 else 'directories'} cannot be listed")
         if notes:
             parts.append(f"  {h['name']}: " + "; ".join(notes))
         for f in h.get("failures", [])[:3]:
@@ -288,7 +313,8 @@ def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
     return _table(headers, table)
 
 
-def transcript_text(session: dict[str, Any], events: list[dict[str, Any]]) -> str:
+def transcript_text(session: dict[str, Any], events: list[dict[str, Any]], full: bool = False) -> str:
+    """``full``: every text whole (tool output is shortened to 2,000 characters otherwise)."""
     s = session
     head = [f"{s['title'] or '(untitled)'}",
             f"session {s['native_id']} ({s['harness']}{', ' + s['agent_version'] if s['agent_version'] else ''})",
@@ -310,7 +336,7 @@ def transcript_text(session: dict[str, Any], events: list[dict[str, Any]]) -> st
         if e["is_error"]:
             label += " (error)"
         body = e["text"] or ""
-        if e["kind"] == "tool_result" and len(body) > 2000:
+        if not full and e["kind"] == "tool_result" and len(body) > 2000:
             body = body[:2000] + f"\n… ({len(body) - 2000} more characters)"
         body = visible(body)  # before indenting: textwrap.indent also starts lines after \r and \x1c-\x1e
         out.append(f"[{_when(e['ts'])[11:] or '-'}] {label}\n{textwrap.indent(body, '  ')}".rstrip())
@@ -320,7 +346,7 @@ def transcript_text(session: dict[str, Any], events: list[dict[str, Any]]) -> st
 def search_text(hits: list[dict[str, Any]], total: int, query: str, where: str, limit: int) -> str:
     if not hits:
         return f"No matches for {query!r} in {where}."
-    head = f"{total:,} {_plural(total, 'match')} for {query!r} in {where}"
+    head = f"{total:,} {plural(total, 'match')} for {query!r} in {where}"
     head += f"; the best {len(hits)} (--limit for more):" if total > len(hits) else ":"
     lines = [head]
     lines += [f"{h['harness']} {_short(h['session'], 14)} #{h['seq']} {_label(h['role'], h['kind'])} "

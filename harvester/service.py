@@ -168,7 +168,7 @@ class Service:
         lock.acquire()  # raises AlreadyRunning
         self._install_signal_handlers()
         try:
-            self.bank = open_bank(self.settings.bank)
+            self.bank = open_bank(self.settings.bank, archive=self.settings.archive)
             # Reading stays in this process (no reader process, as scan uses for large imports): a
             # service's imports are small after the first, and an idle service should be one process.
             self.ingestor = Ingestor(self.bank, self.settings.bank_id_template, exclude=self.settings.excluded,

@@ -78,11 +78,14 @@ def test_roots_for_an_unknown_harness_are_the_same_typo(tmp_path: Path) -> None:
 
 # --- keys ---
 
+FILE_KEYS = ("archive, archive_max_age, archive_max_size, bank, bank_id_template, exclude, harnesses, limits, "
+             "log_level, roots, timings")
+
+
 @pytest.mark.parametrize(("text", "expected"), [
-    ('bank_id_templat = "x"\n', 'unknown key "bank_id_templat" (did you mean "bank_id_template"? valid: bank, '
-                                "bank_id_template, exclude, harnesses, limits, log_level, roots, timings)"),
-    ("[timing]\npoll_seconds = 5\n", 'unknown key "timing" (did you mean "timings"? valid: bank, bank_id_template, '
-                                     "exclude, harnesses, limits, log_level, roots, timings)"),
+    ('bank_id_templat = "x"\n', 'unknown key "bank_id_templat" (did you mean "bank_id_template"? valid: '
+                                f"{FILE_KEYS})"),
+    ("[timing]\npoll_seconds = 5\n", f'unknown key "timing" (did you mean "timings"? valid: {FILE_KEYS})'),
     ("[timings]\ndebounce = 20\n", 'timings: unknown key "debounce" (did you mean "debounce_ms"? valid: '
                                    "debounce_ms, heartbeat_seconds, idle_end_minutes, poll_seconds, quiet_seconds, "
                                    "recent_minutes, reconcile_minutes, unfinished_seconds)"),
@@ -93,10 +96,25 @@ def test_an_unknown_key_is_named_with_the_close_match(tmp_path: Path, text: str,
     assert file_error(tmp_path, text) == expected
 
 
+def test_archive_settings_are_read_with_their_units(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('archive = false\narchive_max_age = "26w"\narchive_max_size = "1.5GB"\n')
+    settings = config.load({config.CONFIG_ENV: str(path), "HOME": str(tmp_path)})
+    assert (settings.archive, settings.archive_max_age_days, settings.archive_max_size_bytes) == (False, 182, 1_500_000_000)
+    assert config.load({"HOME": str(tmp_path), config.CONFIG_ENV: ""}).archive is True  # on by default
+
+
 # --- types and ranges, key by key ---
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("bank = 3\n", "bank: expected a path (a string), got 3 (an integer)"),
+    ('archive = "no"\n', 'archive: expected true or false, got "no" (a string)'),
+    ('archive_max_age = 30\n', 'archive_max_age: expected an age such as "90d", "26w" or "1y" (a string), got 30 '
+                               "(an integer)"),
+    ('archive_max_age = "30 days"\n', 'archive_max_age: unknown unit "days" (valid: d, w, y)'),
+    ('archive_max_size = "-5GB"\n', 'archive_max_size: expected a size such as "500MB" or "20GB", got "-5GB"'),
+    ('archive_max_size = "20 gigs"\n', 'archive_max_size: unknown unit "gigs" (valid: KB, MB, GB, TB, KiB, MiB, GiB, '
+                                       "TiB)"),
     ('bank = ""\n', 'bank: expected a path, got ""'),
     ('bank = "bank.sqlite"\n', 'bank: expected an absolute path (or one starting with ~), got "bank.sqlite"'),
     ("bank_id_template = true\n", "bank_id_template: expected a template (a string), got true (a boolean)"),
@@ -287,8 +305,9 @@ def test_config_shows_where_each_value_comes_from(tmp_path: Path) -> None:
     daemon.config.write_text('no_such_setting = 1\nharnesses = ["claude"]\n')
     bad = daemon.cli("config")
     assert bad.returncode == 2
-    assert bad.stderr == (f'Error: {daemon.config}: unknown key "no_such_setting" (valid: bank, bank_id_template, '
-                          "exclude, harnesses, limits, log_level, roots, timings)\n")
+    assert bad.stderr == (f'Error: {daemon.config}: unknown key "no_such_setting" (valid: archive, archive_max_age, '
+                          "archive_max_size, bank, bank_id_template, exclude, harnesses, limits, log_level, roots, "
+                          "timings)\n")
 
 
 def test_scan_with_a_mistyped_harness_exits_2_as_a_process(tmp_path: Path) -> None:

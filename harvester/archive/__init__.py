@@ -44,39 +44,43 @@ PieceKind = Literal["stream", "doc", "rows", "text"]
 
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """What one chunk adds to the archive, prepared where it was read (compressed in the reader; blobs are
-    written there too, content-addressed: one the bank never comes to reference is harmless)."""
+    """What one chunk adds to the archive, prepared (compressed) where it was read and written when the
+    chunk commits: what a chunk drops before that (an excluded or forgotten session's) never reaches disk."""
 
     kind: PieceKind
-    data: bytes = b""  # stream: a zstd frame of source bytes [src_start, src_end)
-    digest: str = ""  # doc/text: sha256 of the uncompressed content (the blob's name, already written)
+    data: bytes = b""  # stream/doc/text: zstd-compressed content (stream: source bytes [src_start, src_end))
+    digest: str = ""  # doc/text: sha256 of the uncompressed content, the blob's name
     src_start: int = 0
     src_end: int = 0
     restart: bool = False  # stream/rows: the source is read again from its start, a new epoch
     part: int = 0  # doc: 0 the document, 1.. its related documents in the order read, -1 its sidecar
     records: tuple[bytes, ...] = ()  # rows: each row's record as read (deduplicated at commit)
     whole: bool = False  # doc: the blob is the source file's bytes as they are (a .jsonl.zst is zstd already)
+    written: int = 0  # doc: a blob too large to hold in memory, already written (its size); see file_piece
+    session: str = ""  # text: the session whose event it is
+
+
+def _compress(raw: bytes) -> bytes:
+    return zstandard.ZstdCompressor(level=LEVEL).compress(raw)
 
 
 def stream_piece(raw: bytes, start: int, end: int, restart: bool) -> Piece:
-    return Piece("stream", zstandard.ZstdCompressor(level=LEVEL).compress(raw), src_start=start, src_end=end,
-                 restart=restart)
+    return Piece("stream", _compress(raw), src_start=start, src_end=end, restart=restart)
 
 
 def rows_piece(records: list[bytes], restart: bool) -> Piece:
     return Piece("rows", restart=restart, records=tuple(records))
 
 
-def doc_piece(directory: str | Path, raw: bytes, part: int, whole: bool = False) -> Piece:
-    """A document version, its blob written now (``whole``: ``raw`` is zstd already, kept as it is)."""
-    digest = hashlib.sha256(raw).hexdigest()
-    put_blob(directory, "blobs", digest, raw if whole else zstandard.ZstdCompressor(level=LEVEL).compress(raw))
-    return Piece("doc", digest=digest, part=part, whole=whole)
+def doc_piece(raw: bytes, part: int) -> Piece:
+    """A document version (a JSON file rewritten whole, a related document, a sidecar)."""
+    return Piece("doc", _compress(raw), digest=hashlib.sha256(raw).hexdigest(), part=part)
 
 
 def file_piece(directory: str | Path, path: str | Path) -> Piece:
     """A whole source file kept as it is (a ``.jsonl.zst``: zstd already), copied in blocks: memory stays
-    small whatever the file's size."""
+    small whatever the file's size. Its blob is written now; a chunk that drops it calls
+    :meth:`Archive.discard`."""
     digest = hashlib.sha256()
     old = os.umask(0o077)
     try:
@@ -84,11 +88,13 @@ def file_piece(directory: str | Path, path: str | Path) -> Piece:
         fd, tmp = tempfile.mkstemp(dir=Path(directory) / "blobs", prefix=".tmp-")
     finally:
         os.umask(old)
+    size = 0
     try:
         with os.fdopen(fd, "wb") as out, open(path, "rb") as source:
             while block := source.read(1 << 20):
                 digest.update(block)
                 out.write(block)
+                size += len(block)
         target = blob_path(directory, "blobs", digest.hexdigest())
         target.parent.mkdir(exist_ok=True, mode=0o700)
         os.replace(tmp, target)
@@ -96,15 +102,13 @@ def file_piece(directory: str | Path, path: str | Path) -> Piece:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return Piece("doc", digest=digest.hexdigest(), whole=True)
+    return Piece("doc", digest=digest.hexdigest(), whole=True, written=size)
 
 
-def text_piece(directory: str | Path, text: str) -> Piece:
-    """A whole event text (redacted), its blob written now."""
+def text_piece(text: str, session: str) -> Piece:
+    """A whole event text (redacted), for ``show --full``."""
     raw = text.encode("utf-8", "surrogatepass")
-    digest = hashlib.sha256(raw).hexdigest()
-    put_blob(directory, "texts", digest, zstandard.ZstdCompressor(level=LEVEL).compress(raw))
-    return Piece("text", digest=digest)
+    return Piece("text", _compress(raw), digest=hashlib.sha256(raw).hexdigest(), session=session)
 
 
 def blob_path(directory: str | Path, sub: str, digest: str) -> Path:
@@ -170,9 +174,21 @@ class Archive:
                              src=(piece.src_start, piece.src_end), records=0)
             elif piece.kind == "rows":
                 self._rows(conn, source_id, piece, now)
+            elif piece.kind == "text":
+                put_blob(self.dir, "texts", piece.digest, piece.data)
+                conn.execute("INSERT OR IGNORE INTO archive_texts (source_id, digest, size) VALUES (?, ?, ?)",
+                             (source_id, piece.digest, len(piece.data)))
         docs = [p for p in pieces if p.kind == "doc"]
         if docs:
             self._doc_version(conn, source_id, docs, now)
+
+    def discard(self, conn: sqlite3.Connection, pieces: list[Piece]) -> None:
+        """Pieces a chunk will not commit: a blob already written for one goes, unless the archive holds it."""
+        for piece in pieces:
+            if piece.written and conn.execute("SELECT 1 FROM archive_docs WHERE digest = ? LIMIT 1",
+                                              (piece.digest,)).fetchone() is None:
+                with contextlib.suppress(OSError):
+                    self.blob_path("blobs", piece.digest).unlink()
 
     def _append(self, conn: sqlite3.Connection, kind: str, source_id: int, data: bytes, restart: bool, now: str,
                 src: tuple[int, int] = (0, 0), records: int = 0) -> None:
@@ -214,8 +230,13 @@ class Archive:
             if held == [p.digest for p in sorted(docs, key=lambda p: p.part)]:
                 return  # read again, unchanged (a related document's stat moved)
         version = 0 if latest is None else latest + 1
-        conn.executemany("INSERT INTO archive_docs (source_id, version, part, digest, whole, at) VALUES (?, ?, ?, ?, ?, ?)",
-                         [(source_id, version, p.part, p.digest, int(p.whole), now) for p in docs])
+        for p in docs:
+            if not p.written:
+                put_blob(self.dir, "blobs", p.digest, p.data)
+        conn.executemany("INSERT INTO archive_docs (source_id, version, part, digest, whole, size, at) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         [(source_id, version, p.part, p.digest, int(p.whole), p.written or len(p.data), now)
+                          for p in docs])
 
     def blob_path(self, sub: str, digest: str) -> Path:
         return blob_path(self.dir, sub, digest)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import io
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -27,6 +27,7 @@ import orjson
 import zstandard
 
 from harvester.archive import Archive
+from harvester.archive.purge import Purge
 from harvester.bank import Cursor, Write
 from harvester.compressed import read_frames
 from harvester.ingest import Ingestor
@@ -84,7 +85,8 @@ def reparse(ingestor: Ingestor, harnesses: list[str] | None = None, session: str
 
 
 def _sources(conn: sqlite3.Connection, harnesses: list[str] | None, session: str | None) -> list[dict[str, Any]]:
-    sql = "SELECT id, harness, path, format, root, variant, reparse_run FROM sources WHERE format != 'unknown'"
+    sql = ("SELECT id, harness, path, format, root, variant, reparse_run, archive_partial FROM sources "
+           "WHERE format != 'unknown'")
     args: list[Any] = []
     if harnesses:
         sql += f" AND harness IN ({', '.join('?' * len(harnesses))})"
@@ -93,7 +95,7 @@ def _sources(conn: sqlite3.Connection, harnesses: list[str] | None, session: str
         sql += (" AND (id IN (SELECT e.source_id FROM events e JOIN sessions s ON s.id = e.session_id "
                 "WHERE s.native_id = ?) OR path IN (SELECT source_path FROM sessions WHERE native_id = ?))")
         args += [session, session]
-    names = ("id", "harness", "path", "format", "root", "variant", "reparse_run")
+    names = ("id", "harness", "path", "format", "root", "variant", "reparse_run", "archive_partial")
     return [dict(zip(names, row, strict=True)) for row in conn.execute(sql + " ORDER BY id", args)]
 
 
@@ -136,16 +138,21 @@ def _group(ingestor: Ingestor, conn: sqlite3.Connection, archive: Archive | None
            run: int) -> list[SourceDone]:
     plans = [_plan(ingestor, conn, archive, source) for source in group]
     bank = ingestor.bank
+    superseded: list[Purge] = []
     with bank.transaction() as c:  # type: ignore[attr-defined]
         for source, (done, _) in zip(group, plans, strict=True):
             if done.how != "skipped":
                 _drop_sessions_of(c, source["id"], source["path"])
+                c.execute("DELETE FROM archive_texts WHERE source_id = ?", (source["id"],))  # made again
                 c.execute("DELETE FROM problems WHERE source_path = ?", (source["path"],))
         for source, (done, chunks) in zip(group, plans, strict=True):
             if done.how == "skipped":
                 continue
             harness = HARNESSES[source["harness"]]
             now = _now()
+            # Read from its file: the archive gets the file's bytes anew, after what it held of it (which goes
+            # once they are in): the source's archive is then whole again, unless this read finds otherwise.
+            anew = _archive_anew(c, source["id"]) if done.how == "file" and archive is not None else None
             for chunk in chunks:
                 excluded = ingestor._exclude(harness, chunk)
                 cursor = Cursor(harness.name, source["path"], source["format"])
@@ -154,12 +161,60 @@ def _group(ingestor: Ingestor, conn: sqlite3.Connection, archive: Archive | None
                               marks=chunk.batch.marks)
                 added = bank._write_events(c, write, source["id"], now)  # type: ignore[attr-defined]
                 done.events += sum(added.values())
-                if done.how == "file" and chunk.archive and archive is not None:
-                    archive.commit(c, source["id"], chunk.archive, now)
+                if chunk.archive and archive is not None:  # from the file: all of it; else whole texts
+                    archive.commit(c, source["id"], anew.pieces(chunk.archive) if anew else chunk.archive, now)
+            if anew is not None:
+                superseded.append(anew.drop_older(c, archive))  # type: ignore[arg-type]
             done.sessions = c.execute("SELECT count(DISTINCT session_id) FROM events WHERE source_id = ?",
                                       (source["id"],)).fetchone()[0]
             c.execute("UPDATE sources SET reparse_run = ? WHERE id = ?", (run, source["id"]))
+    for purge in superseded:
+        purge.finish(archive, bank.conn)  # type: ignore[arg-type, attr-defined]
     return [done for done, _ in plans]
+
+
+@dataclass
+class _Anew:
+    """A source archived again from its file: its new pieces start new epochs and versions after the old."""
+
+    source_id: int
+    epochs: dict[str, int]  # kind -> the last epoch held before
+    version: int | None  # the last document version held before
+    started: set[str] = field(default_factory=set)
+
+    def pieces(self, pieces: list[Any]) -> list[Any]:
+        out = []
+        for piece in pieces:
+            kind = {"stream": "streams", "rows": "rows"}.get(piece.kind)
+            if kind in self.epochs and kind not in self.started:
+                piece = replace(piece, restart=True)
+            if kind is not None:
+                self.started.add(kind)
+            out.append(piece)
+        return out
+
+    def drop_older(self, conn: sqlite3.Connection, archive: Archive) -> Purge:
+        purge = Purge()
+        for kind, last in self.epochs.items():
+            purge.files += [archive.dir / kind / f"{self.source_id}-{e}.zst" for (e,) in conn.execute(
+                "SELECT DISTINCT epoch FROM archive_frames WHERE source_id = ? AND kind = ? AND epoch <= ?",
+                (self.source_id, kind, last))]
+            conn.execute("DELETE FROM archive_frames WHERE source_id = ? AND kind = ? AND epoch <= ?",
+                         (self.source_id, kind, last))
+        if self.version is not None:
+            purge.blobs.update(("blobs", d) for (d,) in conn.execute(
+                "SELECT digest FROM archive_docs WHERE source_id = ? AND version <= ?", (self.source_id, self.version)))
+            conn.execute("DELETE FROM archive_docs WHERE source_id = ? AND version <= ?", (self.source_id, self.version))
+        return purge
+
+
+def _archive_anew(conn: sqlite3.Connection, source_id: int) -> _Anew:
+    epochs = dict(conn.execute("SELECT kind, max(epoch) FROM archive_frames WHERE source_id = ? GROUP BY kind",
+                               (source_id,)).fetchall())
+    version = conn.execute("SELECT max(version) FROM archive_docs WHERE source_id = ?", (source_id,)).fetchone()[0]
+    conn.execute("DELETE FROM archive_rows WHERE source_id = ?", (source_id,))  # every row is read anew
+    conn.execute("UPDATE sources SET archive_partial = 0 WHERE id = ?", (source_id,))
+    return _Anew(source_id, epochs, version)
 
 
 def _plan(ingestor: Ingestor, conn: sqlite3.Connection, archive: Archive | None,
@@ -171,13 +226,16 @@ def _plan(ingestor: Ingestor, conn: sqlite3.Connection, archive: Archive | None,
         done.how, done.reason = "skipped", "no such harness in this version"
         return done, iter(())
     found = _found(harness, source, ingestor)
-    if archive is not None and _has_archive(conn, source["id"]):
+    if archive is not None and _has_archive(conn, source["id"]) and not source["archive_partial"]:
         return done, _from_archive(archive, conn, harness, source, found)
     if found is not None and Path(source["path"]).is_file():
         done.how = "file"
         outcome = Outcome(source["path"])
         return done, read_source(found, harness.name, None, outcome, ingestor.bank.prepare_rows, ingestor.limits)
-    done.how, done.reason = "skipped", "nothing archived, and the file is gone"
+    done.how = "skipped"
+    done.reason = ("the archive lacks part of it (a forgotten session's records could not be told apart from the "
+                   "others'), and the file is gone: its sessions stay as they are" if source["archive_partial"]
+                   else "nothing archived, and the file is gone")
     return done, iter(())
 
 
@@ -227,7 +285,9 @@ def _from_archive(archive: Archive, conn: sqlite3.Connection, harness: Harness, 
     variant = source["variant"] or (found.spec.variant if found else "main")
     sidecar = _latest_sidecar(archive, conn, source["id"])
     ref = SourceRef(path, root, variant, sidecar)
-    no_archive = LIMITS  # reading again must not archive again
+    # Reading again archives nothing again (no stream is given to _consume), but keeps whole texts: a
+    # parser fixed since may make them anew.
+    texts_only = replace(LIMITS, archive=str(archive.dir))
     stat = Stat(0, 0, 0, 0)
     if fmt in ("jsonl", "lines", "zstd-frames"):
         for (epoch,) in conn.execute("SELECT DISTINCT epoch FROM archive_frames WHERE source_id = ? AND kind = "
@@ -237,7 +297,7 @@ def _from_archive(archive: Archive, conn: sqlite3.Connection, harness: Harness, 
             pieces = (read_frames(stream, 0, 0) if fmt == "zstd-frames" else
                       read_lines(stream, 0, 0, take_tail=_whole_record if fmt == "jsonl" else None))
             yield from _consume(HARNESSES[harness.name], ref, None, stat, Plan(0, 0, False), None, fmt,
-                                Outcome(str(path)), _prepare(), pieces, no_archive)
+                                Outcome(str(path)), _prepare(), pieces, texts_only)
     elif fmt == "jsonl.zst":
         for (digest,) in conn.execute("SELECT digest FROM archive_docs WHERE source_id = ? AND part = 0 "
                                       "ORDER BY version", (source["id"],)).fetchall():
@@ -245,7 +305,7 @@ def _from_archive(archive: Archive, conn: sqlite3.Connection, harness: Harness, 
                                                                   read_across_frames=True)
             pieces = read_lines(reader, 0, 0, take_tail=_whole_record)  # type: ignore[arg-type]
             yield from _consume(HARNESSES[harness.name], ref, None, stat, Plan(0, 0, False), None, fmt,
-                                Outcome(str(path)), _prepare(), pieces, no_archive)
+                                Outcome(str(path)), _prepare(), pieces, texts_only)
     elif fmt == "sqlite":
         state: dict[str, Any] = {}
         for epoch in [e for (e,) in conn.execute("SELECT DISTINCT epoch FROM archive_frames WHERE source_id = ? AND "
@@ -269,8 +329,9 @@ def _from_archive(archive: Archive, conn: sqlite3.Connection, harness: Harness, 
 
 
 def _chunk_of(harness: Harness, ref: SourceRef, records: list[Record], state: dict[str, Any], split: bool) -> Chunk:
-    batch, redactions, _ = read_batch(HARNESSES[harness.name], ref, records, state, split=split)
-    return Chunk(batch, Cursor(harness.name, str(ref.path), "archive"), redactions, _prepare()(batch.events))
+    batch, redactions, texts = read_batch(HARNESSES[harness.name], ref, records, state, split=split, keep_whole=True)
+    return Chunk(batch, Cursor(harness.name, str(ref.path), "archive"), redactions, _prepare()(batch.events),
+                 archive=texts)
 
 
 def _latest_sidecar(archive: Archive, conn: sqlite3.Connection, source_id: int) -> bytes | None:

@@ -116,6 +116,10 @@ class Bank(Protocol):
     def cursors(self, harness: str | None = None) -> list[Cursor]: ...
     def session_heads(self, harness: str, native_ids: list[str]) -> dict[str, SessionHead]: ...
     def excluded_sessions(self, harness: str, native_ids: list[str]) -> set[str]: ...
+
+    def source_forgotten(self, path: str) -> bool: ...
+
+    def discard_archived(self, pieces: list[Any], partial_source: str | None = None) -> None: ...
     # Row values for apply, computed without the database (picklable: a reader process runs it).
     prepare_rows: Callable[[list[Event]], Any]
 
@@ -151,6 +155,8 @@ class Bank(Protocol):
                       harness: str | None = None, limit: int | None = None) -> list[dict[str, Any]]: ...
     def find_sessions(self, ref: str) -> list[dict[str, Any]]: ...
     def events(self, session_pk: int) -> list[dict[str, Any]]: ...
+
+    def whole_text(self, event: dict[str, Any]) -> str | None: ...
     def search(self, query: str, bank_id: str | None = None, limit: int = 20,
                include_recall: bool = False) -> list[dict[str, Any]]: ...
 
@@ -176,9 +182,10 @@ def open_bank(path: str | Path, readonly: bool = False, archive: bool = True) ->
     return SqliteBank(str(path), readonly=readonly, archive=archive)
 
 
-def open_bank_to_read(path: str | Path, archive: bool = True) -> Bank:
+def open_bank_to_read(path: str | Path) -> Bank:
     """The bank for a command that only reads: opened for writing where this user can write it (so it
-    is created or migrated as usual), else read-only; read-only too when a newer harvester wrote it."""
+    is created or migrated as usual), else read-only; read-only too when a newer harvester wrote it.
+    Its archive, if it has one, is only read (a writer repairs it; see harvester/archive)."""
     path = str(path)
     directory = os.path.dirname(os.path.abspath(path))
     writable = os.access(path, os.W_OK) if os.path.exists(path) else os.access(directory, os.W_OK)
@@ -186,7 +193,7 @@ def open_bank_to_read(path: str | Path, archive: bool = True) -> Bank:
         writable = False  # -wal and -shm could not be created beside it
     if writable:
         try:
-            return open_bank(path, archive=archive)
+            return open_bank(path, archive=False)
         except BankNewer:
             pass
     return open_bank(path, readonly=True)

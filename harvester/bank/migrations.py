@@ -210,9 +210,19 @@ MIGRATIONS: list[str] = [
         part INTEGER NOT NULL,
         digest TEXT NOT NULL,
         whole INTEGER NOT NULL DEFAULT 0,
+        size INTEGER NOT NULL DEFAULT 0,
         at TEXT NOT NULL,
         PRIMARY KEY (source_id, version, part)
     ) WITHOUT ROWID;
+    CREATE INDEX archive_docs_digest ON archive_docs (digest);
+    -- Whole event texts (past the bank's clipped copy), by the source whose events hold them.
+    CREATE TABLE archive_texts (
+        source_id INTEGER NOT NULL,
+        digest TEXT NOT NULL,
+        size INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (source_id, digest)
+    ) WITHOUT ROWID;
+    CREATE INDEX archive_texts_digest ON archive_texts (digest);
     CREATE TABLE archive_rows (
         source_id INTEGER NOT NULL,
         digest TEXT NOT NULL,
@@ -221,7 +231,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE events ADD COLUMN source_id INTEGER;
     CREATE INDEX events_source ON events (source_id);
     ALTER TABLE sessions ADD COLUMN parser_version INTEGER;
+    -- Why a session is never stored (excluded by the configuration, or forgotten), and the source it was
+    -- read from: what is read there later that names no session is not archived either.
     ALTER TABLE excluded_sessions ADD COLUMN reason TEXT;
+    ALTER TABLE excluded_sessions ADD COLUMN source_path TEXT;
+    CREATE INDEX excluded_sessions_source ON excluded_sessions (source_path);
     -- Where a source was found (its root and kind), so that it can be parsed again when its file is gone.
     ALTER TABLE sources ADD COLUMN root TEXT;
     ALTER TABLE sources ADD COLUMN variant TEXT;
@@ -233,5 +247,8 @@ MIGRATIONS: list[str] = [
         finished_at TEXT
     );
     ALTER TABLE sources ADD COLUMN reparse_run INTEGER;
+    -- The archive lacks records of sessions the bank holds (a forgotten session's could not be told apart
+    -- from theirs): reparse reads such a source from its file, or leaves its sessions as they are.
+    ALTER TABLE sources ADD COLUMN archive_partial INTEGER NOT NULL DEFAULT 0;
     """,
 ]

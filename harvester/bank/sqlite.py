@@ -7,7 +7,7 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -30,6 +30,9 @@ from harvester.bank.sqlite_recall import SqliteRecall
 from harvester.foreign_sqlite import open_readonly
 from harvester.gitident import RepoIdentity
 from harvester.model import Event, Problem, title_rank
+
+if TYPE_CHECKING:
+    from harvester.archive.purge import Purge
 
 UNLISTED = "directory cannot be listed: "  # the detail of a directory's problem (set_unlisted_directories)
 
@@ -80,7 +83,9 @@ class SqliteBank(SqliteReads, SqliteRecall):
             where = archive_dir(path)
             if archive and not readonly:
                 self.archive = Archive(where)
-                self.archive_report = self.archive.repair(self.conn)  # a crash may have left it ahead
+                # Under the write lock: another writer's appends not committed yet are not a crash's.
+                with self.transaction():
+                    self.archive_report = self.archive.repair(self.conn)  # a crash may have left it ahead
             elif where.is_dir():
                 self.archive = Archive(where, readonly=True)  # what reading commands need of it
         except (sqlite3.Error, OSError) as exc:
@@ -206,6 +211,28 @@ class SqliteBank(SqliteReads, SqliteRecall):
                 out[native_id] = SessionHead(row[0], row[1], row[2])
         return out
 
+    def source_forgotten(self, path: str) -> bool:
+        """Every session read from the source is never to be stored (excluded, forgotten): what is read
+        there later that names no session is not archived either."""
+        return self.conn.execute(
+            "SELECT 1 FROM excluded_sessions WHERE source_path = ? AND NOT EXISTS (SELECT 1 FROM events e JOIN "
+            "sources s ON s.id = e.source_id WHERE s.path = ?) LIMIT 1", (path, path)).fetchone() is not None
+
+    def discard_archived(self, pieces: list[Any], partial_source: str | None = None) -> None:
+        """Archive pieces a chunk will not commit (harvester.archive.Archive.discard); ``partial_source``:
+        the source's archive now lacks records of sessions the bank holds (harvester.archive.attribute).
+        Said before the chunk commits: a crash in between leaves it said, which only costs a reparse
+        reading the source's file instead of its archive."""
+        if self.archive is not None and not self.archive.readonly:
+            self.archive.discard(self.conn, pieces)
+            if partial_source is not None:
+                mark = "UPDATE sources SET archive_partial = 1 WHERE path = ?"
+                if self.conn.in_transaction:  # a reparse, inside its own
+                    self.conn.execute(mark, (partial_source,))
+                else:
+                    with self.transaction() as conn:
+                        conn.execute(mark, (partial_source,))
+
     def excluded_sessions(self, harness: str, native_ids: list[str]) -> set[str]:
         out = set()
         for native_id in native_ids:
@@ -226,6 +253,7 @@ class SqliteBank(SqliteReads, SqliteRecall):
         per session native id."""
         now = utcnow()
         cur = write.cursor
+        purges: list[Purge] = []
         with self.transaction() as conn:
             row = conn.execute("SELECT generation FROM sources WHERE path = ?", (cur.path,)).fetchone()
             current = None if row is None else row[0]
@@ -237,17 +265,23 @@ class SqliteBank(SqliteReads, SqliteRecall):
             source_id = conn.execute("SELECT id FROM sources WHERE path = ?", (cur.path,)).fetchone()[0]
             if write.archive and self.archive is not None:
                 self.archive.commit(conn, source_id, write.archive, now)
-            added = self._write_events(conn, write, source_id, now)
+            added = self._write_events(conn, write, source_id, now, purges)
+        for purge in purges:  # committed: the files the archive no longer names can go
+            purge.finish(self.archive, self.conn)  # type: ignore[arg-type]
         cur.generation += 1
         return added
 
-    def _write_events(self, conn: sqlite3.Connection, write: Write, source_id: int, now: str) -> dict[str, int]:
-        """A write's sessions, events, marks and problems, inside the caller's transaction."""
+    def _write_events(self, conn: sqlite3.Connection, write: Write, source_id: int, now: str,
+                      purges: list[Purge] | None = None) -> dict[str, int]:
+        """A write's sessions, events, marks and problems, inside the caller's transaction. ``purges``
+        collects what excluded sessions took out of the archive, to finish once it commits."""
         cur = write.cursor
         added: dict[str, int] = {}
         revised: dict[str, int] = {}
         for native_id in write.excluded:
-            self._forget_session(conn, cur.harness, native_id, now)
+            purge = self._forget_session(conn, cur.harness, native_id, cur.path, now)
+            if purge is not None and purges is not None:
+                purges.append(purge)
         pks: dict[str, int] = {}
         last_seq: dict[str, int] = {}
         for sw in write.sessions:
@@ -308,16 +342,26 @@ class SqliteBank(SqliteReads, SqliteRecall):
         self._insert_problems(conn, cur.harness, cur.path, write.problems, now)
         return added
 
-    def _forget_session(self, conn: sqlite3.Connection, harness: str, native_id: str, now: str) -> None:
-        """A session the configuration excludes: drop anything stored before its cwd was known."""
+    def _forget_session(self, conn: sqlite3.Connection, harness: str, native_id: str, path: str,
+                        now: str) -> Purge | None:
+        """A session the configuration excludes: drop anything stored before its cwd was known, in the
+        bank and in the archive."""
         row = conn.execute("SELECT id FROM sessions WHERE harness = ? AND native_id = ?",
                            (harness, native_id)).fetchone()
+        purge = None
         if row is not None:
+            if self.archive is not None and not self.archive.readonly:
+                # Here: the parsers, which it needs, cost commands that only read the bank 0.1 s to import.
+                from harvester.archive.purge import purge_sessions
+                from harvester.parsers import HARNESSES
+
+                purge = purge_sessions(conn, self.archive, HARNESSES.get, [row[0]])
             conn.execute("DELETE FROM events WHERE session_id = ?", (row[0],))
             conn.execute("DELETE FROM imports WHERE session_id = ?", (row[0],))
             conn.execute("DELETE FROM sessions WHERE id = ?", (row[0],))
-        conn.execute("INSERT OR IGNORE INTO excluded_sessions (harness, native_id, excluded_at) VALUES (?, ?, ?)",
-                     (harness, native_id, now))
+        conn.execute("INSERT OR IGNORE INTO excluded_sessions (harness, native_id, excluded_at, reason, source_path) "
+                     "VALUES (?, ?, ?, 'excluded', ?)", (harness, native_id, now, path))
+        return purge
 
     def _upsert_session(self, conn: sqlite3.Connection, sw: Any, now: str) -> tuple[int, int]:
         p = sw.patch

@@ -149,6 +149,15 @@ class SqliteReads:
         return [_event_dict(r) for r in _rows(self.conn.execute(
             f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ? ORDER BY seq", (session_pk,)))]
 
+    def whole_text(self, event: dict[str, Any]) -> str | None:
+        """The whole text of an event whose bank copy is clipped (``meta.clipped``), from the archive;
+        None when it is not clipped, or the archive does not hold it (off, or removed by retention)."""
+        clipped = (event.get("meta") or {}).get("clipped")
+        archive = getattr(self, "archive", None)
+        if not isinstance(clipped, dict) or not clipped.get("text") or archive is None:
+            return None
+        return archive.text(str(clipped["text"]))
+
     def search(self, query: str, bank_id: str | None = None, limit: int = 20,
                include_recall: bool = False) -> list[dict[str, Any]]:
         """``harvester search``: FTS5 syntax, over one bank id or all; see SqliteRecall.search_events."""

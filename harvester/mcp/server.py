@@ -85,11 +85,13 @@ def build_server(bank: Bank, cwd: str, template: str, caller: str | None = None,
     @read_only(server)
     async def get_events(session: str, start: int = 0, limit: int = 50, kinds: list[str] | None = None,
                          repo: str | None = None, bank: str | None = None, all_repos: bool = False,
-                         max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+                         max_bytes: int = DEFAULT_MAX_BYTES, full: bool = False, text_from: int = 0) -> str:
         """One session's transcript in order, a page at a time from event position `start`; the answer ends
-        with `next_start` for the next page. `kinds` keeps only those (text, tool_call, tool_result, ...)."""
+        with `next_start` for the next page. `kinds` keeps only those (text, tool_call, tool_result, ...).
+        Each text is cut at 4,000 characters; `full` gives them whole (a long tool output included), and
+        one longer than the answer goes on from `text_from`, as the answer's last line says."""
         return _answer(lambda: views.get_events(recall(repo, bank, all_repos), session, start, limit, kinds,
-                                                max_bytes))
+                                                max_bytes, full, text_from))
 
     @server.resource("harvester://session/{session_id}", name="session", mime_type="text/markdown",
                      description="A session of this repository as markdown: its handoff brief.")

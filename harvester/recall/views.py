@@ -190,9 +190,11 @@ def event_block(e: dict[str, Any], limit: int) -> str:
 
 
 def get_events(r: Recall, session: str, start: int = 0, limit: int = 50, kinds: list[str] | None = None,
-               max_bytes: int = DEFAULT_MAX_BYTES) -> str:
-    if start < 0 or not 1 <= limit <= 500:
-        raise RecallError("start must be 0 or more, and limit between 1 and 500")
+               max_bytes: int = DEFAULT_MAX_BYTES, full: bool = False, text_from: int = 0) -> str:
+    """A page of events. ``full``: each text whole (the archive's copy where the bank's is clipped) as far as
+    the answer's size allows; one too long for a page goes on from character ``text_from`` in the next."""
+    if start < 0 or not 1 <= limit <= 500 or text_from < 0:
+        raise RecallError("start and text_from must be 0 or more, and limit between 1 and 500")
     for k in kinds or ():
         if k not in KINDS:
             raise RecallError(f"kinds: {k!r} is not one of {', '.join(KINDS)}")
@@ -204,13 +206,32 @@ def get_events(r: Recall, session: str, start: int = 0, limit: int = 50, kinds: 
             f"{s['event_count']} events; {state_words(s)}.")
     blocks, used = [head], len(head.encode()) + 600
     next_start = rest[0]["seq"] if rest else None
-    for e in page:
-        block = event_block(e, 4000)
+    go_on = ""
+    for n, e in enumerate(page):
+        if full:
+            e["text"] = r.bank.whole_text(e) or e.get("text") or ""
+            if n == 0 and text_from:
+                e["text"] = e["text"][text_from:]
+            room = max_bytes - used - 200
+            if n == 0 and len(e["text"].encode()) > room:  # too long for any page: this one carries a part
+                part = _within(e["text"], room)
+                e["text"] = part
+                go_on = (f"next: get_events(session={s['native_id']!r}, start={e['seq']}, full=true, "
+                         f"text_from={text_from + len(part)})")
+                next_start = None
+        block = event_block(e, len(e["text"] or "") if full else 4000)
         if used + len(block.encode()) > max_bytes and len(blocks) > 1:
             next_start = e["seq"]
             break
         blocks.append(block)
         used += len(block.encode()) + 2
-    blocks.append(f"next_start: {next_start}" if next_start is not None else "next_start: none (the end)")
+        if go_on:
+            break
+    blocks.append(go_on or (f"next_start: {next_start}" if next_start is not None else "next_start: none (the end)"))
     return bounded("\n\n".join(blocks), "get_events", r.scope, max_bytes,
                    f"page on with get_events(session={s['native_id']!r}, start=…)")
+
+
+def _within(text: str, size: int) -> str:
+    """The longest start of ``text`` that fits ``size`` bytes in UTF-8."""
+    return text.encode("utf-8", "surrogatepass")[:max(size, 1)].decode("utf-8", "ignore")

@@ -1,0 +1,158 @@
+"""The commands that work on what the bank keeps, beside the capture: ``reparse`` and ``forget``.
+
+Registered on the ``harvester`` group by :mod:`harvester.cli` (imported at its end, so this module can use
+its helpers).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from harvester import terminal
+from harvester.cli import enabled_harnesses, open_bank_or_fail
+from harvester.config import Settings
+from harvester.parsers import HARNESSES
+
+
+def _archive_wanted(settings: Settings) -> bool:
+    """Whether to open the archive for writing: when it is on, or off now but still holding what it kept."""
+    from harvester.archive import archive_dir
+
+    return settings.archive or archive_dir(settings.bank).is_dir()
+
+
+@click.command()
+@click.option("--harness", "names", multiple=True, type=click.Choice(sorted(HARNESSES)),
+              help="Only this harness's sessions (repeatable).")
+@click.option("--session", "session_ref", metavar="ID", help="Only this session (its id, or a prefix).")
+@click.pass_obj
+def reparse(settings: Settings, names: tuple[str, ...], session_ref: str | None) -> None:
+    """Rebuild sessions with today's parsers from the raw archive (or the agents' files, where the archive
+    lacks them). Idempotent; a run that was stopped goes on where it stood."""
+    from harvester.archive import reparse as reparsing
+    from harvester.ingest import Ingestor
+    from harvester.render import ProgressLine
+
+    bank = open_bank_or_fail(settings, write=True, archive=_archive_wanted(settings))
+    native_id = None
+    if session_ref:
+        found = bank.find_sessions(session_ref)
+        if len(found) != 1:
+            bank.close()
+            raise click.ClickException(f"no session matches {session_ref!r}" if not found else
+                                       f"{session_ref!r} matches several sessions: "
+                                       + ", ".join(s["native_id"] for s in found))
+        native_id = found[0]["native_id"]
+    harnesses = [h.name for h in enabled_harnesses(settings, names)] if names else None
+    line = ProgressLine()
+
+    def progress(done: reparsing.SourceDone, count: int, total: int) -> None:
+        line.show(f"reparsing: {count} of {total} sources ({done.harness})", force=count == total)
+
+    ingestor = Ingestor(bank, settings.bank_id_template, exclude=settings.excluded, limits=settings.read_limits())
+    try:
+        report = reparsing.reparse(ingestor, harnesses, native_id, on_source=progress)
+    finally:
+        line.finish()
+        ingestor.close()
+        bank.close()
+    terminal.echo(_reparse_summary(report))
+
+
+def _reparse_summary(report: Any) -> str:
+    ways: dict[str, int] = {}
+    for done in report.sources:
+        ways[done.how] = ways.get(done.how, 0) + 1
+    sessions = sum(s.sessions for s in report.sources)
+    head = (f"Reparsed {_count(len(report.sources), 'source')}: {report.events:,} events in "
+            f"{_count(sessions, 'session')}")
+    if report.resumed:
+        head += " (carrying on a run that was stopped)"
+    parts = [f"{ways[k]} from {w}" for k, w in (("archive", "the archive"), ("file", "their files")) if ways.get(k)]
+    lines = [head + (f"; {', '.join(parts)}." if parts else ".")]
+    for done in report.sources:
+        if done.how == "skipped":
+            lines.append(f"  skipped {terminal.visible(done.path)}: {done.reason}")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("session", required=False)
+@click.option("--repo", type=click.Path(file_okay=False), help="Every session of the repository at PATH.")
+@click.option("--before", metavar="WHEN", help="Sessions last active before: an ISO date, or a span like 90d.")
+@click.option("--dry-run", is_flag=True, help="List what would go; change nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask (needed when not at a terminal).")
+@click.pass_obj
+def forget(settings: Settings, session: str | None, repo: str | None, before: str | None, dry_run: bool,
+           yes: bool) -> None:
+    """Remove sessions from the bank, its search index and the archive, for good, and keep them out of later
+    scans. SESSION: an id or a prefix; or --repo and/or --before. Sessions started from them go too."""
+    from harvester import forget as forgetting
+    from harvester.recall.scope import scope_for
+    from harvester.recall.views import RecallError, parse_since
+
+    if session and (repo or before):
+        raise click.UsageError("give SESSION, or --repo and/or --before, not both")
+    if not (session or repo or before):
+        raise click.UsageError("say what to forget: SESSION, --repo PATH or --before WHEN")
+    try:
+        cutoff = parse_since(before)
+    except RecallError as exc:
+        raise click.BadParameter(str(exc).replace("since:", "before:"), param_hint="--before") from exc
+    scope = scope_for(os.getcwd(), settings.bank_id_template, repo=repo) if repo else None
+    bank = open_bank_or_fail(settings, write=not dry_run, archive=_archive_wanted(settings) and not dry_run)
+    try:
+        try:
+            chosen = forgetting.choose(bank, session, scope, cutoff)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from exc
+        if not chosen:
+            terminal.echo("Nothing to forget: no session matches.")
+            return
+        events = sum(s["event_count"] or 0 for s in chosen)
+        terminal.echo(f"{'Would forget' if dry_run else 'Forgetting'} {_count(len(chosen), 'session')} "
+                      f"({events:,} events):")
+        for s in chosen:
+            title = terminal.visible((s["title"] or "(untitled)")[:60])
+            terminal.echo(f"  {s['harness']:<14} {s['native_id']}  {(s['started_at'] or '')[:10]}  {title}")
+        if dry_run:
+            for path in forgetting.sources_of(bank, [s["id"] for s in chosen]):  # type: ignore[arg-type]
+                terminal.echo(f"  read from {terminal.visible(path)}")
+            terminal.echo("Nothing changed (--dry-run).")
+            return
+        if not yes:
+            if not sys.stdin.isatty():
+                raise click.ClickException("forgetting cannot be undone: run again with --yes")
+            click.confirm("Forget them? This cannot be undone", abort=True)
+        done = forgetting.forget(bank, chosen)  # type: ignore[arg-type]
+    finally:
+        bank.close()
+    terminal.echo(_forget_summary(done))
+
+
+def _count(n: int, word: str) -> str:
+    from harvester.render import plural
+
+    return f"{n:,} {plural(n, word)}"
+
+
+def _forget_summary(done: Any) -> str:
+    lines = [f"Forgot {_count(len(done.sessions), 'session')} ({done.events:,} events): gone from the bank, its "
+             f"search index and the archive ({done.bytes_freed / 1e6:.1f} MB of archive freed)."]
+    for path in done.inseparable:
+        lines.append(f"  {terminal.visible(path)} also holds other sessions, which could not be told apart from "
+                     "these: its whole archive went (they stay in the bank; `harvester reparse` archives them "
+                     "again from the file)")
+    if not done.wal_emptied:
+        lines.append("  another process is reading the bank: its write-ahead log keeps old pages until the next "
+                     "checkpoint")
+    if done.sources:
+        lines.append("The agents' own files are untouched (harvester never writes there); later scans skip these "
+                     "sessions while they hold them:")
+        lines += [f"  {terminal.visible(p)}" for p in done.sources]
+    return "\n".join(lines)
+

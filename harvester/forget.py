@@ -1,0 +1,135 @@
+"""``harvester forget``: sessions taken out of the bank, its search index and the archive, for good.
+
+For the user who finds a secret in a transcript, or wants a repository's history gone. What goes:
+
+- the sessions chosen (by id, by repository, by age), and the sessions started from them (sub-agents,
+  forks), which hold their text too;
+- their events, their search index entries, their imports; their bytes in the raw archive
+  (:mod:`harvester.archive.purge`: a source of theirs alone goes whole, a shared one is re-packed);
+- the deleted pages themselves: SQLite's ``secure_delete`` overwrites what is freed, the search index is
+  rewritten (FTS5 keeps a deleted row's terms until its segments merge), and the write-ahead log is
+  emptied, so that the text is not left in the bank's free space.
+
+A tombstone (``excluded_sessions``, reason ``forgotten``) keeps each one out of every later scan while the
+agent's own file still holds it: harvester never writes into an agent's directory, so that file stays as
+the agent left it, and the paths are listed for whoever wants it gone too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harvester.bank.sqlite import SqliteBank, utcnow
+from harvester.recall.scope import Scope
+
+
+@dataclass
+class Forgotten:
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    events: int = 0
+    sources: list[str] = field(default_factory=list)  # the agents' files they were read from
+    archive_dropped: int = 0  # sources whose archive went whole
+    archive_repacked: int = 0  # shared sources re-packed without them
+    inseparable: list[str] = field(default_factory=list)  # shared sources whose whole archive went
+    bytes_freed: int = 0
+    wal_emptied: bool = True  # False: a reader held the log; its old pages go at the next checkpoint
+
+
+def choose(bank: SqliteBank, session: str | None = None, scope: Scope | None = None,
+           before: str | None = None) -> list[dict[str, Any]]:
+    """The sessions to forget: the one named (its id or an unambiguous prefix; several matching is a
+    ValueError naming them), or those of ``scope`` last active before ``before``; with the sessions
+    started from each."""
+    if session is not None:
+        found = bank.find_sessions(session)
+        if not found:
+            raise ValueError(f"no session matches {session!r}")
+        if len(found) > 1:
+            raise ValueError(f"{session!r} matches several sessions: " + ", ".join(
+                f"{s['native_id']} ({s['harness']})" for s in found))
+        rows = found
+    else:
+        where, args = (scope or Scope("every repository")).sql()
+        if before:
+            where += " AND coalesce(s.updated_at, s.started_at, s.last_imported_at) < ?"
+            args.append(before)
+        pks = [pk for (pk,) in bank.conn.execute(f"SELECT s.id FROM sessions s WHERE {where}", args)]
+        rows = _sessions(bank, pks)
+    return _with_descendants(bank, rows)
+
+
+def _sessions(bank: SqliteBank, pks: list[int]) -> list[dict[str, Any]]:
+    out = []
+    for pk in pks:
+        out += bank.find_sessions(str(pk))
+    return out
+
+
+def _with_descendants(bank: SqliteBank, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    chosen = {r["id"]: r for r in rows}
+    frontier = list(rows)
+    while frontier:
+        parent = frontier.pop()
+        for (pk,) in bank.conn.execute("SELECT id FROM sessions WHERE harness = ? AND parent_native_id = ?",
+                                       (parent["harness"], parent["native_id"])):
+            if pk not in chosen:
+                child = _sessions(bank, [pk])
+                chosen.update((c["id"], c) for c in child)
+                frontier += child
+    return sorted(chosen.values(), key=lambda s: (s.get("started_at") or "", s["id"]))
+
+
+def sources_of(bank: SqliteBank, pks: list[int]) -> list[str]:
+    """The agents' files these sessions were read from."""
+    if not pks:
+        return []
+    marks = ", ".join("?" * len(pks))
+    return [p for (p,) in bank.conn.execute(
+        f"SELECT path FROM sources WHERE id IN (SELECT DISTINCT source_id FROM events WHERE session_id IN ({marks})) "
+        f"UNION SELECT source_path FROM sessions WHERE id IN ({marks}) AND source_path IS NOT NULL ORDER BY 1",
+        [*pks, *pks])]
+
+
+def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
+    """Take ``sessions`` out of the bank and the archive, and tombstone them (see the module)."""
+    from harvester.archive.purge import purge_sessions
+    from harvester.parsers import HARNESSES
+
+    pks = [s["id"] for s in sessions]
+    result = Forgotten(sessions=sessions)
+    if not pks:
+        return result
+    conn = bank.conn
+    result.sources = sources_of(bank, pks)
+    marks = ", ".join("?" * len(pks))
+    conn.execute("PRAGMA secure_delete = ON")  # what is freed is overwritten, not left in free pages
+    try:
+        now = utcnow()
+        with bank.transaction() as c:
+            result.events = c.execute(f"SELECT count(*) FROM events WHERE session_id IN ({marks})", pks).fetchone()[0]
+            source_ids = [i for (i,) in c.execute(
+                f"SELECT DISTINCT source_id FROM events WHERE session_id IN ({marks}) AND source_id IS NOT NULL", pks)]
+            purge = (purge_sessions(c, bank.archive, HARNESSES.get, pks)
+                     if bank.archive is not None and not bank.archive.readonly else None)
+            c.execute(f"INSERT INTO excluded_sessions (harness, native_id, excluded_at, reason, source_path) "
+                      f"SELECT harness, native_id, ?, 'forgotten', source_path FROM sessions WHERE id IN ({marks}) "
+                      "ON CONFLICT DO UPDATE SET reason = 'forgotten', excluded_at = excluded.excluded_at", [now, *pks])
+            c.execute(f"DELETE FROM events WHERE session_id IN ({marks})", pks)  # the index follows (a trigger)
+            c.execute(f"DELETE FROM imports WHERE session_id IN ({marks})", pks)
+            c.execute(f"DELETE FROM sessions WHERE id IN ({marks})", pks)
+            # A writer that read these sources before this commit finds its cursor moved, and reads again:
+            # the tombstones then keep what it read out.
+            c.executemany("UPDATE sources SET generation = generation + 1 WHERE id = ?", [(i,) for i in source_ids])
+        if purge is not None:
+            result.bytes_freed = purge.finish(bank.archive, conn)  # type: ignore[arg-type]
+            result.archive_dropped, result.archive_repacked = len(purge.dropped), len(purge.repacked)
+            result.inseparable = purge.inseparable
+        with bank.transaction() as c:  # the index's own copy of the terms: merged away
+            c.execute("INSERT INTO events_fts (events_fts) VALUES ('optimize')")
+        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        result.wal_emptied = busy is None or busy[0] == 0
+    finally:
+        conn.execute("PRAGMA secure_delete = OFF")
+    return result
+
