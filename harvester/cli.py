@@ -189,7 +189,7 @@ def uninstall(dry_run: bool) -> None:
 @click.pass_obj
 def status(settings: Settings, as_json: bool) -> None:
     """What was imported, from where, whether every harness parses cleanly, and the service."""
-    from harvester import render
+    from harvester import render, retention
     from harvester.gitident import GIT_FOUND
     from harvester.ingest import Ingestor
 
@@ -217,6 +217,7 @@ def status(settings: Settings, as_json: bool) -> None:
                     "not_registered": sorted(n for n, yes in connected.items() if not yes)},
             "service": _service_status(bank, settings),
             "harnesses": harnesses,
+            "retention": retention.status_entries(os.environ, config.home()),  # history agents delete
             "recent_imports": bank.recent_imports(20),
             "recent_problems": bank.recent_problems(10),
         }

@@ -269,6 +269,9 @@ def status_text(data: dict[str, Any]) -> str:
             parts.append(f"    failed: {f['path']}:{f['line'] or 0}: {_short(f['reason'], 100)}")
         for d in h.get("unlisted_directories", [])[:3]:
             parts.append(f"    cannot list: {d['path']}: {_short(d['reason'], 60)}")
+    if data.get("retention"):
+        parts += ["", "History the agents delete on their own:"]
+        parts += [f"  {visible(w['text'])}" for w in data["retention"]]
     if data.get("git", {}).get("found") is False:
         parts += ["", "git: not found on PATH. Nothing changes: harvester reads each repository's .git directory "
                       "itself to tell which repository a session belongs to."]
