@@ -115,6 +115,9 @@ def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
         report = ingestor.scan(enabled_harnesses(settings, names), os.environ, config.home(),
                                on_source=progress.advance if progress else None,
                                on_discovered=progress.start if progress else None, extra_roots=settings.roots)
+        if progress:
+            progress.finish()
+        bank.maintain_archive(settings.archive_max_age_days, settings.archive_max_size_bytes)
     except sqlite3.Error as exc:  # the one failure that is ours: the bank cannot be written
         raise click.ClickException(f"the bank at {settings.bank} cannot be written: {exc}") from exc
     except BankError as exc:
@@ -189,64 +192,15 @@ def uninstall(dry_run: bool) -> None:
 @click.pass_obj
 def status(settings: Settings, as_json: bool) -> None:
     """What was imported, from where, whether every harness parses cleanly, and the service."""
-    from harvester import render, retention
-    from harvester.gitident import GIT_FOUND
-    from harvester.ingest import Ingestor
+    from harvester import render
+    from harvester.status import gather
 
     with open_bank_or_fail(settings) as bank:
-        stats = bank.harness_stats()
-        harnesses = []
-        locate = Ingestor(bank, settings.bank_id_template)
-        for name, harness in HARNESSES.items():
-            roots = locate.roots_for(harness, os.environ, config.home(), settings.roots.get(name, ()))
-            entry = {"name": name, "label": harness.label, "enabled": settings.enabled(name),
-                     "roots": [str(r) for r in roots]}
-            entry.update(stats.pop(name, None) or render.EMPTY_STATS)
-            harnesses.append(entry)
-        for name, leftover in stats.items():  # harnesses in the bank that this version lacks
-            harnesses.append({"name": name, "label": name, "enabled": False, "roots": [], **leftover})
-        from harvester.connect import registered
-
-        connected = registered(config.home(), os.environ, only_installed=True)
-        for entry in harnesses:
-            entry["mcp_registered"] = connected.get(entry["name"])  # None: an agent connect does not know
-        data = {
-            "bank": {"path": str(settings.bank), "size_bytes": bank.size_bytes()},
-            "git": {"found": GIT_FOUND},
-            "mcp": {"registered": sorted(n for n, yes in connected.items() if yes),
-                    "not_registered": sorted(n for n, yes in connected.items() if not yes)},
-            "service": _service_status(bank, settings),
-            "harnesses": harnesses,
-            "retention": retention.status_entries(os.environ, config.home()),  # history agents delete
-            "recent_imports": bank.recent_imports(20),
-            "recent_problems": bank.recent_problems(10),
-        }
+        data = gather(bank, settings)
     if as_json:
         _print_json(data)
     else:
         terminal.echo(render.status_text(data))
-
-
-def _service_status(bank: Bank, settings: Settings) -> dict[str, Any]:
-    from harvester import units
-    from harvester.service import read_heartbeat, responding, service_alive
-
-    beat = read_heartbeat()
-    running = beat is not None and service_alive(beat)
-    return {
-        "running": running,
-        "responding": running and beat is not None and responding(beat, settings.timings.heartbeat_seconds),
-        "busy": beat.get("busy") if running and beat else None,
-        "pid": beat["pid"] if running and beat else None,
-        "started_at": beat.get("started_at") if running and beat else None,
-        "heartbeat_at": beat.get("heartbeat_at") if beat else None,
-        # The bank's own latest import: the heartbeat's copy is only as fresh as the last beat.
-        "last_activity": max(filter(None, [beat.get("last_activity") if beat else None,
-                                           *(i["at"] for i in bank.recent_imports(1))]), default=None),
-        "watched": beat.get("watched", []) if running and beat else [],
-        "live_sessions": bank.live_count(),
-        "unit": units.service_state(),
-    }
 
 
 @cli.command()

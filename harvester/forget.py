@@ -117,6 +117,7 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
                       "ON CONFLICT DO UPDATE SET reason = 'forgotten', excluded_at = excluded.excluded_at", [now, *pks])
             c.execute(f"DELETE FROM events WHERE session_id IN ({marks})", pks)  # the index follows (a trigger)
             c.execute(f"DELETE FROM imports WHERE session_id IN ({marks})", pks)
+            c.execute(f"DELETE FROM session_sources WHERE session_id IN ({marks})", pks)
             c.execute(f"DELETE FROM sessions WHERE id IN ({marks})", pks)
             # A writer that read these sources before this commit finds its cursor moved, and reads again:
             # the tombstones then keep what it read out.

@@ -139,12 +139,11 @@ class Ingestor:
                     break
             # Sources we knew that are gone: the agent deleted them (Claude's cleanup) or they were
             # replaced (.jsonl -> .jsonl.zst). Their sessions stay in the bank; say the file is gone.
+            # A whole store deleted (its root gone too) is as gone as one file of it.
             seen = {str(item.path) for item in found}
             for cursor in known.values():
-                if cursor.path not in seen and cursor.status != "missing":
-                    under_root = any(cursor.path.startswith(str(r) + os.sep) for r in roots)
-                    if under_root and not os.path.exists(cursor.path):
-                        self.bank.set_source_status(cursor.path, "missing")
+                if cursor.path not in seen and cursor.status != "missing" and not os.path.lexists(cursor.path):
+                    self.bank.set_source_status(cursor.path, "missing")
         report.seconds = time.monotonic() - started
         report.bytes_read = self.bytes_read - start_bytes
         self.close()  # a reader process lives for the scan that needed it, not in an idle service

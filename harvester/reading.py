@@ -162,7 +162,7 @@ def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome:
                 outcome.problems.append(Problem("malformed", outcome.line or 1, (
                     f"zstd stream cut short at byte {cut} of {st.st_size}: what it held after that is lost")))
         elif fmt == "sqlite":
-            yield from _database(harness, found, ref, cursor, st, outcome, prepare, limits)
+            yield from _database(harness, found, ref, cursor, st, outcome, prepare, limits, sidecar)
         else:
             yield from _document(harness, found, ref, cursor, outcome, prepare, limits, sidecar)
     except FileNotFoundError:
@@ -293,7 +293,8 @@ def _document(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
 
 
 def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None, st: Stat, outcome: Outcome,
-              prepare: Prepare | None, limits: ReadLimits = LIMITS) -> Iterator[Chunk]:
+              prepare: Prepare | None, limits: ReadLimits = LIMITS, sidecar: list[Piece] | None = None
+              ) -> Iterator[Chunk]:
     """A SQLite store the agent keeps open. Opened so that nothing beside it is created or changed
     (:mod:`harvester.foreign_sqlite`), every query in one read transaction: one consistent snapshot
     of a live database. The cursor keeps each query's watermark beside the parser's state."""
@@ -345,6 +346,8 @@ def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
     batch, redactions, archive = read_batch(harness, ref, records, start, split=True, keep_whole=bool(limits.archive))
     if limits.archive and records:  # each row as read, once per content (Archive.commit deduplicates)
         archive.insert(0, rows_piece([r.raw for r in records], restart=replaced or cursor is None))
+    if limits.archive:
+        archive[:0] = sidecar or []
     new.state = {"parser": batch.state, "watermarks": marks}
     yield _chunk(batch, redactions, new, cursor is None, prepare, 1, archive, (ref, start, 0) if limits.archive else None)
 

@@ -21,6 +21,7 @@ from harvester.terminal import visible
 
 EMPTY_STATS: dict[str, Any] = {
     "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0, "sessions": 0,
+    "sessions_originals_gone": 0,
     "events": 0, "last_import": None, "git_errors": 0, "malformed": 0, "oversize": 0, "unreadable": 0,
     "failed": 0, "unknown_types": 0, "drift": {}, "version": None, "failures": [], "unlisted_directories": [],
     "problems": [],
@@ -234,9 +235,43 @@ def service_text(service: dict[str, Any]) -> list[str]:
     return lines
 
 
+def archive_text(archive: dict[str, Any], harnesses: list[dict[str, Any]]) -> list[str]:
+    """The raw archive's lines in ``status``: where, how big, what it keeps that the agents no longer have,
+    and what a reparse would change."""
+    gone = sum(h.get("sessions_originals_gone", 0) for h in harnesses)
+    older = {h["name"]: h["sessions_older_parser"] for h in harnesses if h.get("sessions_older_parser")}
+    if archive["on"]:
+        retention = [f"at most {archive['max_age_days']:g} days" if archive.get("max_age_days") else "",
+                     f"at most {human_bytes(archive['max_size_bytes'])}" if archive.get("max_size_bytes") else ""]
+        kept = " and ".join(r for r in retention if r) or "everything, for ever"
+        lines = [f"Archive: {archive['path']} ({human_bytes(archive['size_bytes'])} of {archive['sources']} "
+                 f"{plural(archive['sources'], 'source')}, raw: NOT redacted; keeps {kept})"]
+    elif archive.get("exists"):
+        lines = [f"Archive: off (archive = false); {archive['path']} still holds {human_bytes(archive['size_bytes'])}"]
+    else:
+        lines = ["Archive: off (archive = false): only the bank's redacted, clipped copy is kept"]
+    if gone:
+        where = "the archive keeps their files' bytes" if archive.get("sources") else "only the bank has them"
+        lines.append(f"  {gone} {plural(gone, 'session')} whose agent files are gone: {where}")
+    if older:
+        n = sum(older.values())
+        lines.append(f"  {n} {plural(n, 'session')} were parsed by an older parser "
+                     f"({', '.join(f'{k} {v}' for k, v in older.items())}); run `harvester reparse`")
+    for gap in archive.get("gaps", [])[:3]:
+        n = gap["sources"]
+        lines.append(f"  {n} {plural(n, 'source')} only partly archived ({visible(_short(gap['reason'], 90))}): "
+                     "reparse reads them from their files")
+    for source, epoch, frames in archive.get("missing", [])[:3]:
+        lines.append(f"  MISSING: {frames} archived {plural(frames, 'chunk')} of source {source} (epoch {epoch}) "
+                     "are not on disk (lost after a crash, or deleted)")
+    return lines
+
+
 def status_text(data: dict[str, Any]) -> str:
     bank = data["bank"]
     parts = [f"Bank: {bank['path']} ({human_bytes(bank['size_bytes'])})"]
+    if data.get("archive"):
+        parts += archive_text(data["archive"], data["harnesses"])
     if data.get("service"):
         parts += service_text(data["service"])
     parts.append("")

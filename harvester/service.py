@@ -51,6 +51,7 @@ from harvester.parsers.base import Harness
 from harvester.sources import Found, discover, match, owner
 
 log = structlog.get_logger("harvester.service")
+ARCHIVE_MAINTENANCE_SECONDS = 6 * 3600  # archive retention and its leftovers: a few times a day is enough
 
 LOCK_NAME = "harvester.lock"
 HEARTBEAT_NAME = "heartbeat.json"
@@ -225,6 +226,7 @@ class Service:
             ("reconcile", self.reconcile, t.reconcile_minutes * 60),
             ("sessions", self.check_sessions, t.unfinished_seconds),
             ("poll", self.poll, t.poll_seconds),
+            ("archive", self.maintain_archive, ARCHIVE_MAINTENANCE_SECONDS),
         ):
             self.scheduler.add_job(self._queue_job, "interval", seconds=seconds, args=(name, fn), id=name)
         # The heartbeat is written from the scheduler's thread, not queued behind the work: a stuck
@@ -313,6 +315,15 @@ class Service:
         self._arm_watches()
         if report.events_added:
             self._release_memory()
+
+    def maintain_archive(self) -> None:
+        """Archive retention (when configured) and files the bank no longer names (harvester/archive/expiry)."""
+        assert self.bank is not None
+        done = self.bank.maintain_archive(self.settings.archive_max_age_days, self.settings.archive_max_size_bytes,
+                                          collect=True)
+        if done is not None and (done.sources or done.bytes_freed):
+            log.info("archive maintained", sources_removed=len(done.sources), bytes_freed=done.bytes_freed,
+                     over_limit=done.over_limit)
 
     def poll(self) -> None:
         """Sources that file events cannot follow (SourceSpec.watch is False): read on a timer."""

@@ -91,3 +91,65 @@ def test_sigkill_during_scan_then_rescan_equals_clean_import(tmp_path: Path) -> 
         _kill_after(chained, home, clean_seconds * fraction)
     subprocess.run(_scan_cmd(chained), env=_env(home), check=True, capture_output=True)
     assert bank_rows(chained) == expected
+
+
+def _archive_holds_every_file_once(bank: Path) -> None:
+    """Each source's archived stream is the file, byte for byte: nothing lost, nothing twice."""
+    from harvester.archive import Archive, archive_dir
+
+    conn = sqlite3.connect(f"file:{bank}?mode=ro", uri=True)
+    try:
+        archive = Archive(archive_dir(bank), readonly=True)
+        assert archive.missing(conn) == []
+        for source_id, path in conn.execute("SELECT id, path FROM sources"):
+            epochs = [e for (e,) in conn.execute("SELECT DISTINCT epoch FROM archive_frames WHERE source_id = ? AND "
+                                                 "kind = 'streams'", (source_id,))]
+            assert epochs == [0], path
+            kept = b"".join(raw for _, raw in archive.frames(conn, source_id, "streams", 0))
+            assert kept == Path(path).read_bytes(), path
+    finally:
+        conn.close()
+
+
+def test_sigkill_with_the_archive_on_then_rescan_and_reparse_equal_a_clean_import(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _build_tree(home)
+    clean = tmp_path / "clean.sqlite"
+    started = time.monotonic()
+    subprocess.run(_scan_cmd(clean), env=_env(home), check=True, capture_output=True)
+    clean_seconds = time.monotonic() - started
+    expected = bank_rows(clean)
+    _archive_holds_every_file_once(clean)
+    interrupted = 0
+    for n, fraction in enumerate((0.3, 0.6, 0.85)):
+        bank = tmp_path / f"killed-{n}.sqlite"
+        interrupted += _kill_after(bank, home, clean_seconds * fraction)
+        subprocess.run(_scan_cmd(bank), env=_env(home), check=True, capture_output=True)
+        assert bank_rows(bank) == expected, f"kill at {fraction:.0%} of a scan"
+        _archive_holds_every_file_once(bank)
+        reparse = [sys.executable, "-m", "harvester", "--bank", str(bank), "reparse"]
+        subprocess.run(reparse, env=_env(home), check=True, capture_output=True)
+        assert bank_rows(bank) == expected, "reparse after a kill"
+    assert interrupted >= 2
+
+
+def test_a_reparse_killed_midway_goes_on_where_it_stood(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _build_tree(home)
+    bank = tmp_path / "bank.sqlite"
+    subprocess.run(_scan_cmd(bank), env=_env(home), check=True, capture_output=True)
+    expected = bank_rows(bank)
+    reparse = [sys.executable, "-m", "harvester", "--bank", str(bank), "reparse"]
+    started = time.monotonic()
+    subprocess.run(reparse, env=_env(home), check=True, capture_output=True)
+    seconds = time.monotonic() - started
+    proc = subprocess.Popen(reparse, env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(seconds * 0.6)
+    killed = proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert bank_rows(bank) == expected  # every source either as before or rebuilt
+    again = subprocess.run(reparse, env=_env(home), check=True, capture_output=True, text=True)
+    assert bank_rows(bank) == expected
+    assert killed, "the reparse finished before it could be killed: make the tree bigger"
+    assert "carrying on a run that was stopped" in again.stdout

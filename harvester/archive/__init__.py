@@ -283,8 +283,7 @@ class Archive:
     def repair(self, conn: sqlite3.Connection) -> ArchiveReport:
         """Cut every stream and rows file back to what the bank committed; report what is missing."""
         report = ArchiveReport()
-        ends = {(kind, source, epoch): end for kind, source, epoch, end in conn.execute(
-            "SELECT kind, source_id, epoch, max(offset + length) FROM archive_frames GROUP BY kind, source_id, epoch")}
+        ends = self._ends(conn)
         for kind in ("streams", "rows"):
             for path in (self.dir / kind).glob("*.zst"):
                 try:
@@ -297,11 +296,27 @@ class Archive:
                     with open(path, "r+b") as f:
                         f.truncate(end)
                     report.truncated.append((str(path), size - end))
-        for (kind, source, epoch), end in ends.items():
-            path = self.dir / kind / f"{source}-{epoch}.zst"
-            size = path.stat().st_size if path.exists() else 0
-            if size < end:
-                lost = conn.execute("SELECT count(*) FROM archive_frames WHERE kind = ? AND source_id = ? AND "
-                                    "epoch = ? AND offset + length > ?", (kind, source, epoch, size)).fetchone()[0]
-                report.missing.append((source, epoch, lost))
+        report.missing = self.missing(conn, ends)
         return report
+
+    def missing(self, conn: sqlite3.Connection,
+                ends: dict[tuple[str, int, int], int] | None = None) -> list[tuple[int, int, int]]:
+        """Frames the bank records that the files lack (source id, epoch, frames): bytes lost after a
+        commit (a power failure before the OS wrote them, a file deleted by hand)."""
+        lost = []
+        for (kind, source, epoch), end in (ends if ends is not None else self._ends(conn)).items():
+            path = self.dir / kind / f"{source}-{epoch}.zst"
+            try:
+                size = path.stat().st_size
+            except OSError:
+                size = 0
+            if size < end:
+                frames = conn.execute("SELECT count(*) FROM archive_frames WHERE kind = ? AND source_id = ? AND "
+                                      "epoch = ? AND offset + length > ?", (kind, source, epoch, size)).fetchone()[0]
+                lost.append((source, epoch, frames))
+        return lost
+
+    @staticmethod
+    def _ends(conn: sqlite3.Connection) -> dict[tuple[str, int, int], int]:
+        return {(kind, source, epoch): end for kind, source, epoch, end in conn.execute(
+            "SELECT kind, source_id, epoch, max(offset + length) FROM archive_frames GROUP BY kind, source_id, epoch")}

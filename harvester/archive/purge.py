@@ -31,6 +31,7 @@ from harvester.archive.attribute import blanked, records_of, separate
 from harvester.parsers.base import Harness, Record, SourceRef
 
 STREAMS = ("jsonl", "lines", "zstd-frames")
+INSEPARABLE = "a forgotten session's records could not be told apart from the others'"
 
 
 @dataclass
@@ -85,12 +86,12 @@ def purge_sessions(conn: sqlite3.Connection, archive: Archive, harness_of: Calla
         if others is None:
             if fmt in STREAMS:  # blank lines in their place: what the agent appends later keeps its line numbers
                 _repack(conn, archive, harness, sid, fmt, ref, None, purge)
-            _drop_source(conn, archive, sid, purge, streams=fmt not in STREAMS)
+            drop_source(conn, archive, sid, purge, streams=fmt not in STREAMS)
             purge.dropped.append(path)
         elif harness is None or not _repack(conn, archive, harness, sid, fmt, ref,
                                             {n for h, n in dropped_names if h == harness_name}, purge):
-            _drop_source(conn, archive, sid, purge, streams=True)
-            conn.execute("UPDATE sources SET archive_partial = 1 WHERE id = ?", (sid,))
+            drop_source(conn, archive, sid, purge, streams=True)
+            conn.execute("UPDATE sources SET archive_gap = ? WHERE id = ?", (INSEPARABLE, sid))
             purge.inseparable.append(path)
         else:
             purge.repacked.append(path)
@@ -111,7 +112,7 @@ def _texts_of(conn: sqlite3.Connection, sid: int, pks: list[int], purge: Purge) 
             purge.blobs.add(("texts", digest))
 
 
-def _drop_source(conn: sqlite3.Connection, archive: Archive, sid: int, purge: Purge, streams: bool) -> None:
+def drop_source(conn: sqlite3.Connection, archive: Archive, sid: int, purge: Purge, streams: bool) -> None:
     """The source's archive: its rows, documents and whole texts, and its streams too unless they were
     blanked (``streams`` False)."""
     kinds = ("streams", "rows") if streams else ("rows",)

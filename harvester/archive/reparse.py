@@ -85,7 +85,7 @@ def reparse(ingestor: Ingestor, harnesses: list[str] | None = None, session: str
 
 
 def _sources(conn: sqlite3.Connection, harnesses: list[str] | None, session: str | None) -> list[dict[str, Any]]:
-    sql = ("SELECT id, harness, path, format, root, variant, reparse_run, archive_partial FROM sources "
+    sql = ("SELECT id, harness, path, format, root, variant, reparse_run, archive_gap, mtime_ns FROM sources "
            "WHERE format != 'unknown'")
     args: list[Any] = []
     if harnesses:
@@ -93,9 +93,11 @@ def _sources(conn: sqlite3.Connection, harnesses: list[str] | None, session: str
         args += harnesses
     if session:
         sql += (" AND (id IN (SELECT e.source_id FROM events e JOIN sessions s ON s.id = e.session_id "
-                "WHERE s.native_id = ?) OR path IN (SELECT source_path FROM sessions WHERE native_id = ?))")
-        args += [session, session]
-    names = ("id", "harness", "path", "format", "root", "variant", "reparse_run", "archive_partial")
+                "WHERE s.native_id = ?) OR id IN (SELECT ss.source_id FROM session_sources ss JOIN sessions s "
+                "ON s.id = ss.session_id WHERE s.native_id = ?) OR path IN (SELECT source_path FROM sessions "
+                "WHERE native_id = ?))")
+        args += [session, session, session]
+    names = ("id", "harness", "path", "format", "root", "variant", "reparse_run", "archive_gap", "mtime_ns")
     return [dict(zip(names, row, strict=True)) for row in conn.execute(sql + " ORDER BY id", args)]
 
 
@@ -123,8 +125,8 @@ def _groups(conn: sqlite3.Connection, sources: list[dict[str, Any]]) -> list[lis
             i = parent[i]
         return i
 
-    for (sessions,) in conn.execute("SELECT group_concat(DISTINCT source_id) FROM events WHERE source_id IS NOT NULL "
-                                    "GROUP BY session_id HAVING count(DISTINCT source_id) > 1"):
+    for (sessions,) in conn.execute("SELECT group_concat(source_id) FROM session_sources GROUP BY session_id "
+                                    "HAVING count(*) > 1"):
         ids = [int(i) for i in sessions.split(",") if int(i) in by_id]
         for other in ids[1:]:
             parent[find(other)] = find(ids[0])
@@ -213,7 +215,7 @@ def _archive_anew(conn: sqlite3.Connection, source_id: int) -> _Anew:
                                (source_id,)).fetchall())
     version = conn.execute("SELECT max(version) FROM archive_docs WHERE source_id = ?", (source_id,)).fetchone()[0]
     conn.execute("DELETE FROM archive_rows WHERE source_id = ?", (source_id,))  # every row is read anew
-    conn.execute("UPDATE sources SET archive_partial = 0 WHERE id = ?", (source_id,))
+    conn.execute("UPDATE sources SET archive_gap = NULL WHERE id = ?", (source_id,))
     return _Anew(source_id, epochs, version)
 
 
@@ -226,16 +228,15 @@ def _plan(ingestor: Ingestor, conn: sqlite3.Connection, archive: Archive | None,
         done.how, done.reason = "skipped", "no such harness in this version"
         return done, iter(())
     found = _found(harness, source, ingestor)
-    if archive is not None and _has_archive(conn, source["id"]) and not source["archive_partial"]:
+    if archive is not None and _has_archive(conn, source["id"]) and not source["archive_gap"]:
         return done, _from_archive(archive, conn, harness, source, found)
     if found is not None and Path(source["path"]).is_file():
         done.how = "file"
         outcome = Outcome(source["path"])
         return done, read_source(found, harness.name, None, outcome, ingestor.bank.prepare_rows, ingestor.limits)
     done.how = "skipped"
-    done.reason = ("the archive lacks part of it (a forgotten session's records could not be told apart from the "
-                   "others'), and the file is gone: its sessions stay as they are" if source["archive_partial"]
-                   else "nothing archived, and the file is gone")
+    done.reason = (f"the archive lacks part of it ({source['archive_gap']}), and the file is gone: its sessions "
+                   "stay as they are" if source["archive_gap"] else "nothing archived, and the file is gone")
     return done, iter(())
 
 
@@ -243,12 +244,15 @@ def _drop_sessions_of(conn: sqlite3.Connection, source_id: int, path: str) -> No
     """Remove what the bank read from a source: its events, and the sessions left with none."""
     sessions = [pk for (pk,) in conn.execute(
         "SELECT DISTINCT session_id FROM events WHERE source_id = ? UNION "
-        "SELECT id FROM sessions WHERE source_path = ?", (source_id, path))]
+        "SELECT session_id FROM session_sources WHERE source_id = ? UNION "
+        "SELECT id FROM sessions WHERE source_path = ?", (source_id, source_id, path))]
+    conn.execute("DELETE FROM session_sources WHERE source_id = ?", (source_id,))
     conn.execute("DELETE FROM events WHERE source_id = ? OR (source_id IS NULL AND session_id IN "
                  f"({', '.join('?' * len(sessions)) or 'NULL'}))", (source_id, *sessions))
     for pk in sessions:
         if conn.execute("SELECT 1 FROM events WHERE session_id = ? LIMIT 1", (pk,)).fetchone() is None:
             conn.execute("DELETE FROM imports WHERE session_id = ?", (pk,))
+            conn.execute("DELETE FROM session_sources WHERE session_id = ?", (pk,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (pk,))
         else:  # read from several sources: what stays is renumbered after the reparse's own
             conn.execute("UPDATE sessions SET event_count = (SELECT count(*) FROM events WHERE session_id = ?), "
@@ -284,7 +288,7 @@ def _from_archive(archive: Archive, conn: sqlite3.Connection, harness: Harness, 
     root = PurePath(source["root"] or (found.root if found else path.parent))
     variant = source["variant"] or (found.spec.variant if found else "main")
     sidecar = _latest_sidecar(archive, conn, source["id"])
-    ref = SourceRef(path, root, variant, sidecar)
+    ref = SourceRef(path, root, variant, sidecar, source["mtime_ns"] or 0)  # the file as last read
     # Reading again archives nothing again (no stream is given to _consume), but keeps whole texts: a
     # parser fixed since may make them anew.
     texts_only = replace(LIMITS, archive=str(archive.dir))

@@ -230,6 +230,16 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     ALTER TABLE events ADD COLUMN source_id INTEGER;
     CREATE INDEX events_source ON events (source_id);
+    -- Every source that wrote to a session (its events, or only its fields: a parent's transcript names its
+    -- sub-agents, an index file their titles): reparse rebuilds such sources together.
+    CREATE TABLE session_sources (
+        session_id INTEGER NOT NULL,
+        source_id INTEGER NOT NULL,
+        PRIMARY KEY (session_id, source_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX session_sources_source ON session_sources (source_id);
+    INSERT OR IGNORE INTO session_sources (session_id, source_id)
+        SELECT s.id, src.id FROM sessions s JOIN sources src ON src.path = s.source_path;
     ALTER TABLE sessions ADD COLUMN parser_version INTEGER;
     -- Why a session is never stored (excluded by the configuration, or forgotten), and the source it was
     -- read from: what is read there later that names no session is not archived either.
@@ -247,8 +257,9 @@ MIGRATIONS: list[str] = [
         finished_at TEXT
     );
     ALTER TABLE sources ADD COLUMN reparse_run INTEGER;
-    -- The archive lacks records of sessions the bank holds (a forgotten session's could not be told apart
-    -- from theirs): reparse reads such a source from its file, or leaves its sessions as they are.
-    ALTER TABLE sources ADD COLUMN archive_partial INTEGER NOT NULL DEFAULT 0;
+    -- Why the archive lacks part of a source's records that the bank's sessions came from (retention removed
+    -- them, or a forgotten session's could not be told apart from theirs); NULL: it holds them all.
+    -- reparse reads such a source from its file, or leaves its sessions as they are.
+    ALTER TABLE sources ADD COLUMN archive_gap TEXT;
     """,
 ]

@@ -218,6 +218,21 @@ class SqliteBank(SqliteReads, SqliteRecall):
             "SELECT 1 FROM excluded_sessions WHERE source_path = ? AND NOT EXISTS (SELECT 1 FROM events e JOIN "
             "sources s ON s.id = e.source_id WHERE s.path = ?) LIMIT 1", (path, path)).fetchone() is not None
 
+    def maintain_archive(self, max_age_days: float | None, max_size_bytes: int | None,
+                         collect: bool = False) -> Any:
+        """Archive retention, then (``collect``, or when retention removed something) the files nothing
+        names any more: harvester/archive/expiry. None without an archive to maintain."""
+        if self.archive is None or self.archive.readonly:
+            return None
+        from harvester.archive.expiry import collect as collect_leftovers
+        from harvester.archive.expiry import expire
+
+        done = expire(self.conn, self.archive, max_age_days, max_size_bytes, self.transaction)
+        if collect or done.sources:
+            with self.transaction():  # no writer between writing a blob and naming it
+                done.bytes_freed += collect_leftovers(self.conn, self.archive)
+        return done
+
     def discard_archived(self, pieces: list[Any], partial_source: str | None = None) -> None:
         """Archive pieces a chunk will not commit (harvester.archive.Archive.discard); ``partial_source``:
         the source's archive now lacks records of sessions the bank holds (harvester.archive.attribute).
@@ -226,12 +241,14 @@ class SqliteBank(SqliteReads, SqliteRecall):
         if self.archive is not None and not self.archive.readonly:
             self.archive.discard(self.conn, pieces)
             if partial_source is not None:
-                mark = "UPDATE sources SET archive_partial = 1 WHERE path = ?"
+                from harvester.archive.purge import INSEPARABLE
+
+                mark = "UPDATE sources SET archive_gap = ? WHERE path = ?"
                 if self.conn.in_transaction:  # a reparse, inside its own
-                    self.conn.execute(mark, (partial_source,))
+                    self.conn.execute(mark, (INSEPARABLE, partial_source))
                 else:
                     with self.transaction() as conn:
-                        conn.execute(mark, (partial_source,))
+                        conn.execute(mark, (INSEPARABLE, partial_source))
 
     def excluded_sessions(self, harness: str, native_ids: list[str]) -> set[str]:
         out = set()
@@ -291,6 +308,8 @@ class SqliteBank(SqliteReads, SqliteRecall):
         if pks:
             conn.executemany("UPDATE sessions SET source_path = ? WHERE id = ? AND source_path IS NOT ?",
                              [(cur.path, pk, cur.path) for pk in pks.values()])
+            conn.executemany("INSERT OR IGNORE INTO session_sources (session_id, source_id) VALUES (?, ?)",
+                             [(pk, source_id) for pk in pks.values()])
 
         values = write.prepared if write.prepared is not None else event_rows(write.events)
         last_id = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
@@ -358,6 +377,7 @@ class SqliteBank(SqliteReads, SqliteRecall):
                 purge = purge_sessions(conn, self.archive, HARNESSES.get, [row[0]])
             conn.execute("DELETE FROM events WHERE session_id = ?", (row[0],))
             conn.execute("DELETE FROM imports WHERE session_id = ?", (row[0],))
+            conn.execute("DELETE FROM session_sources WHERE session_id = ?", (row[0],))
             conn.execute("DELETE FROM sessions WHERE id = ?", (row[0],))
         conn.execute("INSERT OR IGNORE INTO excluded_sessions (harness, native_id, excluded_at, reason, source_path) "
                      "VALUES (?, ?, ?, 'excluded', ?)", (harness, native_id, now, path))

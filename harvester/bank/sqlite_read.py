@@ -50,6 +50,29 @@ class SqliteReads:
                 total += os.path.getsize(self.path + suffix)
         return total
 
+    def archive_stats(self) -> dict[str, Any]:
+        """What the raw archive holds (harvester/archive), from the bank's index of it: no walk of its files."""
+        c = self.conn
+        frames = c.execute("SELECT coalesce(sum(length), 0), count(DISTINCT source_id) FROM archive_frames").fetchone()
+        docs = c.execute("SELECT coalesce(sum(size), 0) FROM (SELECT max(size) AS size FROM archive_docs "
+                         "GROUP BY digest)").fetchone()[0]
+        texts = c.execute("SELECT coalesce(sum(size), 0) FROM (SELECT max(size) AS size FROM archive_texts "
+                          "GROUP BY digest)").fetchone()[0]
+        sources = c.execute("SELECT count(*) FROM sources s WHERE EXISTS (SELECT 1 FROM archive_frames f WHERE "
+                            "f.source_id = s.id) OR EXISTS (SELECT 1 FROM archive_docs d WHERE d.source_id = s.id)"
+                            ).fetchone()[0]
+        gaps = c.execute("SELECT archive_gap, count(*) FROM sources WHERE archive_gap IS NOT NULL GROUP BY 1").fetchall()
+        return {"size_bytes": frames[0] + docs + texts, "sources": sources,
+                "gaps": [{"reason": reason, "sources": n} for reason, n in gaps]}
+
+    def session_versions(self) -> dict[str, dict[int | None, int]]:
+        """Per harness: how many sessions each parser version made (None: made before versions were kept)."""
+        out: dict[str, dict[int | None, int]] = {}
+        for harness, version, n in self.conn.execute(
+                "SELECT harness, parser_version, count(*) FROM sessions GROUP BY harness, parser_version"):
+            out.setdefault(harness, {})[version] = n
+        return out
+
     def harness_stats(self) -> dict[str, dict[str, Any]]:
         """Per harness: sources by status, sessions, events, last import, problems by kind, drift."""
         stats: dict[str, dict[str, Any]] = {}
@@ -57,7 +80,7 @@ class SqliteReads:
         def entry(name: str) -> dict[str, Any]:
             return stats.setdefault(name, {
                 "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0,
-                "sessions": 0, "events": 0, "last_import": None, "git_errors": 0,
+                "sessions": 0, "sessions_originals_gone": 0, "events": 0, "last_import": None, "git_errors": 0,
                 "malformed": 0, "oversize": 0, "unreadable": 0, "failed": 0, "unknown_types": 0, "drift": {},
                 "version": None, "failures": [], "unlisted_directories": [], "problems": [],
             })
@@ -73,6 +96,12 @@ class SqliteReads:
                 "FROM sessions GROUP BY harness"):
             e = entry(harness)
             e["sessions"], e["events"], e["git_errors"] = sessions, events or 0, git_errors or 0
+        # Sessions whose agent file is gone (deleted by the agent's cleanup, or by hand): the bank, and the
+        # archive, hold what is left of them. By the source each was last read from.
+        for harness, n in self.conn.execute(
+                "SELECT s.harness, count(*) FROM sessions s JOIN sources src ON src.path = s.source_path "
+                "WHERE src.status = 'missing' GROUP BY s.harness"):
+            entry(harness)["sessions_originals_gone"] = n
         # The agent's version as its newest session recorded it (the store names it, we don't guess).
         for harness, version in self.conn.execute(
                 "SELECT harness, agent_version FROM (SELECT harness, agent_version, row_number() OVER "

@@ -41,6 +41,7 @@ from harvester.retention.files import (
 )
 
 ARCHIVE_KEEPS = "harvester's archive keeps them"
+ARCHIVE_OFF = "harvester's bank keeps what it imported, but not the raw files: the archive is off (archive = false)"
 
 # Claude Code's managed (policy) settings live outside HOME and no variable moves them (its rI()).
 CLAUDE_MANAGED_DIR = Path({"darwin": "/Library/Application Support/ClaudeCode",
@@ -59,7 +60,7 @@ def warnings(env: Env, home: Path) -> list[Retention]:
     return found
 
 
-def describe(warning: Retention, home: Path) -> str:
+def describe(warning: Retention, home: Path, archive: bool = True) -> str:
     """One line for ``status``: what, why (the setting and its file), and that the archive keeps it."""
     if warning.default:
         where = f"{warning.setting}, default"
@@ -69,7 +70,7 @@ def describe(warning: Retention, home: Path) -> str:
     else:
         where = f"{warning.setting} in {_shown(warning.file or '?', home)}"
     problems = "".join(f"; {p}" for p in warning.problems)
-    return f"{warning.harness} {warning.deletes} ({where}{problems}) — {ARCHIVE_KEEPS}"
+    return f"{warning.harness} {warning.deletes} ({where}{problems}) — {ARCHIVE_KEEPS if archive else ARCHIVE_OFF}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +326,7 @@ def harness_names() -> Iterable[str]:
     return (p.harness for p in POLICIES)
 
 
-def status_entries(env: Env, home: Path) -> list[dict[str, Any]]:
-    """``status``'s ``"retention"`` list: each warning's fields and its line of text."""
-    return [{**asdict(w), "text": describe(w, home)} for w in warnings(env, home)]
+def status_entries(env: Env, home: Path, archive: bool = True) -> list[dict[str, Any]]:
+    """``status``'s ``"retention"`` list: each warning's fields and its line of text (``archive``: whether
+    harvester's raw archive is on, to say what keeps the history)."""
+    return [{**asdict(w), "text": describe(w, home, archive)} for w in warnings(env, home)]

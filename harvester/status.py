@@ -1,0 +1,90 @@
+"""What ``harvester status`` reports: gathered here, rendered by :func:`harvester.render.status_text` (or
+printed as JSON). Every figure comes from the bank's own tables, a few stat calls and the agents' settings
+files: status stays quick on a bank of millions of events."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from harvester import config
+from harvester.bank import Bank
+from harvester.config import Settings
+from harvester.parsers import HARNESSES
+from harvester.render import EMPTY_STATS
+
+
+def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
+    from harvester import retention
+    from harvester.connect import registered
+    from harvester.gitident import GIT_FOUND
+    from harvester.ingest import Ingestor
+
+    home = config.home()
+    stats = bank.harness_stats()
+    versions = bank.session_versions()
+    harnesses = []
+    locate = Ingestor(bank, settings.bank_id_template)
+    for name, harness in HARNESSES.items():
+        roots = locate.roots_for(harness, os.environ, home, settings.roots.get(name, ()))
+        entry = {"name": name, "label": harness.label, "enabled": settings.enabled(name),
+                 "roots": [str(r) for r in roots]}
+        entry.update(stats.pop(name, None) or EMPTY_STATS)
+        # Made by a parser older than this version's: `harvester reparse` would make them again.
+        entry["sessions_older_parser"] = sum(n for v, n in versions.get(name, {}).items()
+                                             if v is None or v < harness.version)
+        harnesses.append(entry)
+    for name, leftover in stats.items():  # harnesses in the bank that this version lacks
+        harnesses.append({"name": name, "label": name, "enabled": False, "roots": [], **leftover,
+                          "sessions_older_parser": 0})
+    connected = registered(home, os.environ, only_installed=True)
+    for entry in harnesses:
+        entry["mcp_registered"] = connected.get(entry["name"])  # None: an agent connect does not know
+    return {
+        "bank": {"path": str(settings.bank), "size_bytes": bank.size_bytes()},
+        "archive": archive_status(bank, settings),
+        "git": {"found": GIT_FOUND},
+        "mcp": {"registered": sorted(n for n, yes in connected.items() if yes),
+                "not_registered": sorted(n for n, yes in connected.items() if not yes)},
+        "service": service_status(bank, settings),
+        "harnesses": harnesses,
+        # History the agents delete on their own (harvester/retention)
+        "retention": retention.status_entries(os.environ, home, archive=settings.archive),
+        "recent_imports": bank.recent_imports(20),
+        "recent_problems": bank.recent_problems(10),
+    }
+
+
+def archive_status(bank: Bank, settings: Settings) -> dict[str, Any]:
+    from harvester.archive import archive_dir
+
+    where = archive_dir(settings.bank)
+    out: dict[str, Any] = {"on": settings.archive, "path": str(where), "exists": where.is_dir(),
+                           "max_age_days": settings.archive_max_age_days,
+                           "max_size_bytes": settings.archive_max_size_bytes}
+    out.update(bank.archive_stats())
+    archive = getattr(bank, "archive", None)
+    out["missing"] = archive.missing(bank.conn) if archive is not None else []  # type: ignore[attr-defined]
+    return out
+
+
+def service_status(bank: Bank, settings: Settings) -> dict[str, Any]:
+    from harvester import units
+    from harvester.service import read_heartbeat, responding, service_alive
+
+    beat = read_heartbeat()
+    running = beat is not None and service_alive(beat)
+    return {
+        "running": running,
+        "responding": running and beat is not None and responding(beat, settings.timings.heartbeat_seconds),
+        "busy": beat.get("busy") if running and beat else None,
+        "pid": beat["pid"] if running and beat else None,
+        "started_at": beat.get("started_at") if running and beat else None,
+        "heartbeat_at": beat.get("heartbeat_at") if beat else None,
+        # The bank's own latest import: the heartbeat's copy is only as fresh as the last beat.
+        "last_activity": max(filter(None, [beat.get("last_activity") if beat else None,
+                                           *(i["at"] for i in bank.recent_imports(1))]), default=None),
+        "watched": beat.get("watched", []) if running and beat else [],
+        "live_sessions": bank.live_count(),
+        "unit": units.service_state(),
+    }
