@@ -13,6 +13,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
@@ -217,13 +218,17 @@ def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_re
         outcome.line = piece.records[0].line if piece.records else new.line + 1
         outcome.bytes_read += piece.end_offset - new.offset
         start, line_before = new.state, new.line
+        compressing = None
+        if limits.archive and stream is not None and piece.end_offset > archived_from:
+            # Compressed on another thread while the records are parsed (zstd lets go of the GIL).
+            raw = os.pread(stream.fileno(), piece.end_offset - archived_from, archived_from)
+            compressing = _compressor().submit(stream_piece, raw, archived_from, piece.end_offset,
+                                               archived_from == 0 and cursor is not None)
+            archived_from = piece.end_offset
         batch, redactions, archive = read_batch(harness, ref, piece.records, start, split=True,
                                                 keep_whole=bool(limits.archive))
-        if limits.archive and stream is not None and piece.end_offset > archived_from:
-            raw = os.pread(stream.fileno(), piece.end_offset - archived_from, archived_from)
-            archive.insert(0, stream_piece(raw, archived_from, piece.end_offset,
-                                           restart=archived_from == 0 and cursor is not None))
-            archived_from = piece.end_offset
+        if compressing is not None:
+            archive.insert(0, compressing.result())
         archive[:0], first_archive = first_archive, []
         batch.problems[:0] = piece.problems
         new.offset, new.line, new.state = piece.end_offset, piece.end_line, batch.state
@@ -252,6 +257,16 @@ def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_re
             new.head_len, new.head_hash, new.tail_hash = fingerprints(stream, new.offset)
         new.size, new.mtime_ns = st.st_size, st.st_mtime_ns
         yield _chunk(Batch(state=new.state), Counter(), new, is_new, prepare, new.line + 1, first_archive)
+
+
+_COMPRESSOR: ThreadPoolExecutor | None = None
+
+
+def _compressor() -> ThreadPoolExecutor:
+    global _COMPRESSOR
+    if _COMPRESSOR is None:
+        _COMPRESSOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="archive")
+    return _COMPRESSOR
 
 
 def _next(pieces: Iterator[Lines], outcome: Outcome, line: int) -> Lines | None:

@@ -351,3 +351,27 @@ def test_retention_never_removes_what_the_bank_lacks(tmp_path: Path) -> None:
             assert bank_rows(bank_path) == rows
     finally:
         bank.close()
+
+
+def test_a_forgotten_session_written_on_beside_a_new_one_stays_out_of_the_archive(tmp_path: Path) -> None:
+    """The agent goes on writing the forgotten session, then starts another in the same file: the chunk read
+    holds both, and the archive keeps the new one's lines alone."""
+    home = _every_store(tmp_path)
+    assert harvester_cli(tmp_path, "scan", "--harness", "aider").returncode == 0
+    bank = tmp_path / "bank.sqlite"
+    assert harvester_cli(tmp_path, "forget", "webapp@2026-08-02T09:15:00#2", "--yes").returncode == 0
+    history = home / "src" / "webapp" / ".aider.chat.history.md"
+    with open(history, "a") as f:
+        f.write("\nSure, here is the route: it returns BLUE-HERON-77.\n\n"
+                "#### /quit  \n\n# aider chat started at 2026-08-03 10:00:00\n\n"
+                "#### rename the health route to /status  \n\nDone: the route is /status now.\n\n")
+    assert harvester_cli(tmp_path, "scan", "--harness", "aider").returncode == 0
+    names = {s["native_id"] for s in sessions_of(bank)}
+    assert "webapp@2026-08-03T10:00:00" in names and "webapp@2026-08-02T09:15:00#2" not in names
+    archived = _archived_bytes(archive_dir(bank))
+    assert b"BLUE-HERON-77" not in archived and b"rename the health route to /status" in archived
+
+    rows = bank_rows(bank)
+    shutil.rmtree(home)
+    assert harvester_cli(tmp_path, "reparse").returncode == 0
+    assert bank_rows(bank) == rows

@@ -13,9 +13,11 @@ session and is kept, as the rows of the sessions that stay may need it.
 
 A record is dropped when it belongs to some session and every session it belongs to is dropped. Then the
 records left are parsed again: the sessions that stay must read exactly as before (same events, same uids,
-same content) and the dropped ones not at all. If not, the last record of each dropped run is kept back
-(a session header that numbers the next one: Aider's ``#2``), else the first, else both, each checked
-again; failing that, the records cannot be told apart (:func:`separate` returns None).
+same content). If not, the last record of each dropped run is kept back (a session header, which closes the
+dropped session and opens the next, or numbers it: Aider's ``#2``), else the first, else both, each checked
+again; failing that, the records cannot be told apart (:func:`separate` returns None). What the dropped
+sessions would make of the records kept does not count: the tombstones keep it out of the bank, and a
+record kept back is one the parser needs to read the others, not the dropped session's text.
 """
 
 from __future__ import annotations
@@ -90,14 +92,14 @@ def separate(harness: Harness | None, ref: SourceRef, records: list[Record], sta
     if all(mask):
         return mask
     wanted = _events(harness, ref, records, state, dropped)
-    if _events(harness, ref, _kept(records, mask), state, None) == wanted:
+    if _events(harness, ref, _kept(records, mask), state, dropped) == wanted:
         return mask
     n = len(mask)
     ends = [not stays and (i == n - 1 or mask[i + 1]) for i, stays in enumerate(mask)]
     starts = [not stays and (i == 0 or mask[i - 1]) for i, stays in enumerate(mask)]
     for back in (ends, starts, [a or b for a, b in zip(ends, starts, strict=True)]):
         widened = [stays or again for stays, again in zip(mask, back, strict=True)]
-        if _events(harness, ref, _kept(records, widened), state, None) == wanted:
+        if _events(harness, ref, _kept(records, widened), state, dropped) == wanted:
             return widened
     return None
 
@@ -107,13 +109,13 @@ def _kept(records: list[Record], mask: list[bool]) -> list[Record]:
 
 
 def _events(harness: Harness, ref: SourceRef, records: list[Record], state: dict[str, Any],
-            leave_out: set[str] | None) -> list[tuple[str, str, str]]:
+            leave_out: set[str]) -> list[tuple[str, str, str]]:
     """What the records make, as the bank would hold it (every session's, but ``leave_out``)."""
     from harvester.reading import read_batch  # imported here: this module is loaded with the bank
 
     batch, _, _ = read_batch(harness, ref, records, state, split=True)
     return sorted((e.session, e.uid, e.content_hash()) for e in batch.events
-                  if leave_out is None or e.session not in leave_out)
+                  if e.session not in leave_out)
 
 
 def without(harness: Harness, ref: SourceRef, fmt: str, state: dict[str, Any], first_line: int,
