@@ -14,6 +14,7 @@ import orjson
 from harvester.archive import Archive, ArchiveReport, archive_dir
 from harvester.bank import BankError, BankNewer, Cursor, CursorMoved, SessionHead, Write
 from harvester.bank.migrations import MIGRATIONS, search_text
+from harvester.bank.sqlite_archive import SqliteArchive, log_repair
 from harvester.bank.sqlite_events import (
     event_rows,
     last_versions,
@@ -60,7 +61,7 @@ def _loads(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
 
 
-class SqliteBank(SqliteReads, SqliteRecall):
+class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive):
     """``readonly``: for commands that only read, on a bank this user cannot write or that a newer
     harvester wrote. Nothing is migrated and nothing is written, not even beside the file."""
 
@@ -86,6 +87,7 @@ class SqliteBank(SqliteReads, SqliteRecall):
                 # Under the write lock: another writer's appends not committed yet are not a crash's.
                 with self.transaction():
                     self.archive_report = self.archive.repair(self.conn)  # a crash may have left it ahead
+                log_repair(self.archive_report)
             elif where.is_dir():
                 self.archive = Archive(where, readonly=True)  # what reading commands need of it
         except (sqlite3.Error, OSError) as exc:
@@ -210,45 +212,6 @@ class SqliteBank(SqliteReads, SqliteRecall):
             if row is not None:
                 out[native_id] = SessionHead(row[0], row[1], row[2])
         return out
-
-    def source_forgotten(self, path: str) -> bool:
-        """Every session read from the source is never to be stored (excluded, forgotten): what is read
-        there later that names no session is not archived either."""
-        return self.conn.execute(
-            "SELECT 1 FROM excluded_sessions WHERE source_path = ? AND NOT EXISTS (SELECT 1 FROM events e JOIN "
-            "sources s ON s.id = e.source_id WHERE s.path = ?) LIMIT 1", (path, path)).fetchone() is not None
-
-    def maintain_archive(self, max_age_days: float | None, max_size_bytes: int | None,
-                         collect: bool = False) -> Any:
-        """Archive retention, then (``collect``, or when retention removed something) the files nothing
-        names any more: harvester/archive/expiry. None without an archive to maintain."""
-        if self.archive is None or self.archive.readonly:
-            return None
-        from harvester.archive.expiry import collect as collect_leftovers
-        from harvester.archive.expiry import expire
-
-        done = expire(self.conn, self.archive, max_age_days, max_size_bytes, self.transaction)
-        if collect or done.sources:
-            with self.transaction():  # no writer between writing a blob and naming it
-                done.bytes_freed += collect_leftovers(self.conn, self.archive)
-        return done
-
-    def discard_archived(self, pieces: list[Any], partial_source: str | None = None) -> None:
-        """Archive pieces a chunk will not commit (harvester.archive.Archive.discard); ``partial_source``:
-        the source's archive now lacks records of sessions the bank holds (harvester.archive.attribute).
-        Said before the chunk commits: a crash in between leaves it said, which only costs a reparse
-        reading the source's file instead of its archive."""
-        if self.archive is not None and not self.archive.readonly:
-            self.archive.discard(self.conn, pieces)
-            if partial_source is not None:
-                from harvester.archive.purge import INSEPARABLE
-
-                mark = "UPDATE sources SET archive_gap = ? WHERE path = ?"
-                if self.conn.in_transaction:  # a reparse, inside its own
-                    self.conn.execute(mark, (INSEPARABLE, partial_source))
-                else:
-                    with self.transaction() as conn:
-                        conn.execute(mark, (INSEPARABLE, partial_source))
 
     def excluded_sessions(self, harness: str, native_ids: list[str]) -> set[str]:
         out = set()
