@@ -4,9 +4,12 @@ The order of operations is what makes a crash harmless. Nothing moves a cursor e
 transaction that writes the events read up to it; so after a kill -9 the next run re-reads from the
 last committed cursor, and anything it sees again is ignored by uid.
 
-``scan`` reads in one worker process while this process commits, once there is enough to read
-(:data:`PARALLEL_BYTES`): parsing and redacting are Python work that would otherwise compete with
-SQLite for this process's time. Reading has no side effects, so the split changes nothing else.
+Once there is enough to read (:data:`PARALLEL_BYTES`), ``scan`` ingests on both cores: a second process,
+with its own connection to the bank, reads and commits some of the sources while this one does the rest.
+Each source is ingested by exactly one of them, in the same transactions as ever; SQLite serializes the
+two writers' commits (and :meth:`SqliteBank.share_writes` hands the bank over without polling). Sending
+the read chunks to one committing process instead would cost their pickling and leave that process, not
+the reading, the bottleneck.
 """
 
 from __future__ import annotations
@@ -21,24 +24,26 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import structlog
 
+from harvester import log as log_settings
 from harvester import workers
 from harvester.bank import Bank, BankError, Cursor, CursorMoved, SessionWrite, Write
 from harvester.gitident import GitResolver, RepoIdentity, bank_id
 from harvester.model import Batch, Problem
 from harvester.parsers.base import Harness
-from harvester.reading import LIMITS, Chunk, Failure, Outcome, ReadLimits, failure_of, read_all, read_source
+from harvester.reading import LIMITS, Chunk, Failure, Outcome, ReadLimits, failure_of, read_source
 from harvester.sources import Found, discover, existing_roots, source_stat, unchanged
 
 log = structlog.get_logger("harvester.ingest")
 
 PROBLEMS_LOGGED_PER_SOURCE = 10  # the rest are counted in the bank, not repeated in the log
-PARALLEL_BYTES = 32 * 1024 * 1024  # below this much to read, a worker process costs more than it saves
-INLINE_SOURCE_BYTES = 64 * 1024 * 1024  # a source this big is streamed here, not held whole in a reply
-IN_FLIGHT = 4  # sources the readers may read ahead of the commits
-READERS = 1  # reader processes (with the committing one, enough to keep two cores busy)
+# Below this much to read, a second process costs more than it saves. $HARVESTER_PARALLEL_BYTES sets it
+# (the crash tests kill scans that ingest on both cores with it at 0).
+PARALLEL_BYTES = int(os.environ.get("HARVESTER_PARALLEL_BYTES") or 32 * 1024 * 1024)
+IN_FLIGHT = 2  # sources queued for the other process: enough that it never waits for the next
 
 
 @dataclass(slots=True)
@@ -49,6 +54,7 @@ class SourceResult:
     sessions: dict[str, int] = field(default_factory=dict)  # native id -> events added
     problems: int = 0
     ended: set[str] = field(default_factory=set)  # sessions whose store said, last in this read, they ended
+    bytes_read: int = 0
 
 
 @dataclass(slots=True)
@@ -94,12 +100,15 @@ class Ingestor:
         self.parallel_bytes = parallel_bytes
         self.bytes_read = 0
         self._pool: ProcessPoolExecutor | None = None
+        self._stop_other: Any = None  # a multiprocessing Event: the other process stops at its next chunk
         self._should_stop: Callable[[], bool] = lambda: False
 
     def close(self) -> None:
         if self._pool is not None:
+            self._stop_other.set()  # what it is ingesting stops at a committed chunk
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+            self.bank.share_writes(False)  # type: ignore[attr-defined]
 
     def __enter__(self) -> Ingestor:
         return self
@@ -181,49 +190,60 @@ class Ingestor:
             offset = cursor.offset if cursor is not None and item.spec.format in ("jsonl", "lines", "zstd-frames") else 0
             pending.append((item, cursor, max(st.st_size - offset, 0)))
         to_read = sum(size for _, _, size in pending)
-        if to_read < self.parallel_bytes or (os.cpu_count() or 1) < 2:
+        if to_read < self.parallel_bytes or (os.cpu_count() or 1) < 2 or not hasattr(self.bank, "share_writes"):
             for item, cursor, _ in pending:
                 yield item, self._ingest(harness, item, cursor)
             return
-        window: deque[tuple[Found, Cursor | None, Future | None]] = deque()
-        queue = iter(pending)
-        for item, cursor, size in queue:
-            future = None  # a large source is streamed here when its turn comes
-            if size <= INLINE_SOURCE_BYTES:
-                try:
-                    future = self._worker().submit(read_all, item, harness.name, cursor, self.bank.prepare_rows,
-                                                   self.limits)
-                except BrokenProcessPool:
-                    self._pool = None  # the reader died: this source and the next are read here
-            window.append((item, cursor, future))
-            while len(window) > IN_FLIGHT or (window and window[0][2] is not None and window[0][2].done()):
+        # The largest first, so that neither process is left with a long one at the end.
+        pending.sort(key=lambda entry: entry[2], reverse=True)
+        window: deque[tuple[Found, Future]] = deque()
+        for item, cursor, _ in pending:
+            if self._should_stop():
+                break
+            while window and window[0][1].done():
                 yield self._finish_from(harness, window.popleft())
+            if len(window) < IN_FLIGHT and (future := self._submit(harness, item)) is not None:
+                window.append((item, future))
+                continue
+            yield item, self._ingest(harness, item, cursor)  # the other process has enough queued: this one
         while window:
             yield self._finish_from(harness, window.popleft())
 
-    def _finish_from(self, harness: Harness,
-                     entry: tuple[Found, Cursor | None, Future | None]) -> tuple[Found, SourceResult]:
-        item, cursor, future = entry
-        if future is None:
-            return item, self._ingest(harness, item, cursor)
+    def _submit(self, harness: Harness, item: Found) -> Future | None:
         try:
-            chunks, outcome = future.result()
-        except BrokenProcessPool:  # the reader process died (killed, out of memory): read it here
-            log.warning("reader process died; reading here", path=str(item.path))
-            self._pool = None
-            return item, self._ingest(harness, item, cursor)
-        except Exception as exc:  # its result could not come back (pickling): the source failed
-            outcome = Outcome(str(item.path), "failed", failure=failure_of(exc, 0))
-            chunks = []
-        return item, self._commit_source(harness, iter(chunks), outcome)
+            return self._other().submit(_ingest_there, harness.name, item)
+        except BrokenProcessPool:
+            self._lost_other()
+            return None
 
-    def _worker(self) -> ProcessPoolExecutor:
+    def _finish_from(self, harness: Harness, entry: tuple[Found, Future]) -> tuple[Found, SourceResult]:
+        item, future = entry
+        try:
+            result: SourceResult = future.result()
+        except BrokenProcessPool:  # the other process died (killed, out of memory): ingest it here
+            log.warning("the second ingesting process died; going on here", path=str(item.path))
+            self._lost_other()
+            return item, self._ingest(harness, item, self.bank.cursor(str(item.path)))
+        self.bytes_read += result.bytes_read
+        return item, result
+
+    def _other(self) -> ProcessPoolExecutor:
+        """The second process: an Ingestor of its own over the same bank (spawned, not forked: the
+        parent's open SQLite connection must never be inherited). It dies with this one (workers.py)."""
         if self._pool is None:
-            # spawn, not fork: the parent holds an open SQLite connection, which must never be
-            # used (or even inherited) across fork. Readers die with this process (workers.py).
-            self._pool = ProcessPoolExecutor(max_workers=READERS, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=workers.die_with_parent, initargs=(os.getpid(),))
+            context = multiprocessing.get_context("spawn")
+            self._stop_other = context.Event()
+            archive = getattr(self.bank, "archive", None) is not None
+            self.bank.share_writes()  # type: ignore[attr-defined]
+            self._pool = ProcessPoolExecutor(
+                max_workers=1, mp_context=context, initializer=_start_there,
+                initargs=(os.getpid(), self.bank.path, archive, self.template, self.exclude, self.limits,
+                          self._stop_other, log_settings.configured_level()))
         return self._pool
+
+    def _lost_other(self) -> None:
+        self._pool = None
+        self.bank.share_writes(False)  # type: ignore[attr-defined]
 
     def ingest_many(self, harness: Harness, found: list[Found]) -> list[SourceResult]:
         """Several sources of one harness: their cursors in one query, unchanged ones for a stat."""
@@ -266,6 +286,7 @@ class Ingestor:
             log.info("re-read source from the start", path=outcome.path, reason=outcome.restart_reason)
         result.outcome = outcome.outcome
         self.bytes_read += outcome.bytes_read
+        result.bytes_read = outcome.bytes_read
         if outcome.outcome in ("new", "read", "restarted") and not any(p.line == 0 for p in outcome.problems):
             self.bank.resolve_read_problems(outcome.path)
         if outcome.problems:
@@ -324,6 +345,7 @@ class Ingestor:
         except sqlite3.Error as exc:
             raise BankError(f"the bank at {self.bank.path} cannot be written: {exc}") from exc
         self.bytes_read += outcome.bytes_read
+        result.bytes_read = outcome.bytes_read
         result.outcome = "failed"
         result.problems += len(problems)
         return result
@@ -392,6 +414,30 @@ class Ingestor:
         for problem in batch.problems[:PROBLEMS_LOGGED_PER_SOURCE]:
             log.warning("record skipped", harness=harness.name, path=path, line=problem.line,
                         kind=problem.kind, detail=problem.detail)
+
+
+_THERE: Ingestor | None = None  # in the second process of a parallel scan: its own Ingestor
+
+
+def _start_there(parent_pid: int, bank_path: str, archive: bool, template: str,
+                 exclude: Callable[[str | None], bool] | None, limits: ReadLimits, stop: Any, log_level: str) -> None:
+    global _THERE
+    workers.die_with_parent(parent_pid)
+    log_settings.configure(level=log_level)
+    from harvester.bank import open_bank
+
+    bank = open_bank(bank_path, archive=archive, repair=False)
+    bank.share_writes()  # type: ignore[attr-defined]
+    _THERE = Ingestor(bank, template, exclude=exclude, limits=limits, parallel_bytes=1 << 62)
+    _THERE._should_stop = stop.is_set
+
+
+def _ingest_there(harness_name: str, item: Found) -> SourceResult:
+    """One source, read and committed in the second process; its cursor as the bank has it now."""
+    assert _THERE is not None
+    from harvester.parsers import HARNESSES
+
+    return _THERE.ingest(HARNESSES[harness_name], item)
 
 
 def _tally(hr: HarnessReport, result: SourceResult) -> None:

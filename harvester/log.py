@@ -11,11 +11,15 @@ import structlog
 from harvester.config import LOG_LEVEL_ENV
 from harvester.terminal import visible
 
+_configured_level = "WARNING"  # what configure() last set: a scan's second process logs at the same level
+
 
 def configure(default_level: str = "warning", stream=None, level: str | None = None) -> None:
     """``level`` (from the configuration) beats ``default_level``; $HARVESTER_LOG_LEVEL beats both."""
+    global _configured_level
     stream = stream or sys.stderr
     level_name = (os.environ.get(LOG_LEVEL_ENV) or level or default_level).upper()
+    _configured_level = level_name
     level = logging.getLevelName(level_name)
     if not isinstance(level, int):
         level = logging.WARNING
@@ -35,6 +39,10 @@ def configure(default_level: str = "warning", stream=None, level: str | None = N
         logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=False,
     )
+
+
+def configured_level() -> str:
+    return _configured_level
 
 
 def _visible(renderer: structlog.types.Processor) -> structlog.types.Processor:

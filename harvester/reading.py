@@ -1,8 +1,7 @@
 """Reading a source: from its cursor to complete, parsed, redacted chunks, ready to commit.
 
-Nothing here touches the bank, so it can run in another process (``scan`` reads in a worker while
-the main process commits; see :mod:`harvester.ingest`). Everything it returns is plain picklable
-data. The cursor only moves when the bank commits a chunk together with its events.
+Nothing here touches the bank: reading has no side effects, and everything it returns is plain data.
+The cursor only moves when the bank commits a chunk together with its events (:mod:`harvester.ingest`).
 """
 
 from __future__ import annotations
@@ -92,7 +91,7 @@ class Outcome:
     bytes_read: int = 0
     restart_reason: str = ""
     line: int = 0  # the line being read (what a failure names)
-    failure: Failure | None = None  # reading raised: the source failed there (read_all)
+    failure: Failure | None = None  # reading raised: the source failed there
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,17 +515,3 @@ def redact_batch(batch: Batch) -> Counter[str]:
             patch.meta, counts = redaction.redact_value(patch.meta)
             redactions[patch.native_id] += sum(counts.values())
     return redactions
-
-
-def read_all(found: Found, harness_name: str, cursor: Cursor | None, prepare: Prepare | None,
-             limits: ReadLimits = LIMITS) -> tuple[list[Chunk], Outcome]:
-    """:func:`read_source` as one picklable result (what a worker process sends back). An exception
-    comes back as ``outcome.failure``, after the chunks read before it (they are still committed)."""
-    outcome = Outcome(str(found.path))
-    chunks: list[Chunk] = []
-    try:
-        for chunk in read_source(found, harness_name, cursor, outcome, prepare, limits):
-            chunks.append(chunk)
-    except Exception as exc:
-        outcome.failure = failure_of(exc, outcome.line)
-    return chunks, outcome

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import ClaudeSession, bank_rows, sessions_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,9 +21,11 @@ def _scan_cmd(bank: Path) -> list[str]:
     return [sys.executable, "-m", "harvester", "--bank", str(bank), "scan", "--json"]
 
 
-def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "CODEX_", "XDG_"))}
+def _env(home: Path, parallel: bool = False) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "CODEX_", "XDG_", "HARVESTER_"))}
     env.update(HOME=str(home), PYTHONPATH=str(ROOT), HARVESTER_LOG_LEVEL="error")
+    if parallel:  # however little there is to read, two processes ingest, each committing its sources
+        env["HARVESTER_PARALLEL_BYTES"] = "1"
     return env
 
 
@@ -36,10 +40,10 @@ def _build_tree(home: Path) -> None:
             )
 
 
-def _kill_after(bank: Path, home: Path, seconds: float) -> bool:
+def _kill_after(bank: Path, home: Path, seconds: float, parallel: bool = False) -> bool:
     """Start a scan, SIGKILL it after ``seconds``; True if it was still running."""
     proc = subprocess.Popen(
-        _scan_cmd(bank), env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        _scan_cmd(bank), env=_env(home, parallel), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     time.sleep(seconds)
     alive = proc.poll() is None
@@ -111,20 +115,24 @@ def _archive_holds_every_file_once(bank: Path) -> None:
         conn.close()
 
 
-def test_sigkill_with_the_archive_on_then_rescan_and_reparse_equal_a_clean_import(tmp_path: Path) -> None:
+@pytest.mark.parametrize("parallel", [False, True], ids=["one-process", "two-processes"])
+def test_sigkill_with_the_archive_on_then_rescan_and_reparse_equal_a_clean_import(tmp_path: Path,
+                                                                                  parallel: bool) -> None:
+    """Also with two processes ingesting at once (a large backfill), both committing to the bank and
+    its archive: a kill takes both down at any point of either's transactions."""
     home = tmp_path / "home"
     _build_tree(home)
     clean = tmp_path / "clean.sqlite"
     started = time.monotonic()
-    subprocess.run(_scan_cmd(clean), env=_env(home), check=True, capture_output=True)
+    subprocess.run(_scan_cmd(clean), env=_env(home, parallel), check=True, capture_output=True)
     clean_seconds = time.monotonic() - started
     expected = bank_rows(clean)
     _archive_holds_every_file_once(clean)
     interrupted = 0
     for n, fraction in enumerate((0.3, 0.6, 0.85)):
         bank = tmp_path / f"killed-{n}.sqlite"
-        interrupted += _kill_after(bank, home, clean_seconds * fraction)
-        subprocess.run(_scan_cmd(bank), env=_env(home), check=True, capture_output=True)
+        interrupted += _kill_after(bank, home, clean_seconds * fraction, parallel)
+        subprocess.run(_scan_cmd(bank), env=_env(home, parallel), check=True, capture_output=True)
         assert bank_rows(bank) == expected, f"kill at {fraction:.0%} of a scan"
         _archive_holds_every_file_once(bank)
         reparse = [sys.executable, "-m", "harvester", "--bank", str(bank), "reparse"]

@@ -182,11 +182,12 @@ class Bank(Protocol):
     def session_events(self, session_pk: int, include_recall: bool = False) -> list[dict[str, Any]]: ...
 
 
-def open_bank(path: str | Path, readonly: bool = False, archive: bool = True) -> Bank:
-    """The bank at ``path``; ``archive``: keep the raw archive beside it (harvester/archive)."""
+def open_bank(path: str | Path, readonly: bool = False, archive: bool = True, repair: bool = True) -> Bank:
+    """The bank at ``path``; ``archive``: keep the raw archive beside it (harvester/archive); ``repair``:
+    cut the archive back to what the bank recorded (what every writer does first, but a scan's second)."""
     from harvester.bank.sqlite import SqliteBank
 
-    return SqliteBank(str(path), readonly=readonly, archive=archive)
+    return SqliteBank(str(path), readonly=readonly, archive=archive, repair=repair)
 
 
 def open_bank_to_read(path: str | Path) -> Bank:

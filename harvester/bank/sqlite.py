@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -65,11 +66,12 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive):
     """``readonly``: for commands that only read, on a bank this user cannot write or that a newer
     harvester wrote. Nothing is migrated and nothing is written, not even beside the file."""
 
-    def __init__(self, path: str, readonly: bool = False, archive: bool = True) -> None:
+    def __init__(self, path: str, readonly: bool = False, archive: bool = True, repair: bool = True) -> None:
         self.path = path
         self.readonly = readonly
         self.archive: Archive | None = None
         self.archive_report: ArchiveReport | None = None
+        self._write_turns: int | None = None  # see share_writes
         check_bank(path)  # before the first byte is changed: refuse what is not ours
         try:
             if readonly:
@@ -84,10 +86,11 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive):
             where = archive_dir(path)
             if archive and not readonly:
                 self.archive = Archive(where)
-                # Under the write lock: another writer's appends not committed yet are not a crash's.
-                with self.transaction():
-                    self.archive_report = self.archive.repair(self.conn)  # a crash may have left it ahead
-                log_repair(self.archive_report)
+                if repair:  # (not by a scan's second writer: the scan that started it repaired it)
+                    # Under the write lock: another writer's appends not committed yet are not a crash's.
+                    with self.transaction():
+                        self.archive_report = self.archive.repair(self.conn)  # a crash may have left it ahead
+                    log_repair(self.archive_report)
             elif where.is_dir():
                 self.archive = Archive(where, readonly=True)  # what reading commands need of it
         except (sqlite3.Error, OSError) as exc:
@@ -117,16 +120,40 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive):
     def transaction(self) -> Iterator[sqlite3.Connection]:
         # IMMEDIATE takes the write lock up front: two writers (scan beside the service) queue on
         # busy_timeout instead of failing half-way with SQLITE_BUSY on lock upgrade.
-        self.conn.execute("BEGIN IMMEDIATE")
+        turns = self._write_turns
+        if turns is not None:
+            fcntl.flock(turns, fcntl.LOCK_EX)
         try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        else:
-            self.conn.execute("COMMIT")
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            else:
+                self.conn.execute("COMMIT")
+        finally:
+            if turns is not None:
+                fcntl.flock(turns, fcntl.LOCK_UN)
+
+    def share_writes(self, on: bool = True) -> None:
+        """Take turns with the other writers of a parallel scan (harvester.ingest) on a lock file beside the
+        bank before each transaction. SQLite alone would serialize them too, but a writer that finds the
+        bank locked sleeps and polls (busy_timeout); a blocking ``flock`` hands the bank over the moment the
+        other commits. The kernel releases it when a holder dies, so a killed writer never blocks another;
+        correctness never depends on it (SQLite's own lock still decides)."""
+        if on and self._write_turns is None:
+            old = os.umask(0o077)
+            try:
+                self._write_turns = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            finally:
+                os.umask(old)
+        elif not on and self._write_turns is not None:
+            os.close(self._write_turns)
+            self._write_turns = None
 
     def close(self) -> None:
+        self.share_writes(False)
         if self.readonly:
             self._readonly.close()
         else:
