@@ -16,8 +16,8 @@ order rotated every round, each engine on the whole tree in a fresh process with
 
 Per engine: wall seconds, MB/s (of the tree's bytes), events per second (each engine's own unit: harvester
 events, naive rows, decoded records, agentsview messages), CPU seconds (user + system of the process and
-the children it waited for, from wait4), peak RSS of its largest process (wait4's ru_maxrss) and of its
-whole process tree (sampled every 50 ms). Then the ratios that matter, computed within each round (so
+the children it waited for, from wait4), peak RSS of its largest process (VmHWM) and of its whole
+process tree (the sum of VmRSS), both sampled from /proc every 50 ms. Then the ratios that matter, computed within each round (so
 that a noisy machine slows both sides of a pair) and reported as median and min-max: harvester against
 naive (target >= 2x), against agentsview (target >= 8x), and as a fraction of the orjson floor's rate.
 Not a test: nothing here runs in the suite.
@@ -63,7 +63,7 @@ class Pass:
     engine: str
     seconds: float
     cpu_seconds: float
-    maxrss_mb: float  # the largest single process (the child or a descendant it reaped)
+    maxrss_mb: float  # the peak of its largest single process (the child, or a reader it started)
     tree_rss_mb: float  # the sampled peak of the sum over the process tree
     events: int
     output_mb: float
@@ -71,16 +71,61 @@ class Pass:
 
 
 # -- running a child and measuring it -------------------------------------------------------------
-def _tree_rss(root: psutil.Process) -> int:
-    total = 0
-    try:
-        processes = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0
-    for process in processes:
-        with contextlib.suppress(psutil.Error):
-            total += process.memory_info().rss
-    return total
+def _status_kib(pid: int) -> tuple[int, int]:
+    """(VmHWM, VmRSS) of a process in KiB: its peak and current resident size, from /proc."""
+    hwm = rss = 0
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/status", "rb") as status:
+        for line in status:
+            if line.startswith(b"VmHWM:"):
+                hwm = int(line.split()[1])
+            elif line.startswith(b"VmRSS:"):
+                rss = int(line.split()[1])
+    return hwm, rss
+
+
+class TreeMemory:
+    """Samples a process tree: each process's peak (VmHWM, kept per pid) and the peak of their sum.
+
+    Not ru_maxrss from wait4: Linux carries the parent's high-water mark into a child through fork and
+    exec, so a small child of a large benchmark process would report the benchmark's size."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peaks: dict[int, int] = {}
+        self.tree_peak = 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        try:
+            root = psutil.Process(self.pid)
+            pids = [self.pid, *(p.pid for p in root.children(recursive=True))]
+        except psutil.Error:
+            return
+        total = 0
+        for pid in pids:
+            hwm, rss = _status_kib(pid)
+            self.peaks[pid] = max(self.peaks.get(pid, 0), hwm)
+            total += rss
+        self.tree_peak = max(self.tree_peak, total)
+
+    def _run(self) -> None:
+        while not self._done.wait(SAMPLE_SECONDS):
+            self._sample()
+
+    def __enter__(self) -> TreeMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def largest_mb(self) -> float:
+        return max(self.peaks.values(), default=0) / 1024
+
+    def tree_mb(self) -> float:
+        return self.tree_peak / 1024
 
 
 def measured(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, float, float, str, str]:
@@ -88,32 +133,18 @@ def measured(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, fl
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         child = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-        peak = [0]
-        done = threading.Event()
-
-        def sample() -> None:
-            try:
-                root = psutil.Process(child.pid)
-            except psutil.Error:
-                return
-            while not done.wait(SAMPLE_SECONDS):
-                peak[0] = max(peak[0], _tree_rss(root))
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        # wait4, not Popen.wait: its rusage is this child's (and what it reaped), not all of ours.
-        _, status, usage = os.wait4(child.pid, 0)
-        seconds = time.perf_counter() - started
+        with TreeMemory(child.pid) as memory:
+            # wait4, not Popen.wait: its rusage is this child's (and what it reaped), not all of ours.
+            _, status, usage = os.wait4(child.pid, 0)
+            seconds = time.perf_counter() - started
         child.returncode = os.waitstatus_to_exitcode(status)
-        done.set()
-        sampler.join()
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     if child.returncode != 0:
         raise RuntimeError(f"{argv[0]} {argv[1] if len(argv) > 1 else ''} exited {child.returncode}: "
                            f"{stderr.strip()[-2000:]}")
-    return (seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, peak[0] / 2**20, stdout, stderr)
+    return (seconds, usage.ru_utime + usage.ru_stime, memory.largest_mb(), memory.tree_mb(), stdout, stderr)
 
 
 def dir_mb(path: Path) -> float:
@@ -269,6 +300,9 @@ def report(manifest: dict, mb: float, per_engine: dict, ratios: dict, agentsview
     harvester = per_engine.get("harvester", {}).get("detail", {})
     if harvester.get("problems"):
         print(f"WARNING: harvester recorded {harvester['problems']} problems on the generated tree")
+    for engine, s in per_engine.items():
+        if s["events"] == 0:
+            print(f"WARNING: {LABELS[engine]} imported nothing: is the tree a home directory?")
 
 
 def main() -> None:
@@ -289,7 +323,7 @@ def main() -> None:
         agentsview_version, agentsview_note = ensure_agentsview(install=not args.no_install)
         if agentsview_version is None:
             engines.remove("agentsview")
-    home = args.tree or cached_tree(args.mb, args.seed)
+    home = (args.tree or cached_tree(args.mb, args.seed)).resolve()  # the engines run in other directories
     manifest = json.loads((home / "manifest.json").read_text())
     mb = source_bytes(home) / 1e6
     warm(home)

@@ -5,15 +5,14 @@
 Imports Claude Code, Codex and opencode history under ``HOME`` into a new bank in ``WORK_DIR`` exactly as
 bench/bench_scan.py does (``Ingestor.scan``, the raw archive on, redaction always on, the reader worker
 process it starts for large scans), then prints one JSON line: the scan's seconds, events, problems,
-bytes read, and the peak RSS of this process and of its reaped children (the reader). A process of its
-own, so that its peak memory and CPU time are its own and not the benchmark's.
+bytes read, and this process's peak RSS. A process of its own, so that its peak memory and CPU time (and
+its reader's) are its own and not the benchmark's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import sys
 import time
@@ -50,10 +49,18 @@ def backfill(home: Path, work: Path, archive: bool = True) -> dict:
         "problems": sum(h.problems + h.unreadable + h.failed for h in report.harnesses.values()),
         "bytes_read": report.bytes_read,
         "per_agent": {name: h.events_added for name, h in report.harnesses.items()},
-        # Linux reports ru_maxrss in KiB.
-        "maxrss_self_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        "maxrss_children_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+        "vmhwm_kib": peak_rss_kib(),
     }
+
+
+def peak_rss_kib() -> int:
+    """This process's peak resident size since its exec (VmHWM). Not ru_maxrss: that carries the
+    high-water mark of whatever process forked this one."""
+    with open("/proc/self/status", "rb") as status:
+        for line in status:
+            if line.startswith(b"VmHWM:"):
+                return int(line.split()[1])
+    return 0
 
 
 def main() -> None:
