@@ -211,6 +211,8 @@ def run_agentsview(home: Path, work: Path) -> Pass:
         "OPENCODE_DIR": str(paths["opencode"].parent),
         # A one-shot offline sync in this process, as its `sync --help` says; no browser, no update check.
         "AGENTSVIEW_NO_DAEMON": "1", "AGENTSVIEW_NO_BROWSER": "1", "AGENTSVIEW_DISABLE_UPDATE_CHECK": "1",
+        # Nothing leaves the machine (and no network time-outs in its figures).
+        "AGENTSVIEW_TELEMETRY_ENABLED": "0", "DO_NOT_TRACK": "1",
     }
     seconds, cpu, maxrss, tree_rss, stdout, stderr = measured([str(agentsview_binary()), "sync"], env, work)
     conn = sqlite3.connect(f"file:{data / 'sessions.db'}?mode=ro", uri=True)

@@ -26,8 +26,8 @@ generated tree alike):
   sessions are log-normal in turns (median ~7), turns have ~3.5 model calls with tool round trips
   (exponential), a call is sometimes parallel (2-4 tools), and texts are sized as in working sessions:
   prompts ~160 characters, replies ~450, thinking ~700, tool output ~1.5 KB, all log-normal (sigma 1.0-1.3,
-  so a long tail: outputs to 256 KB). The result (seed 7): Claude Code lines median ~1.3 KB, p90 ~5 KB,
-  max ~600 KB; Codex ~0.8 KB; opencode rows ~0.3 KB.
+  so a long tail: outputs to 256 KB). The result (seed 7, 200 MB): Claude Code lines median 1.3 KB, p90
+  5 KB, max 384 KB; Codex lines median 860 B, p90 3.3 KB; opencode rows median 390 B, p90 2.7 KB.
 * Tools and their shares: Claude Code Read 33 %, Bash 30 %, Edit 13 %, Grep 10 %, Glob 5 %, Write 4 %,
   TodoWrite 3 %, Agent 2 % (a subagent file); Codex ``exec_command`` 85 %, ``apply_patch`` 15 %; opencode
   read/bash 35 % each, edit 14 %, grep 10 %, glob 6 %. About 4-5 % of calls fail. A third of Claude Code
