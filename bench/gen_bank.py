@@ -16,6 +16,7 @@ Deterministic for a given seed.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import random
 import re
@@ -40,10 +41,14 @@ MIX = (("user", "text", 0.223), ("assistant", "text", 0.228), ("assistant", "too
 TOOLS = ("Read", "Bash", "Edit", "Grep", "shell_command", "apply_patch", "read_file", "run_shell_command", "write")
 
 
+@functools.cache  # the same for every generator in a process: the checkout's files
 def vocabulary() -> tuple[list[str], list[float]]:
     counts: Counter[str] = Counter()
-    for path in [*ROOT.glob("harvester/**/*.py"), *ROOT.glob("parsers/*.py"), *ROOT.glob("**/*.md")]:
-        if ".cache" in path.parts or ".venv" in path.parts:
+    # Sorted: ties in most_common keep the order words were first seen, which must not be the disk's.
+    for path in sorted({*ROOT.glob("harvester/**/*.py"), *ROOT.glob("parsers/*.py"), *ROOT.glob("**/*.md")}):
+        relative = path.relative_to(ROOT).parts
+        # Only the project's own files: not installed packages, caches, or what benchmarks wrote.
+        if any(part.startswith(".") for part in relative) or relative[:2] == ("bench", "out"):
             continue
         counts.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,30}", path.read_text(errors="replace")))
     words = [w for w, _ in counts.most_common(12000)]

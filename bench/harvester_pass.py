@@ -1,0 +1,78 @@
+"""One harvester backfill of a generated home, in a process of its own: what bench_backfill.py times.
+
+    python bench/harvester_pass.py HOME WORK_DIR [--no-archive]
+
+Imports Claude Code, Codex and opencode history under ``HOME`` into a new bank in ``WORK_DIR`` exactly as
+bench/bench_scan.py does (``Ingestor.scan``, the raw archive on, redaction always on, the reader worker
+process it starts for large scans), then prints one JSON line: the scan's seconds, events, problems,
+bytes read, and this process's peak RSS. A process of its own, so that its peak memory and CPU time (and
+its reader's) are its own and not the benchmark's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harvester import log
+from harvester.archive import archive_dir
+from harvester.bank import open_bank
+from harvester.ingest import Ingestor
+from harvester.parsers import HARNESSES
+
+AGENTS = ("claude-code", "codex", "opencode")
+
+
+def backfill(home: Path, work: Path, archive: bool = True) -> dict:
+    bank_path = work / "bank.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{bank_path}{suffix}").unlink(missing_ok=True)
+    shutil.rmtree(archive_dir(bank_path), ignore_errors=True)
+    bank = open_bank(bank_path, archive=archive)
+    try:
+        started = time.perf_counter()
+        with Ingestor(bank, "coding-agent::{gitProject}") as ingestor:
+            # Only HOME: the agents' roots are then the tree's, whatever this machine's XDG_* say.
+            report = ingestor.scan([HARNESSES[name] for name in AGENTS], {"HOME": str(home)}, home)
+        seconds = time.perf_counter() - started
+    finally:
+        bank.close()
+    return {
+        "seconds": seconds,
+        "events": report.events_added,
+        "problems": sum(h.problems + h.unreadable + h.failed for h in report.harnesses.values()),
+        "bytes_read": report.bytes_read,
+        "per_agent": {name: h.events_added for name, h in report.harnesses.items()},
+        "vmhwm_kib": peak_rss_kib(),
+    }
+
+
+def peak_rss_kib() -> int:
+    """This process's peak resident size since its exec (VmHWM). Not ru_maxrss: that carries the
+    high-water mark of whatever process forked this one."""
+    with open("/proc/self/status", "rb") as status:
+        for line in status:
+            if line.startswith(b"VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("home", type=Path)
+    parser.add_argument("work", type=Path)
+    parser.add_argument("--no-archive", action="store_true")
+    args = parser.parse_args()
+    log.configure("warning")  # as `harvester scan` runs: structlog unconfigured would print every commit
+    args.work.mkdir(parents=True, exist_ok=True)
+    print(json.dumps(backfill(args.home, args.work, archive=not args.no_archive)))
+
+
+if __name__ == "__main__":
+    main()
