@@ -128,31 +128,39 @@ class Ingestor:
         start_bytes = self.bytes_read
         report = ScanReport()
         self._should_stop = should_stop or (lambda: False)
-        for harness in harnesses:
-            if self._should_stop():
-                break
-            hr = report.harnesses[harness.name] = HarnessReport(harness.name)
-            roots = self.roots_for(harness, env, home, (extra_roots or {}).get(harness.name, ()))
-            hr.roots = [str(r) for r in roots]
-            unlisted: list[tuple[Path, str]] = []
-            found = list(discover(harness, roots, unlisted))
-            self._note_unlisted(harness, roots, unlisted)
-            if on_discovered is not None:
-                on_discovered(harness, found)
-            known = {c.path: c for c in self.bank.cursors(harness.name)}
-            for item, result in self._ingest_all(harness, found, known):
-                _tally(hr, result)
+        harnesses = list(harnesses)
+        # Every harness's sources in one schedule, so that both processes of a large scan stay busy across
+        # harnesses (one opencode database beside many small JSONL files). Those whose roots are the
+        # repositories the bank knows (Aider) come after the rest, which may make more of them known.
+        for wave in ([h for h in harnesses if not h.roots_in_repositories],
+                     [h for h in harnesses if h.roots_in_repositories]):
+            if not wave or self._should_stop():
+                continue
+            plans: list[tuple[Harness, list[Found], dict[str, Cursor]]] = []
+            for harness in wave:
+                hr = report.harnesses[harness.name] = HarnessReport(harness.name)
+                roots = self.roots_for(harness, env, home, (extra_roots or {}).get(harness.name, ()))
+                hr.roots = [str(r) for r in roots]
+                unlisted: list[tuple[Path, str]] = []
+                found = list(discover(harness, roots, unlisted))
+                self._note_unlisted(harness, roots, unlisted)
+                if on_discovered is not None:
+                    on_discovered(harness, found)
+                plans.append((harness, found, {c.path: c for c in self.bank.cursors(harness.name)}))
+            for harness, item, result in self._ingest_all(plans):
+                _tally(report.harnesses[harness.name], result)
                 if on_source is not None:
                     on_source(harness, item, result)
                 if self._should_stop():
                     break
-            # Sources we knew that are gone: the agent deleted them (Claude's cleanup) or they were
-            # replaced (.jsonl -> .jsonl.zst). Their sessions stay in the bank; say the file is gone.
-            # A whole store deleted (its root gone too) is as gone as one file of it.
-            seen = {str(item.path) for item in found}
-            for cursor in known.values():
-                if cursor.path not in seen and cursor.status != "missing" and not os.path.lexists(cursor.path):
-                    self.bank.set_source_status(cursor.path, "missing")
+            for _, found, known in plans:
+                # Sources we knew that are gone: the agent deleted them (Claude's cleanup) or they were
+                # replaced (.jsonl -> .jsonl.zst). Their sessions stay in the bank; say the file is gone.
+                # A whole store deleted (its root gone too) is as gone as one file of it.
+                seen = {str(item.path) for item in found}
+                for cursor in known.values():
+                    if cursor.path not in seen and cursor.status != "missing" and not os.path.lexists(cursor.path):
+                        self.bank.set_source_status(cursor.path, "missing")
         report.seconds = time.monotonic() - started
         report.bytes_read = self.bytes_read - start_bytes
         self.close()  # a reader process lives for the scan that needed it, not in an idle service
@@ -172,42 +180,45 @@ class Ingestor:
             dirs += [p.parent for p in (*root.glob("*/.git"), *root.glob("*/*/.git"))]
         return existing_roots(harness, env, home, tuple(dirs))
 
-    def _ingest_all(self, harness: Harness, found: list[Found],
-                    known: dict[str, Cursor]) -> Iterator[tuple[Found, SourceResult]]:
-        """Every source of a harness: unchanged ones cost a stat; the rest are read (here, or in a
-        worker when there is enough to read) and committed here, in order."""
-        pending: list[tuple[Found, Cursor | None, int]] = []
-        for item in found:
-            cursor = known.get(str(item.path))
-            try:
-                st = source_stat(item.path, item.spec.format, item.spec.related)
-            except OSError:
-                pending.append((item, cursor, 0))  # reading will say what is wrong
-                continue
-            if cursor is not None and unchanged(cursor, st):
-                yield item, SourceResult(str(item.path), "unchanged")
-                continue
-            offset = cursor.offset if cursor is not None and item.spec.format in ("jsonl", "lines", "zstd-frames") else 0
-            pending.append((item, cursor, max(st.st_size - offset, 0)))
-        to_read = sum(size for _, _, size in pending)
+    def _ingest_all(self, plans: list[tuple[Harness, list[Found], dict[str, Cursor]]]
+                    ) -> Iterator[tuple[Harness, Found, SourceResult]]:
+        """Every source of these harnesses (with the cursors known of each): unchanged ones cost a stat;
+        the rest are read and committed here, or, when there is enough to read, some of them in the other
+        process (see the module)."""
+        pending: list[tuple[Harness, Found, Cursor | None, int]] = []
+        for harness, found, known in plans:
+            for item in found:
+                cursor = known.get(str(item.path))
+                try:
+                    st = source_stat(item.path, item.spec.format, item.spec.related)
+                except OSError:
+                    pending.append((harness, item, cursor, 0))  # reading will say what is wrong
+                    continue
+                if cursor is not None and unchanged(cursor, st):
+                    yield harness, item, SourceResult(str(item.path), "unchanged")
+                    continue
+                appended = item.spec.format in ("jsonl", "lines", "zstd-frames")
+                offset = cursor.offset if cursor is not None and appended else 0
+                pending.append((harness, item, cursor, max(st.st_size - offset, 0)))
+        to_read = sum(entry[3] for entry in pending)
         if to_read < self.parallel_bytes or (os.cpu_count() or 1) < 2 or not hasattr(self.bank, "share_writes"):
-            for item, cursor, _ in pending:
-                yield item, self._ingest(harness, item, cursor)
+            for harness, item, cursor, _ in pending:
+                yield harness, item, self._ingest(harness, item, cursor)
             return
         # The largest first, so that neither process is left with a long one at the end.
-        pending.sort(key=lambda entry: entry[2], reverse=True)
-        window: deque[tuple[Found, Future]] = deque()
-        for item, cursor, _ in pending:
+        pending.sort(key=lambda entry: entry[3], reverse=True)
+        window: deque[tuple[Harness, Found, Future]] = deque()
+        for harness, item, cursor, _ in pending:
             if self._should_stop():
                 break
-            while window and window[0][1].done():
-                yield self._finish_from(harness, window.popleft())
+            while window and window[0][2].done():
+                yield self._finish_from(*window.popleft())
             if len(window) < IN_FLIGHT and (future := self._submit(harness, item)) is not None:
-                window.append((item, future))
+                window.append((harness, item, future))
                 continue
-            yield item, self._ingest(harness, item, cursor)  # the other process has enough queued: this one
+            yield harness, item, self._ingest(harness, item, cursor)  # the other has enough queued: this one
         while window:
-            yield self._finish_from(harness, window.popleft())
+            yield self._finish_from(*window.popleft())
 
     def _submit(self, harness: Harness, item: Found) -> Future | None:
         try:
@@ -216,16 +227,15 @@ class Ingestor:
             self._lost_other()
             return None
 
-    def _finish_from(self, harness: Harness, entry: tuple[Found, Future]) -> tuple[Found, SourceResult]:
-        item, future = entry
+    def _finish_from(self, harness: Harness, item: Found, future: Future) -> tuple[Harness, Found, SourceResult]:
         try:
             result: SourceResult = future.result()
         except BrokenProcessPool:  # the other process died (killed, out of memory): ingest it here
             log.warning("the second ingesting process died; going on here", path=str(item.path))
             self._lost_other()
-            return item, self._ingest(harness, item, self.bank.cursor(str(item.path)))
+            return harness, item, self._ingest(harness, item, self.bank.cursor(str(item.path)))
         self.bytes_read += result.bytes_read
-        return item, result
+        return harness, item, result
 
     def _other(self) -> ProcessPoolExecutor:
         """The second process: an Ingestor of its own over the same bank (spawned, not forked: the
@@ -249,7 +259,7 @@ class Ingestor:
         """Several sources of one harness: their cursors in one query, unchanged ones for a stat."""
         known = {c.path: c for c in self.bank.cursors(harness.name)} if len(found) > 8 else {
             str(f.path): c for f in found if (c := self.bank.cursor(str(f.path))) is not None}
-        return [result for _, result in self._ingest_all(harness, found, known)]
+        return [result for _, _, result in self._ingest_all([(harness, found, known)])]
 
     # -- one source ------------------------------------------------------------------------
     def ingest(self, harness: Harness, found: Found) -> SourceResult:

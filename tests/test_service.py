@@ -60,9 +60,10 @@ def test_a_harness_root_created_after_start_is_picked_up(daemon: Daemon) -> None
     assert status["service"]["running"] is True and status["service"]["pid"] == daemon.proc.pid
     s = ClaudeSession(daemon.home, "/work/late")
     s.write(*s.conversation(1))
-    wait_for(lambda: len(daemon.texts()) == 2, 3, "sessions of an agent installed after start")
+    # Deadlines, not timings (bench/bench_service.py measures those): a loaded machine needs the margin.
+    wait_for(lambda: len(daemon.texts()) == 2, 10, "sessions of an agent installed after start")
     s.write(*s.conversation(1, start=1))
-    wait_for(lambda: len(daemon.texts()) == 4, 2, "appends to it")
+    wait_for(lambda: len(daemon.texts()) == 4, 5, "appends to it")
     status = orjson.loads(daemon.cli("status", "--json").stdout)
     assert str(daemon.home / ".claude" / "projects") in status["service"]["watched"]
     assert daemon.stop() == 0

@@ -214,12 +214,21 @@ class Archive:
                      (source_id, kind, epoch, seq + 1, end, len(data), src[0], src[1], records, now))
 
     def _rows(self, conn: sqlite3.Connection, source_id: int, piece: Piece, now: str) -> None:
-        fresh = []
-        for record in piece.records:
-            digest = hashlib.blake2b(record, digest_size=16).hexdigest()
-            if conn.execute("INSERT OR IGNORE INTO archive_rows (source_id, digest) VALUES (?, ?)",
-                            (source_id, digest)).rowcount:
+        digests = [hashlib.blake2b(record, digest_size=16).hexdigest() for record in piece.records]
+        held: set[str] = set()
+        for start in range(0, len(digests), 500):  # what the archive holds already, 500 at a query
+            part = digests[start:start + 500]
+            held.update(d for (d,) in conn.execute(
+                f"SELECT digest FROM archive_rows WHERE source_id = ? AND digest IN ({','.join('?' * len(part))})",
+                (source_id, *part)))
+        fresh: list[bytes] = []
+        named: list[tuple[int, str]] = []
+        for record, digest in zip(piece.records, digests, strict=True):
+            if digest not in held:
+                held.add(digest)  # a row read twice in one piece is kept once
                 fresh.append(record)
+                named.append((source_id, digest))
+        conn.executemany("INSERT INTO archive_rows (source_id, digest) VALUES (?, ?)", named)
         if fresh:
             data = zstandard.ZstdCompressor(level=LEVEL).compress(b"\n".join(fresh) + b"\n")
             self._append(conn, "rows", source_id, data, piece.restart, now, records=len(fresh))
