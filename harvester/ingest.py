@@ -21,15 +21,16 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import structlog
 
-from harvester import workers
+from harvester import streamed, workers
 from harvester.bank import Bank, BankError, Cursor, CursorMoved, SessionWrite, Write
 from harvester.gitident import GitResolver, RepoIdentity, bank_id
 from harvester.model import Batch, Problem
 from harvester.parsers.base import Harness
-from harvester.reading import LIMITS, Chunk, Failure, Outcome, ReadLimits, failure_of, read_all, read_source
+from harvester.reading import LIMITS, Chunk, Failure, Outcome, ReadLimits, failure_of, read_source
 from harvester.sources import Found, discover, existing_roots, source_stat, unchanged
 
 log = structlog.get_logger("harvester.ingest")
@@ -38,7 +39,9 @@ PROBLEMS_LOGGED_PER_SOURCE = 10  # the rest are counted in the bank, not repeate
 PARALLEL_BYTES = 32 * 1024 * 1024  # below this much to read, a worker process costs more than it saves
 INLINE_SOURCE_BYTES = 64 * 1024 * 1024  # a source this big is streamed here, not held whole in a reply
 IN_FLIGHT = 4  # sources the readers may read ahead of the commits
-READERS = 1  # reader processes (with the committing one, enough to keep two cores busy)
+# Reader processes (with the committing one, enough to keep two cores busy). One: a source's parts are
+# asked of the reader that holds it (harvester.streamed); with more, a part could reach another one.
+READERS = 1
 
 
 @dataclass(slots=True)
@@ -191,8 +194,8 @@ class Ingestor:
             future = None  # a large source is streamed here when its turn comes
             if size <= INLINE_SOURCE_BYTES:
                 try:
-                    future = self._worker().submit(read_all, item, harness.name, cursor, self.bank.prepare_rows,
-                                                   self.limits)
+                    future = self._worker().submit(streamed.read_part, _token(harness, item), item, harness.name,
+                                                   cursor, self.bank.prepare_rows, self.limits)
                 except BrokenProcessPool:
                     self._pool = None  # the reader died: this source and the next are read here
             window.append((item, cursor, future))
@@ -206,16 +209,19 @@ class Ingestor:
         item, cursor, future = entry
         if future is None:
             return item, self._ingest(harness, item, cursor)
-        try:
-            chunks, outcome = future.result()
-        except BrokenProcessPool:  # the reader process died (killed, out of memory): read it here
-            log.warning("reader process died; reading here", path=str(item.path))
+        outcome = Outcome(str(item.path))
+
+        def read_rest(outcome: Outcome) -> Iterator[Chunk]:
+            # The reader process died (killed, out of memory) or lost the source: the rest is read here.
             self._pool = None
-            return item, self._ingest(harness, item, cursor)
-        except Exception as exc:  # its result could not come back (pickling): the source failed
-            outcome = Outcome(str(item.path), "failed", failure=failure_of(exc, 0))
-            chunks = []
-        return item, self._commit_source(harness, iter(chunks), outcome)
+            return read_source(item, harness.name, self.bank.cursor(str(item.path)), outcome,
+                               self.bank.prepare_rows, self.limits)
+
+        chunks = streamed.chunks_from(future, _token(harness, item), outcome, self._submit, read_rest)
+        return item, self._commit_source(harness, chunks, outcome)
+
+    def _submit(self, *task: Any) -> Future:
+        return self._worker().submit(*task)
 
     def _worker(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -392,6 +398,11 @@ class Ingestor:
         for problem in batch.problems[:PROBLEMS_LOGGED_PER_SOURCE]:
             log.warning("record skipped", harness=harness.name, path=path, line=problem.line,
                         kind=problem.kind, detail=problem.detail)
+
+
+def _token(harness: Harness, item: Found) -> str:
+    """What names a source being read in the reader process."""
+    return f"{harness.name}\0{item.path}"
 
 
 def _tally(hr: HarnessReport, result: SourceResult) -> None:

@@ -95,7 +95,7 @@ class Outcome:
     bytes_read: int = 0
     restart_reason: str = ""
     line: int = 0  # the line being read (what a failure names)
-    failure: Failure | None = None  # reading raised: the source failed there (read_all)
+    failure: Failure | None = None  # reading raised: the source failed there (harvester.streamed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -505,16 +505,3 @@ def redact_batch(batch: Batch) -> Counter[str]:
             redactions[patch.native_id] += sum(counts.values())
     return redactions
 
-
-def read_all(found: Found, harness_name: str, cursor: Cursor | None, prepare: Prepare | None,
-             limits: ReadLimits = LIMITS) -> tuple[list[Chunk], Outcome]:
-    """:func:`read_source` as one picklable result (what a worker process sends back). An exception
-    comes back as ``outcome.failure``, after the chunks read before it (they are still committed)."""
-    outcome = Outcome(str(found.path))
-    chunks: list[Chunk] = []
-    try:
-        for chunk in read_source(found, harness_name, cursor, outcome, prepare, limits):
-            chunks.append(chunk)
-    except Exception as exc:
-        outcome.failure = failure_of(exc, outcome.line)
-    return chunks, outcome
