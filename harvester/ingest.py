@@ -195,7 +195,7 @@ class Ingestor:
             if size <= INLINE_SOURCE_BYTES:
                 try:
                     future = self._worker().submit(streamed.read_part, _token(harness, item), item, harness.name,
-                                                   cursor, self.bank.prepare_rows, self.limits)
+                                                   cursor, self.bank.prepare_rows, self.limits, streamed.REPLY_BYTES)
                 except BrokenProcessPool:
                     self._pool = None  # the reader died: this source and the next are read here
             window.append((item, cursor, future))

@@ -28,6 +28,7 @@ import orjson
 import structlog
 import zstandard
 
+from harvester.foreign_sqlite import WAL_MODE, read_header
 from harvester.parsers.base import Record, SqliteQuery
 
 log = structlog.get_logger("harvester.paging")
@@ -57,15 +58,16 @@ class Page:
     size: int = 0  # bytes of the records
 
 
-def snapshot_rows(conn: sqlite3.Connection, queries: tuple[SqliteQuery, ...],
-                  marks: dict[str, Any]) -> Iterator[Row]:
-    """Every query's rows past its watermark, in one read transaction of ``conn``, as they are stepped
-    (never a whole result in memory). A store that is not in WAL mode is spooled (see the module)."""
+def snapshot_rows(conn: sqlite3.Connection, queries: tuple[SqliteQuery, ...], marks: dict[str, Any],
+                  path: str) -> Iterator[Row]:
+    """Every query's rows past its watermark, in one read transaction of ``conn`` (the store at ``path``),
+    as they are stepped (never a whole result in memory). A store not in WAL mode is spooled (see the
+    module). Close it before the connection."""
     conn.row_factory = sqlite3.Row
     conn.execute("BEGIN")
     try:
         rows = _query_rows(conn, queries, marks)
-        if _blocks_writers(conn):
+        if _blocks_writers(path):
             spool = _spool(rows)
             conn.execute("ROLLBACK")
             yield from _unspool(spool)
@@ -76,12 +78,12 @@ def snapshot_rows(conn: sqlite3.Connection, queries: tuple[SqliteQuery, ...],
             conn.execute("ROLLBACK")
 
 
-def _blocks_writers(conn: sqlite3.Connection) -> bool:
-    """Whether our open read transaction keeps the agent from writing (a rollback journal's shared lock).
-    Opened ``immutable`` or copied (see :mod:`harvester.foreign_sqlite`) it takes no lock the agent sees;
-    in WAL mode a reader never blocks a writer."""
-    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-    return str(mode).lower() != "wal"
+def _blocks_writers(path: str) -> bool:
+    """Whether an open read transaction keeps the agent from writing: a rollback journal's shared lock
+    does. A database in WAL mode is read as a WAL reader, ``immutable`` or from a private copy (see
+    :mod:`harvester.foreign_sqlite`): none of them holds the agent's writer back."""
+    header = read_header(path)
+    return not (len(header) >= 20 and WAL_MODE in (header[18], header[19]))
 
 
 def _query_rows(conn: sqlite3.Connection, queries: tuple[SqliteQuery, ...], marks: dict[str, Any]) -> Iterator[Row]:

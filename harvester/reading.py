@@ -7,6 +7,7 @@ data. The cursor only moves when the bank commits a chunk together with its even
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -327,8 +328,8 @@ def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
     new.offset, new.line, new.state = 0, cursor.line if cursor else 0, {"parser": dict(state.get("parser", {}))}
     first = True
     try:
-        with open_readonly(path) as conn:
-            rows = paging.snapshot_rows(conn, found.spec.queries, marks)
+        with open_readonly(path) as conn, contextlib.closing(paging.snapshot_rows(
+                conn, found.spec.queries, marks, path)) as rows:
             for page in paging.pages(rows, found.spec.queries, marks, page_rows=limits.page_rows,
                                      page_bytes=limits.page_bytes):
                 outcome.bytes_read += page.size

@@ -27,7 +27,7 @@ log = structlog.get_logger("harvester.streamed")
 REPLY_BYTES = 8 * 1024 * 1024  # bytes of a source read (about one chunk) before a part goes back
 
 # In the reader process: the sources being read, by token, with how their reading is going.
-_OPEN: dict[str, tuple[Iterator[Chunk], Outcome]] = {}
+_OPEN: dict[str, tuple[Iterator[Chunk], Outcome, int]] = {}
 
 
 class NotHeld(LookupError):
@@ -39,14 +39,15 @@ def read_part(token: str, found: Found | None, harness_name: str = "", cursor: C
               reply_bytes: int = REPLY_BYTES) -> tuple[list[Chunk], Outcome | None]:
     """In the reader process: the next chunks of a source, until ``reply_bytes`` of it are read, and its
     outcome once it is all read (None: more to come). ``found`` starts the source anew; None goes on with
-    it. An exception comes back as ``outcome.failure``, after the chunks read before it."""
+    it (and the ``reply_bytes`` it started with). An exception comes back as ``outcome.failure``, after
+    the chunks read before it."""
     if found is not None:
         drop(token)
         outcome = Outcome(str(found.path))
-        _OPEN[token] = (read_source(found, harness_name, cursor, outcome, prepare, limits), outcome)
+        _OPEN[token] = (read_source(found, harness_name, cursor, outcome, prepare, limits), outcome, reply_bytes)
     elif token not in _OPEN:
         raise NotHeld(token)
-    chunks, outcome = _OPEN[token]
+    chunks, outcome, reply_bytes = _OPEN[token]
     part: list[Chunk] = []
     started = outcome.bytes_read
     try:
