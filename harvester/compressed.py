@@ -138,7 +138,9 @@ def read_frames(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHU
     waits for a later read, like a last line without its newline; a complete frame that does not
     decompress is corrupt: counted and skipped. Linear in the file: each frame is located by its
     own block headers and decompressed from an exact slice. What one read decompresses is capped."""
-    data = memoryview(stream.read())
+    # One frame in memory at a time (not the whole file): located by its headers, read by its offsets.
+    base = stream.tell()
+    length_read = stream.seek(0, os.SEEK_END) - base
     position = 0
     records: list[Record] = []
     problems: list[Problem] = []
@@ -149,13 +151,14 @@ def read_frames(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHU
     committed, safe, safe_line = offset, 0, line
 
     def read(at: int, length: int) -> bytes:
-        return bytes(data[at:at + length])
+        stream.seek(base + at)
+        return stream.read(max(0, min(length, length_read - at)))
 
-    while position < len(data):
-        length = frame_length(read, len(data), position)
+    while position < length_read:
+        length = frame_length(read, length_read, position)
         if length is None:
             break  # not complete yet
-        frame = bytes(data[position:position + length])
+        frame = read(position, length)
         position += length
         try:
             text = pending + _decompress_frame(frame, cap - total)

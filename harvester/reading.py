@@ -6,6 +6,7 @@ The cursor only moves when the bank commits a chunk together with its events (:m
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -20,6 +21,7 @@ import orjson
 import structlog
 import zstandard
 
+from harvester import paging
 from harvester import redact as redaction
 from harvester.archive import Piece, doc_piece, file_piece, rows_piece, stream_piece, text_piece
 from harvester.bank import Cursor
@@ -58,6 +60,8 @@ class ReadLimits:
     # last line that is a whole record is taken (a lost last prompt otherwise waits for ever).
     quiet_seconds: float = 60.0
     archive: str | None = None  # the raw archive's directory (harvester/archive); None: no archive
+    page_rows: int | None = None  # a SQLite store's rows per chunk; None: harvester.paging.PAGE_ROWS
+    page_bytes: int | None = None  # and bytes; None: harvester.paging.PAGE_BYTES
 
 
 LIMITS = ReadLimits()
@@ -311,65 +315,50 @@ def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
               ) -> Iterator[Chunk]:
     """A SQLite store the agent keeps open. Opened so that nothing beside it is created or changed
     (:mod:`harvester.foreign_sqlite`), every query in one read transaction: one consistent snapshot
-    of a live database. The cursor keeps each query's watermark beside the parser's state."""
+    of a live database, read in bounded pages (:mod:`harvester.paging`), each its own chunk. The cursor
+    keeps each query's watermark beside the parser's state."""
     path = str(ref.path)
     # A database replaced by another file (restored, recreated) is read from the start: its rows
     # need not be above the old file's watermarks.
     replaced = cursor is not None and (cursor.device, cursor.inode) != (st.st_dev, st.st_ino)
     state = cursor.state if cursor is not None and not replaced else {}
     marks: dict[str, Any] = dict(state.get("watermarks", {}))
-    records: list[Record] = []
+    new = _new_cursor(harness.name, path, "sqlite", cursor, st, ref)
+    new.offset, new.line, new.state = 0, cursor.line if cursor else 0, {"parser": dict(state.get("parser", {}))}
+    first = True
     try:
-        with open_readonly(path) as conn:
-            conn.row_factory = sqlite3.Row
-            conn.execute("BEGIN")
-            for query in found.spec.queries:
-                since = marks.get(query.name, 0)
-                try:
-                    rows = conn.execute(query.sql, {"since": since})
-                except sqlite3.OperationalError as exc:
-                    if query.optional and "no such table" in str(exc):
-                        continue
-                    raise
-                for row in rows:
-                    data = dict(row)
-                    records.append(Record(len(records) + 1, orjson.dumps({"table": query.name, "row": data},
-                                                                         default=_bytes_as_text)))
-                    mark = data.get(query.watermark)
-                    if mark is not None and (query.name not in marks or mark > marks[query.name]):
-                        marks[query.name] = mark
-            conn.execute("ROLLBACK")
+        with open_readonly(path) as conn, contextlib.closing(paging.snapshot_rows(
+                conn, found.spec.queries, marks, path)) as rows:
+            for page in paging.pages(rows, found.spec.queries, marks, page_rows=limits.page_rows,
+                                     page_bytes=limits.page_bytes):
+                outcome.bytes_read += page.size
+                outcome.outcome = "new" if cursor is None else "read"
+                outcome.line = page.records[0].line if page.records else 1
+                start = new.state["parser"]
+                batch, redactions, archive = read_batch(harness, ref, page.records, start, split=True,
+                                                        keep_whole=bool(limits.archive))
+                if limits.archive and page.records:  # each row as read, once per content (Archive.commit dedups)
+                    archive.insert(0, rows_piece([r.raw for r in page.records], restart=first and (
+                        replaced or cursor is None)))
+                if limits.archive and first:
+                    archive[:0] = sidecar or []
+                new.line += len(page.records)
+                new.state = {"parser": batch.state, "watermarks": page.marks}
+                # Only the last page records the stat: a cursor committed mid-read must not look unchanged.
+                new.size, new.mtime_ns = (st.st_size, st.st_mtime_ns) if page.last else (-1, -1)
+                yield _chunk(batch, redactions, new, cursor is None and first, prepare, outcome.line, archive,
+                             (ref, start, 0) if limits.archive else None)
+                first = False
+                new.generation += 1  # what the bank holds once that chunk is committed
     except NotADatabase as exc:  # empty (caught mid-creation) or another format
         _unreadable(outcome, exc)
-        return
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
-            return  # the agent holds a lock right now: the next poll reads it
+            return  # the agent holds a lock right now: the next poll reads it (from the last page committed)
         outcome.outcome = "failed"
         outcome.problems.append(Problem("malformed", 0, f"unexpected database shape: {exc}"))
-        return
     except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
         _unreadable(outcome, OSError(0, f"not a readable SQLite database ({exc})"))
-        return
-    outcome.bytes_read += sum(len(r.raw) for r in records)
-    outcome.outcome = "new" if cursor is None else "read"
-    outcome.line = 1
-    new = _new_cursor(harness.name, path, "sqlite", cursor, st, ref)
-    new.offset, new.line = 0, (cursor.line if cursor else 0) + len(records)
-    start = dict(state.get("parser", {}))
-    batch, redactions, archive = read_batch(harness, ref, records, start, split=True, keep_whole=bool(limits.archive))
-    if limits.archive and records:  # each row as read, once per content (Archive.commit deduplicates)
-        archive.insert(0, rows_piece([r.raw for r in records], restart=replaced or cursor is None))
-    if limits.archive:
-        archive[:0] = sidecar or []
-    new.state = {"parser": batch.state, "watermarks": marks}
-    yield _chunk(batch, redactions, new, cursor is None, prepare, 1, archive, (ref, start, 0) if limits.archive else None)
-
-
-def _bytes_as_text(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    raise TypeError
 
 
 def _chunk(batch: Batch, redactions: Counter[str], cursor: Cursor, is_new: bool, prepare: Prepare | None,

@@ -51,6 +51,13 @@ class SqliteQuery:
     # The table comes with a later version of the agent: a database without it has no such rows (rather
     # than an unexpected shape). OpenClaw's agent database existed before it held transcripts.
     optional: bool = False
+    # Rows come in watermark order (the SQL orders by it first): a page of a large read that ends inside
+    # this query can keep the watermark its last row reached, and a read stopped there goes on from it.
+    # Otherwise the query's watermark moves only once all its rows are read (a stop re-reads it all).
+    ordered: bool = False
+    # A column whose rows the parser must see in one call (a Cursor composer and its bubbles): a page is
+    # cut only where its value changes, and the rows must come grouped by it.
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,7 +79,7 @@ SESSIONS_QUERY = SqliteQuery(
     "parent_session_id, agent_id, metadata_json, updated_at FROM sessions "
     "WHERE :since = 0 OR updated_at >= strftime('%Y-%m-%dT%H:%M:%fZ', :since, '-10 seconds') "
     "ORDER BY updated_at, session_id",
-    "updated_at")
+    "updated_at", ordered=True)
 # sessions.db tables never read: the spawn queue and the scheduler's own state.
 TABLES_NOT_READ = frozenset({"subagent_spawn_queue", "schedules", "schedule_executions"})
 TASK = "tasks/*/api_conversation_history.json"

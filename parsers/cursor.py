@@ -91,7 +91,7 @@ CLI_QUERIES = (
                 f"instr(lower({_META}), lower(hex(id))) > 0 OR instr({_META}, id) > 0", "mark"),
     # Message blobs: JSON objects that say their role first (graph blobs, file snapshots stay there).
     SqliteQuery("message", "SELECT rowid AS rid, id, data FROM blobs WHERE rowid >= :since AND "
-                "instr(substr(data, 1, 64), CAST('\"role\"' AS BLOB)) > 0 ORDER BY rowid", "rid"),
+                "instr(substr(data, 1, 64), CAST('\"role\"' AS BLOB)) > 0 ORDER BY rowid", "rid", ordered=True),
 )
 
 # Fields nothing here reads (file contents, attached context, UI state; a composer's "text" is its
@@ -148,16 +148,18 @@ h AS MATERIALIZED (
                               CASE WHEN json_type({_HEADERS}) = 'array' THEN '$' ELSE '$.allComposers' END) e
   WHERE t.key = 'composer.composerHeaders')
 SELECT 'composer' AS kind, c.key, c.rid, c.value, (SELECT header FROM h WHERE h.cid = c.cid) AS header,
-  m.mark FROM c, m
-UNION ALL SELECT 'bubble', b.key, b.rid, b.value, NULL, m.mark FROM b, m
-ORDER BY 3
+  m.mark, c.cid FROM c, m
+UNION ALL SELECT 'bubble', b.key, b.rid, b.value, NULL, m.mark, b.cid FROM b, m
+ORDER BY 7, 3
 """
-IDE_QUERIES = (SqliteQuery("kv", _KV_SQL, "mark"),)
+# A composer's rows come together (the parser orders its bubbles by its header list): a page holds whole
+# composers. The mark is the read's own lower bound, the same on every row: not resumable mid-read.
+IDE_QUERIES = (SqliteQuery("kv", _KV_SQL, "mark", group="cid"),)
 # VS Code's storage writes ItemTable with INSERT into a UNIQUE ON CONFLICT REPLACE key: every write
 # gets a new rowid, so a rowid watermark sees each change of the composer list.
 IDE_WORKSPACE_QUERIES = (SqliteQuery(
     "workspace", "SELECT rowid AS rid, key, CAST(value AS TEXT) AS value FROM ItemTable "
-    "WHERE key = 'composer.composerData' AND rowid >= :since", "rid"),)
+    "WHERE key = 'composer.composerData' AND rowid >= :since", "rid", ordered=True),)
 
 CLI_SOURCES = (SourceSpec("chats/*/*/store.db", "sqlite", "chat", watch=False, queries=CLI_QUERIES,
                           sidecar=lambda path: path.with_name("meta.json")),)

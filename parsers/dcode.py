@@ -85,7 +85,7 @@ QUERIES = (
         f"SELECT c.rowid AS rid, c.thread_id, c.checkpoint_ns AS ns, c.checkpoint_id, c.type, CASE WHEN "
         f"{_HAS_LIST} THEN hex(c.checkpoint) END AS blob, CAST(c.metadata AS TEXT) AS metadata "
         f"FROM checkpoints c WHERE c.rowid >= {_since('checkpoints')} ORDER BY c.rowid",
-        "rid",
+        "rid", ordered=True,
     ),
     SqliteQuery(
         "write",
@@ -94,7 +94,7 @@ QUERIES = (
         "FROM checkpoints c WHERE c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns "
         "AND c.checkpoint_id = w.checkpoint_id) AS step "
         f"FROM writes w WHERE w.channel IN {CHANNELS_READ} AND w.rowid >= {_since('writes')} ORDER BY w.rowid",
-        "rid",
+        "rid", ordered=True,
     ),
 )
 

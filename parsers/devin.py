@@ -120,13 +120,13 @@ QUERIES = (
         "SELECT id, working_directory, title, model, agent_mode, created_at, last_activity_at, "
         f"main_chain_id, workspace_dirs, hidden FROM sessions WHERE last_activity_at >= {_SINCE} "
         "ORDER BY last_activity_at, id",
-        "last_activity_at",
+        "last_activity_at", ordered=True,
     ),
     SqliteQuery(
         "node",
         f"SELECT {_NODE_COLUMNS} FROM message_nodes n LEFT JOIN sessions s ON s.id = n.session_id "
         "WHERE n.row_id >= :since ORDER BY n.row_id",
-        "row_id",
+        "row_id", ordered=True,
     ),
     SqliteQuery(
         "recent",

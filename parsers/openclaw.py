@@ -81,14 +81,14 @@ QUERIES = (
         f"SELECT e.rowid AS rid, {_since('transcript_events')} AS since, e.session_id, e.seq, e.event_json, "
         "CASE WHEN event_zstd IS NULL THEN NULL ELSE hex(event_zstd) END AS event_zstd, event_utf8_bytes "
         f"FROM transcript_events e {_COMPRESSED} WHERE e.rowid >= {_since('transcript_events')} ORDER BY e.rowid",
-        "rid",
+        "rid", ordered=True,
         optional=True,  # the agent database of 2026.7 and before holds no transcripts
     ),
     # New windows (imported ones carry old times), then windows or their conversation changed since.
     SqliteQuery("window", f"{_WINDOW} WHERE w.rowid >= {_since('session_windows')} ORDER BY w.rowid", "rid",
-                optional=True),
+                optional=True, ordered=True),
     SqliteQuery("window_change", f"{_WINDOW} WHERE max(w.updated_at, coalesce(n.updated_at, 0)) >= :since "
-                "ORDER BY changed", "changed", optional=True),
+                "ORDER BY changed", "changed", optional=True, ordered=True),
 )
 SOURCES = (
     *pi.OPENCLAW_SOURCES,
@@ -187,10 +187,12 @@ def _database(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) 
         if not isinstance(row, dict) or not isinstance(row.get("session_id"), str):
             out.problems.append(Problem("malformed", record.line, f"{table} row without its session"))
         elif table == "event":
-            if row.get("since") == 0 and state.get("rid", 0) > 0:  # read again from the start
+            rid = row.get("rid") if isinstance(row.get("rid"), int) else 0
+            # Read again from the start (the table shrank below the watermark): rows below what the state
+            # holds. A later page of a first read (since 0 too) goes on above it.
+            if row.get("since") == 0 and 0 < rid < state.get("rid", 0):
                 sessions.clear()
                 state["rid"] = 0
-            rid = row.get("rid") if isinstance(row.get("rid"), int) else 0
             if 0 < rid <= state.get("rid", 0):
                 continue  # the watermark's own row, read again
             state["rid"] = max(rid, state.get("rid", 0))

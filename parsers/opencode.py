@@ -87,7 +87,7 @@ QUERIES = (
         "SELECT s.id, s.parent_id, s.slug, s.directory, s.title, s.version, s.time_created, s.time_updated, "
         "s.time_archived, p.worktree FROM session s LEFT JOIN project p ON p.id = s.project_id "
         f"WHERE s.time_updated >= {_SINCE} ORDER BY s.time_updated, s.id",
-        "time_updated",
+        "time_updated", ordered=True,
     ),
     SqliteQuery(
         "message",
@@ -95,7 +95,7 @@ QUERIES = (
         "(SELECT l.id FROM message l WHERE l.session_id = m.session_id "
         "ORDER BY l.time_created DESC, l.id DESC LIMIT 1) = m.id AS is_last "
         f"FROM message m WHERE m.time_updated >= {_SINCE} ORDER BY m.time_updated, m.id",
-        "time_updated",
+        "time_updated", ordered=True,
     ),
     SqliteQuery(
         "part",
@@ -105,7 +105,7 @@ QUERIES = (
         "ORDER BY f.time_created, f.id LIMIT 1) AS first_message "
         "FROM part p LEFT JOIN message m ON m.id = p.message_id LEFT JOIN session s ON s.id = p.session_id "
         f"WHERE p.time_updated >= {_SINCE} ORDER BY p.time_updated, p.id",
-        "time_updated",
+        "time_updated", ordered=True,
     ),
 )
 
@@ -154,7 +154,16 @@ class _Reader:
         self.batch.problems.append(Problem(kind, self.line, detail))
 
     def event(self, key: tuple, session: str, uid: str, role: Role, kind: Kind, text: str, **fields: Any) -> None:
-        self.pending.append((key, Event(session, uid, role, kind, text, **fields)))
+        # Placed (Event.place) in the order this sort gives: a large database is read in pages, messages
+        # before parts, so a message's error can reach the bank before the parts it follows.
+        self.pending.append((key, Event(session, uid, role, kind, text, place=_place(key), **fields)))
+
+
+def _place(key: tuple) -> str:
+    """The sort key as text: the message's time (fixed width), its id, the part's id ("~" after every
+    part: a message's own error) and the event's order within the part; a space sorts before any id."""
+    when, *rest = key
+    return " ".join([f"{int(when or 0):015d}", *(str(k) for k in rest)])
 
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
