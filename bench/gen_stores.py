@@ -6,7 +6,7 @@
   them (file states, code blocks, checkpoints) that the reader drops in SQL.
 - opencode's ``opencode.db`` (WAL, as opencode keeps it): sessions, messages and parts cloned from
   fixtures/opencode/hand.
-- One Claude Code session of many turns (bench/gen_claude_tree.py's record mix).
+- One Claude Code session of many turns (bench/gen_claude.py's records, realistic sizes).
 - One Codex ``rollout-*.jsonl.zst`` cloned from fixtures/codex/hand, its tool output random enough that
   it compresses about as much as a real one.
 
@@ -25,7 +25,8 @@ from pathlib import Path
 import orjson
 import zstandard
 
-from bench.gen_claude_tree import SessionWriter
+from bench.gen_claude import ClaudeSession, _listing_templates
+from bench.gen_text import Writing
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CURSOR_SQL = FIXTURES / "cursor/ide/hand/User/globalStorage/state.sql"
@@ -186,15 +187,14 @@ def opencode_store(home: Path, size: int, seed: int = 2) -> int:
 
 # -- Claude Code ----------------------------------------------------------------------------------
 def claude_session(home: Path, size: int, seed: int = 3) -> int:
-    rng = random.Random(seed)
-    writer = SessionWriter(rng, "/home/dev/src/big-repo", started=1_000_000)
+    writer = ClaudeSession(Writing(random.Random(seed)), "/home/dev/src/big-repo", _listing_templates())
     folder = home / ".claude/projects/-home-dev-src-big-repo"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{writer.sid}.jsonl"
     written = 0
     with open(path, "wb") as out:
         while written < size:
-            writer.turn()
+            writer.turn(first=written == 0)
             data = b"\n".join(writer.lines) + b"\n"
             writer.lines.clear()
             out.write(data)
