@@ -33,8 +33,11 @@ from harvester.parsers.base import Record, SqliteQuery
 
 log = structlog.get_logger("harvester.paging")
 
-PAGE_ROWS = 20_000  # rows of a store handed to a parser (and committed) per transaction, at most
-PAGE_BYTES = 8 * 1024 * 1024  # and bytes of those rows (as JSON), roughly: like a JSONL chunk
+PAGE_ROWS = 5_000  # rows of a store handed to a parser (and committed) per transaction, at most
+# And bytes of those rows (as JSON), roughly. A page costs ~20x its bytes while it is parsed, redacted and
+# committed (rows, records, events, row values, archive copy): an opencode database peaked at 190 MB with
+# 8 MB pages and 81 MB with 1 MB ones, for the same CPU time (bench/bench_backfill.py's tree).
+PAGE_BYTES = 1024 * 1024
 SPOOL_LEVEL = 1  # zstd level of the spool: written once, read once
 
 
