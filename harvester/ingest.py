@@ -201,7 +201,9 @@ class Ingestor:
                 offset = cursor.offset if cursor is not None and appended else 0
                 pending.append((harness, item, cursor, max(st.st_size - offset, 0)))
         to_read = sum(entry[3] for entry in pending)
-        if to_read < self.parallel_bytes or (os.cpu_count() or 1) < 2 or not hasattr(self.bank, "share_writes"):
+        # One source is read by one process: a second would only wait (and hold its own memory).
+        if (to_read < self.parallel_bytes or len(pending) < 2 or (os.cpu_count() or 1) < 2
+                or not hasattr(self.bank, "share_writes")):
             for harness, item, cursor, _ in pending:
                 yield harness, item, self._ingest(harness, item, cursor)
             return
