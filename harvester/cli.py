@@ -287,8 +287,7 @@ def search(settings: Settings, query: str, repo: str | None, here: bool, bank_fi
         raise BadQuery(str(exc)) from exc
     with open_bank_or_fail(settings) as bank:
         try:
-            hits = bank.search_events(match, scope, limit, harness=harness, include_recall=include_recall)
-            total = bank.count_matches(match, scope, harness, include_recall) if hits else 0
+            page = bank.search_page(match, scope, limit, harness=harness, include_recall=include_recall)
         except sqlite3.OperationalError as exc:
             if not fts:
                 raise
@@ -296,9 +295,10 @@ def search(settings: Settings, query: str, repo: str | None, here: bool, bank_fi
             raise BadQuery(f"not a valid FTS5 query: {reason} (without --fts, QUERY is plain words)") from exc
     if as_json:
         _print_json([{k: h[k] for k in ("harness", "session", "bank_id", "title", "seq", "role", "kind", "ts",
-                                         "snippet")} for h in hits])
+                                         "snippet")} for h in page.hits])
     else:
-        terminal.echo(render.search_text(hits, total, query, scope.label, limit))
+        terminal.echo(render.search_text(page.hits, page.total, query, scope.label, limit, page.more,
+                                          page.ranked))
 
 
 @cli.command()

@@ -381,11 +381,18 @@ def transcript_text(session: dict[str, Any], events: list[dict[str, Any]], full:
     return "\n\n".join(out)
 
 
-def search_text(hits: list[dict[str, Any]], total: int, query: str, where: str, limit: int) -> str:
+def search_text(hits: list[dict[str, Any]], total: int, query: str, where: str, limit: int,
+                more: bool = False, ranked: bool = True) -> str:
+    """``more``: more than ``total`` events match; not ``ranked``: too many to rank, the hits are those stored
+    last (harvester.bank.sqlite_recall.RANKED_AT_MOST)."""
     if not hits:
         return f"No matches for {query!r} in {where}."
-    head = f"{total:,} {plural(total, 'match')} for {query!r} in {where}"
-    head += f"; the best {len(hits)} (--limit for more):" if total > len(hits) else ":"
+    head = f"{'More than ' if more else ''}{total:,} {plural(total, 'match')} for {query!r} in {where}"
+    if not ranked:
+        head += (f", too many to rank; the {len(hits)} stored last (more words, --harness or --repo narrow it "
+                 "to matches ranked best first):")
+    else:
+        head += f"; the best {len(hits)} (--limit for more):" if total > len(hits) else ":"
     lines = [head]
     lines += [f"{h['harness']} {_short(h['session'], 14)} #{h['seq']} {_label(h['role'], h['kind'])} "
               f"({h['bank_id']}): {_short(h['snippet'], 100)}" for h in hits]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from dataclasses import dataclass
 from typing import Any
 
 from harvester.bank.sqlite_read import EVENT_COLUMNS, SESSION_COLUMNS, _event_dict, _rows, _session_dict
@@ -17,7 +18,35 @@ from harvester.recall.scope import Scope
 
 RELEVANCE = "CAST(round((1.0 - rank / min(rank) OVER ()) * 5) AS INTEGER)"
 
+# Scoring every match costs about 4 µs a match (bm25 reads each one's size and positions) after a pass over
+# each word's whole list of events to weigh it: 2 s for a word in half of a million events. Up to this many
+# matches are ranked; more are shown newest first (what FTS5 can stop early on) and counted as "more than".
+RANKED_AT_MOST = 1000
+
+# bm25 weighs each word of a query by how few events hold it, and counts them for that: a pass over every
+# event that holds it, 25 ms for a word in 440,000 events. Beside a rarer word, a word in more than this many
+# events (which bm25 weighs little: ln(N / n)) is matched but not weighed (SqliteRecall._weighed).
+WEIGHED_AT_MOST = 20_000
+_QUOTED = re.compile(r'"(?:[^"]|"")*"')
+_ALL_OF = re.compile(r'\s*(?:"(?:[^"]|"")*"\s*)+')  # quoted words or phrases, all of which must match
+
+# A full-text hit, its event and its session. The event through events_hit (migration 7), which holds what the
+# filters ask (session_id, recall) without reading the event's row; the planner would read the row.
+_HITS = ("events_fts f JOIN events e INDEXED BY events_hit ON e.id = f.rowid "
+         "JOIN sessions s ON s.id = e.session_id")
+
 _S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
+
+
+@dataclass
+class SearchPage:
+    """A page of search hits, and how many events match: exactly ``total``, or more than it when ``more``.
+    ``ranked``: best first; else (more than RANKED_AT_MOST match) the matches stored last, newest first."""
+
+    hits: list[dict[str, Any]]
+    total: int
+    more: bool = False
+    ranked: bool = True
 
 
 class SqliteRecall:
@@ -72,12 +101,57 @@ class SqliteRecall:
         sql = f"SELECT {EVENT_COLUMNS}, recall FROM events WHERE {' AND '.join(clauses)} ORDER BY seq LIMIT ?"
         return [_event_dict(r) for r in _rows(self.conn.execute(sql, [*args, limit]))]
 
+    def search_page(self, match: str, scope: Scope, limit: int = 10, harness: str | None = None,
+                    since: str | None = None, role: str | None = None, kind: str | None = None,
+                    include_recall: bool = False) -> SearchPage:
+        """Full-text hits (``match``: an FTS5 query) with a snippet, the session and the position, and how
+        many events match. Up to RANKED_AT_MOST matches are ranked (bm25, then oldest first among equals);
+        past that, the page holds the matches stored last, and they are counted up to RANKED_AT_MOST or
+        ``limit`` (past that: "more than")."""
+        where, args = self._hit_clauses(match, scope, harness, since, role, kind, include_recall)
+        # Newest first is the order FTS5 reads its index in (by rowid), so this stops after RANKED_AT_MOST + 1
+        # hits in scope, whatever the number of matches; and it asks no score.
+        counted = max(RANKED_AT_MOST, limit)
+        latest = [i for (i,) in self.conn.execute(
+            f"SELECT f.rowid FROM {_HITS} WHERE {where} ORDER BY f.rowid DESC LIMIT ?", [*args, counted + 1])]
+        if len(latest) > RANKED_AT_MOST:
+            hits = self._with_snippets(match, latest[:limit])
+            return SearchPage(hits, min(len(latest), counted), more=len(latest) > counted, ranked=False)
+        if not latest:
+            return SearchPage([], 0)
+        # These are every match: rank them, reading the index between the first and the last only. FTS5 scores
+        # a row when it is read, so only these are scored; "+f.rowid" keeps the list from FTS5, which would
+        # take it as one lookup per rowid, and weigh the query's words all over again for each.
+        ranked = [i for (i,) in self.conn.execute(
+            "WITH hits AS (SELECT f.rowid AS id, f.rank AS rank, e.ts AS ts FROM events_fts f "
+            "JOIN events e ON e.id = f.rowid WHERE events_fts MATCH ? AND f.rowid BETWEEN ? AND ? "
+            f"AND +f.rowid IN ({', '.join('?' * len(latest))})) "
+            f"SELECT id FROM hits ORDER BY {RELEVANCE}, coalesce(ts, ''), id LIMIT ?",
+            [self._weighed(match), latest[-1], latest[0], *latest, limit])]
+        return SearchPage(self._with_snippets(match, ranked), len(latest))
+
+    def _weighed(self, match: str) -> str:
+        """What bm25 ranks a query's matches by: ``match`` without its words (or phrases) that are in more
+        than WEIGHED_AT_MOST events, when it is words that must all match (what plain_words makes) and one of
+        them is rarer. The matches stay those of the whole query."""
+        if not _ALL_OF.fullmatch(match):
+            return match
+        phrases = _QUOTED.findall(match)
+        rarer = [p for p in phrases if len(phrases) > 1 and self.conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM events_fts WHERE events_fts MATCH ? LIMIT ?)",
+            (p, WEIGHED_AT_MOST + 1)).fetchone()[0] <= WEIGHED_AT_MOST]
+        return " ".join(rarer) if rarer else match
+
     def search_events(self, match: str, scope: Scope, limit: int = 10, harness: str | None = None,
                       since: str | None = None, role: str | None = None, kind: str | None = None,
                       include_recall: bool = False) -> list[dict[str, Any]]:
-        """Ranked full-text hits (``match``: an FTS5 query) with a snippet, the session and the position.
-        Ranked first (every match, ids and scores only), then the page's snippets: FTS5 allows no window
-        over its auxiliary functions, and a snippet costs more than a score."""
+        """The hits of :meth:`search_page`, without the count."""
+        return self.search_page(match, scope, limit, harness, since, role, kind, include_recall).hits
+
+    @staticmethod
+    def _hit_clauses(match: str, scope: Scope, harness: str | None, since: str | None, role: str | None,
+                     kind: str | None, include_recall: bool) -> tuple[str, list[Any]]:
+        """The WHERE of a search over _HITS, and its arguments."""
         where, args = scope.sql()
         clauses = ["events_fts MATCH ?", where]
         args = [match, *args]
@@ -90,34 +164,18 @@ class SqliteRecall:
             args.append(since)
         if not include_recall:
             clauses.append("e.recall = 0")
-        ranked = self.conn.execute(
-            f"WITH hits AS (SELECT e.id, e.ts, rank FROM events_fts JOIN events e ON e.id = events_fts.rowid "
-            f"JOIN sessions s ON s.id = e.session_id WHERE {' AND '.join(clauses)}) "
-            f"SELECT id FROM hits ORDER BY {RELEVANCE}, coalesce(ts, ''), id LIMIT ?", [*args, limit]).fetchall()
-        if not ranked:
+        return " AND ".join(clauses), args
+
+    def _with_snippets(self, match: str, ids: list[int]) -> list[dict[str, Any]]:
+        """The hits ``ids`` (in that order) with their session, position and snippet."""
+        if not ids:
             return []
-        ids = [i for (i,) in ranked]
         rows = {r["id"]: r for r in _rows(self.conn.execute(
             "SELECT e.id, s.harness, s.native_id AS session, s.bank_id, s.title, s.branch, e.seq, e.role, e.kind, "
             "e.ts, e.tool_name, e.recall, snippet(events_fts, 0, '[', ']', '…', 16) AS snippet "
             "FROM events_fts JOIN events e ON e.id = events_fts.rowid JOIN sessions s ON s.id = e.session_id "
             f"WHERE events_fts MATCH ? AND events_fts.rowid IN ({', '.join('?' * len(ids))})", [match, *ids]))}
         return [rows.pop(i) for i in ids if i in rows]
-
-    def count_matches(self, match: str, scope: Scope, harness: str | None = None,
-                      include_recall: bool = False) -> int:
-        """How many events ``match`` finds in ``scope`` (what a page of hits is out of)."""
-        where, args = scope.sql()
-        clauses = ["events_fts MATCH ?", where]
-        args = [match, *args]
-        if harness:
-            clauses.append("s.harness = ?")
-            args.append(harness)
-        if not include_recall:
-            clauses.append("e.recall = 0")
-        return self.conn.execute(
-            "SELECT count(*) FROM events_fts JOIN events e ON e.id = events_fts.rowid "
-            f"JOIN sessions s ON s.id = e.session_id WHERE {' AND '.join(clauses)}", args).fetchone()[0]
 
     def session_events(self, session_pk: int, include_recall: bool = False) -> list[dict[str, Any]]:
         sql = f"SELECT {EVENT_COLUMNS}, recall FROM events WHERE session_id = ?"
