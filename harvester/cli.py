@@ -13,7 +13,6 @@ import orjson
 
 from harvester import config, log, terminal
 from harvester.config import ConfigError, Settings
-from harvester.parsers import HARNESSES
 
 if TYPE_CHECKING:
     from harvester.bank import Bank
@@ -37,7 +36,27 @@ def open_bank_or_fail(settings: Settings, write: bool = False, archive: bool | N
 
 
 def enabled_harnesses(settings: Settings, names: tuple[str, ...] = ()) -> list[Harness]:
+    from harvester.parsers import HARNESSES
+
     return [h for n, h in HARNESSES.items() if (n in names if names else settings.enabled(n))]
+
+
+class HarnessChoice(click.Choice):
+    """A harness's name. The registry is read when a name is checked or listed, not when the CLI starts:
+    importing every parser costs a reading command (search, status) more than its own work."""
+
+    def __init__(self) -> None:
+        super().__init__((), case_sensitive=True)
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        from harvester.parsers import HARNESSES
+
+        return tuple(sorted(HARNESSES))
+
+    @choices.setter
+    def choices(self, _: object) -> None:
+        pass  # click.Choice sets them; they are the registry's
 
 
 class ConfigurationError(click.ClickException):
@@ -97,7 +116,7 @@ def cli(ctx: click.Context, bank_option: str | None, bank_id_template: str | Non
 
 
 @cli.command()
-@click.option("--harness", "names", multiple=True, type=click.Choice(sorted(HARNESSES)),
+@click.option("--harness", "names", multiple=True, type=HarnessChoice(),
               help="Only this harness (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the scan report as JSON.")
 @click.pass_obj
@@ -205,7 +224,7 @@ def status(settings: Settings, as_json: bool) -> None:
 
 @cli.command()
 @where_option
-@click.option("--harness", type=click.Choice(sorted(HARNESSES)), help="Only this agent's sessions.")
+@click.option("--harness", type=HarnessChoice(), help="Only this agent's sessions.")
 @click.option("--limit", type=int, default=None, help="At most this many (newest first).")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
@@ -268,7 +287,7 @@ def _whole_texts(bank: Bank, events: list[dict[str, Any]]) -> None:
 @cli.command()
 @click.argument("query")
 @where_option
-@click.option("--harness", type=click.Choice(sorted(HARNESSES)), help="Only this agent's sessions.")
+@click.option("--harness", type=HarnessChoice(), help="Only this agent's sessions.")
 @click.option("--limit", type=int, default=20, show_default=True, help="Show at most this many, best first.")
 @click.option("--fts", is_flag=True, help="QUERY is SQLite FTS5 syntax (OR, NOT, NEAR, prefix*), not plain words.")
 @click.option("--include-recall", is_flag=True, help="Also the harvester's own answers that sessions recorded.")
@@ -304,7 +323,7 @@ def search(settings: Settings, query: str, repo: str | None, here: bool, bank_fi
 @cli.command()
 @click.option("--repo", type=click.Path(file_okay=False), help="The repository (default: the one you are in).")
 @click.option("--session", "session_ref", metavar="ID", help="This session (default: the latest).")
-@click.option("--harness", type=click.Choice(sorted(HARNESSES)), help="The latest session of this agent.")
+@click.option("--harness", type=HarnessChoice(), help="The latest session of this agent.")
 @click.option("--max-bytes", type=int, default=8192, show_default=True, help="At most this much text.")
 @click.option("--json", "as_json", is_flag=True, help="The session and the brief as JSON.")
 @click.pass_obj
@@ -363,7 +382,7 @@ def export_sessions(settings: Settings, repo: str | None, target: str | None, fm
 
 
 @cli.command("mcp")
-@click.option("--harness", type=click.Choice(sorted(HARNESSES)),
+@click.option("--harness", type=HarnessChoice(),
               help="The agent that starts the server: its own live session is never handed back to it.")
 @click.pass_obj
 def mcp_server(settings: Settings, harness: str | None) -> None:

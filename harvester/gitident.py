@@ -27,12 +27,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import git
 
 # GitPython refuses to import when no git executable is on PATH, unless told to stay quiet. It is not needed
 # here: every probe reads the .git directory itself (config, worktrees, common dir), never runs git.
+# It is imported by the first probe: it costs more than the rest of a reading command's imports, and
+# what reads the bank (RepoIdentity, bank ids) needs it not.
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
-import git
 
 # Said by status: where git is missing, nothing changes but that it is missing (see GIT_PYTHON_REFRESH).
 GIT_FOUND = shutil.which("git") is not None
@@ -150,6 +155,8 @@ class GitResolver:
         return RepoIdentity(project=fallback, how="no-git")
 
     def _probe(self, directory: str, fallback: str, how: str) -> RepoIdentity:
+        import git
+
         self.probes += 1
         try:
             repo = git.Repo(directory, search_parent_directories=True)

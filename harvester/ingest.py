@@ -22,17 +22,16 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import structlog
-
 from harvester import workers
 from harvester.bank import Bank, BankError, Cursor, CursorMoved, SessionWrite, Write
 from harvester.gitident import GitResolver, RepoIdentity, bank_id
+from harvester.log import get_logger
 from harvester.model import Batch, Problem
 from harvester.parsers.base import Harness
 from harvester.reading import LIMITS, Chunk, Failure, Outcome, ReadLimits, failure_of, read_all, read_source
 from harvester.sources import Found, discover, existing_roots, source_stat, unchanged
 
-log = structlog.get_logger("harvester.ingest")
+log = get_logger("harvester.ingest")  # through harvester.log: see there
 
 PROBLEMS_LOGGED_PER_SOURCE = 10  # the rest are counted in the bank, not repeated in the log
 PARALLEL_BYTES = 32 * 1024 * 1024  # below this much to read, a worker process costs more than it saves

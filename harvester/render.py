@@ -12,12 +12,14 @@ import textwrap
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harvester.ingest import ScanReport, SourceResult
-from harvester.parsers.base import Harness
-from harvester.sources import Found
 from harvester.terminal import visible
+
+if TYPE_CHECKING:  # names for annotations only: importing ingest (and every parser) costs search and sessions
+    from harvester.ingest import ScanReport, SourceResult
+    from harvester.parsers.base import Harness
+    from harvester.sources import Found
 
 EMPTY_STATS: dict[str, Any] = {
     "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0, "sessions": 0,

@@ -36,7 +36,6 @@ from typing import Any
 
 import orjson
 import psutil
-import structlog
 from apscheduler.schedulers.background import BackgroundScheduler
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -46,11 +45,12 @@ from harvester.bank import Bank, open_bank
 from harvester.config import Settings, runtime_dir
 from harvester.ingest import Ingestor, SourceResult
 from harvester.liveness import AgentProcess, agent_processes, judge
+from harvester.log import get_logger
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Harness
 from harvester.sources import Found, discover, match, owner
 
-log = structlog.get_logger("harvester.service")
+log = get_logger("harvester.service")  # through harvester.log: see there
 ARCHIVE_MAINTENANCE_SECONDS = 6 * 3600  # archive retention and its leftovers: a few times a day is enough
 
 LOCK_NAME = "harvester.lock"
