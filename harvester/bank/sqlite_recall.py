@@ -24,11 +24,14 @@ RELEVANCE = "CAST(round((1.0 - rank / min(rank) OVER ()) * 5) AS INTEGER)"
 RANKED_AT_MOST = 1000
 
 # bm25 weighs each word of a query by how few events hold it, and counts them for that: a pass over every
-# event that holds it, 25 ms for a word in 440,000 events. Beside a rarer word, a word in more than this many
-# events (which bm25 weighs little: ln(N / n)) is matched but not weighed (SqliteRecall._weighed).
+# event that holds it (25 ms for a word in 440,000 events), and for a phrase, a check of the words' positions in
+# each event that holds them all. A word in more than this many events (2 % of a million; bm25 weighs it
+# ln(N / n), little) is matched but not weighed; when every word of a query is, its matches are equally
+# relevant (SqliteRecall._weighed).
 WEIGHED_AT_MOST = 20_000
 _QUOTED = re.compile(r'"(?:[^"]|"")*"')
 _ALL_OF = re.compile(r'\s*(?:"(?:[^"]|"")*"\s*)+')  # quoted words or phrases, all of which must match
+_TOKEN = re.compile(r"[^\W_]+")  # a word as the index's tokenizer (unicode61) cuts it: letters and digits
 
 # A full-text hit, its event and its session. The event through events_hit (migration 7), which holds what the
 # filters ask (session_id, recall) without reading the event's row; the planner would read the row.
@@ -105,9 +108,9 @@ class SqliteRecall:
                     since: str | None = None, role: str | None = None, kind: str | None = None,
                     include_recall: bool = False) -> SearchPage:
         """Full-text hits (``match``: an FTS5 query) with a snippet, the session and the position, and how
-        many events match. Up to RANKED_AT_MOST matches are ranked (bm25, then oldest first among equals);
-        past that, the page holds the matches stored last, and they are counted up to RANKED_AT_MOST or
-        ``limit`` (past that: "more than")."""
+        many events match. Up to RANKED_AT_MOST matches are ranked (bm25 by the words worth weighing, then
+        oldest first among equals); past that, the page holds the matches stored last, and they are counted up
+        to RANKED_AT_MOST or ``limit`` (past that: "more than")."""
         where, args = self._hit_clauses(match, scope, harness, since, role, kind, include_recall)
         # Newest first is the order FTS5 reads its index in (by rowid), so this stops after RANKED_AT_MOST + 1
         # hits in scope, whatever the number of matches; and it asks no score.
@@ -119,28 +122,43 @@ class SqliteRecall:
             return SearchPage(hits, min(len(latest), counted), more=len(latest) > counted, ranked=False)
         if not latest:
             return SearchPage([], 0)
-        # These are every match: rank them, reading the index between the first and the last only. FTS5 scores
-        # a row when it is read, so only these are scored; "+f.rowid" keeps the list from FTS5, which would
-        # take it as one lookup per rowid, and weigh the query's words all over again for each.
+        # These are every match: rank them by the words worth weighing (all of them, unless some are in very many
+        # events); when none is, they are all equally relevant, and shown oldest first.
+        weighed = self._weighed(match)
+        if weighed is None:
+            ranked = [i for (i,) in self.conn.execute(
+                f"SELECT id FROM events WHERE id IN ({', '.join('?' * len(latest))}) ORDER BY coalesce(ts, ''), id "
+                "LIMIT ?", [*latest, limit])]
+            return SearchPage(self._with_snippets(match, ranked), len(latest))
+        # Read the index between the first match and the last only; FTS5 scores a row when it is read, so only
+        # the matches are scored. "+f.rowid" keeps the list from FTS5, which would take it as one lookup per
+        # rowid, and weigh the words all over again for each.
         ranked = [i for (i,) in self.conn.execute(
             "WITH hits AS (SELECT f.rowid AS id, f.rank AS rank, e.ts AS ts FROM events_fts f "
             "JOIN events e ON e.id = f.rowid WHERE events_fts MATCH ? AND f.rowid BETWEEN ? AND ? "
             f"AND +f.rowid IN ({', '.join('?' * len(latest))})) "
             f"SELECT id FROM hits ORDER BY {RELEVANCE}, coalesce(ts, ''), id LIMIT ?",
-            [self._weighed(match), latest[-1], latest[0], *latest, limit])]
+            [weighed, latest[-1], latest[0], *latest, limit])]
         return SearchPage(self._with_snippets(match, ranked), len(latest))
 
-    def _weighed(self, match: str) -> str:
-        """What bm25 ranks a query's matches by: ``match`` without its words (or phrases) that are in more
-        than WEIGHED_AT_MOST events, when it is words that must all match (what plain_words makes) and one of
-        them is rarer. The matches stay those of the whole query."""
+    def _weighed(self, match: str) -> str | None:
+        """What bm25 ranks a query's matches by: when it is words (or phrases) that must all match, as plain_words
+        makes it, those whose every word is in at most WEIGHED_AT_MOST events; None when there is none (the
+        matches are equally relevant). Any other FTS5 query as it is."""
         if not _ALL_OF.fullmatch(match):
             return match
-        phrases = _QUOTED.findall(match)
-        rarer = [p for p in phrases if len(phrases) > 1 and self.conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM events_fts WHERE events_fts MATCH ? LIMIT ?)",
-            (p, WEIGHED_AT_MOST + 1)).fetchone()[0] <= WEIGHED_AT_MOST]
-        return " ".join(rarer) if rarer else match
+        counts: dict[str, int] = {}
+
+        def events_holding(token: str) -> int:  # up to WEIGHED_AT_MOST + 1: the read stops there
+            if token not in counts:
+                counts[token] = self.conn.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM events_fts WHERE events_fts MATCH ? LIMIT ?)",
+                    (f'"{token}"', WEIGHED_AT_MOST + 1)).fetchone()[0]
+            return counts[token]
+
+        weighed = [p for p in _QUOTED.findall(match)
+                   if all(events_holding(t) <= WEIGHED_AT_MOST for t in _TOKEN.findall(p))]
+        return " ".join(weighed) or None
 
     def search_events(self, match: str, scope: Scope, limit: int = 10, harness: str | None = None,
                       since: str | None = None, role: str | None = None, kind: str | None = None,
