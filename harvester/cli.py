@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import sys
 from typing import TYPE_CHECKING, Any
@@ -235,10 +234,12 @@ def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str 
 
     scope = chosen_scope(settings, repo, here, bank_filter)
     with open_bank_or_fail(settings) as bank:
-        rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness)
+        rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness, listed=not as_json)
     if as_json:
         _print_json(rows)
     else:
+        import shutil
+
         width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
         terminal.echo(render.sessions_text(rows, width))
 

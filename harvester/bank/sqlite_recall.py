@@ -39,6 +39,11 @@ _HITS = ("events_fts f JOIN events e INDEXED BY events_hit ON e.id = f.rowid "
          "JOIN sessions s ON s.id = e.session_id")
 
 _S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
+# What a list of sessions shows (harvester.render.sessions_text), and when each was updated in local time to the
+# minute, as it shows it: SQLite's localtime is the C library's, as Python's, at a tenth of the cost a row.
+LISTED_COLUMNS = ("id", "native_id", "harness", "bank_id", "title", "started_at", "updated_at", "event_count", "state")
+_LISTED = ", ".join(f"s.{c}" for c in LISTED_COLUMNS) + (
+    ", strftime('%Y-%m-%d %H:%M', coalesce(s.updated_at, s.started_at), 'localtime') AS updated_local")
 
 
 @dataclass
@@ -56,9 +61,11 @@ class SqliteRecall:
     conn: sqlite3.Connection
 
     def scoped_sessions(self, scope: Scope, limit: int = 10, harness: str | None = None, since: str | None = None,
-                        skip_live_of: str | None = None, recent_since: str | None = None) -> list[dict[str, Any]]:
+                        skip_live_of: str | None = None, recent_since: str | None = None,
+                        listed: bool = False) -> list[dict[str, Any]]:
         """Sessions of ``scope``, newest first. ``skip_live_of``: leave out that harness's sessions that are
-        still being written (live, or updated since ``recent_since``): the calling agent's own."""
+        still being written (live, or updated since ``recent_since``): the calling agent's own. ``listed``:
+        only what a list of them shows (LISTED_COLUMNS; a bank's thousands of sessions read 4x quicker)."""
         where, args = scope.sql()
         clauses = [where]
         if harness:
@@ -70,9 +77,11 @@ class SqliteRecall:
         if skip_live_of:
             clauses.append("NOT (s.harness = ? AND (s.state = 'live' OR coalesce(s.updated_at, '') >= ?))")
             args += [skip_live_of, recent_since or "9999"]
-        sql = (f"SELECT {_S_COLUMNS} FROM sessions s WHERE {' AND '.join(clauses)} "
+        # The order is the index sessions_recent's (migration 7): no sort of every session.
+        sql = (f"SELECT {_LISTED if listed else _S_COLUMNS} FROM sessions s WHERE {' AND '.join(clauses)} "
                "ORDER BY coalesce(s.updated_at, s.started_at, s.last_imported_at) DESC, s.id DESC LIMIT ?")
-        return [_session_dict(r) for r in _rows(self.conn.execute(sql, [*args, limit]))]
+        rows = _rows(self.conn.execute(sql, [*args, limit]))
+        return rows if listed else [_session_dict(r) for r in rows]
 
     def first_and_last(self, session_pk: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """The session's first ask (a user's text) and its last answer (an assistant's text)."""
