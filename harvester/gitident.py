@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -39,8 +38,14 @@ if TYPE_CHECKING:
 # what reads the bank (RepoIdentity, bank ids) needs it not.
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 
-# Said by status: where git is missing, nothing changes but that it is missing (see GIT_PYTHON_REFRESH).
-GIT_FOUND = shutil.which("git") is not None
+
+def git_found() -> bool:
+    """Said by status: where git is missing, nothing changes but that it is missing (see GIT_PYTHON_REFRESH).
+    A function, not a constant: looking along $PATH is no cost every importer should pay."""
+    import shutil
+
+    return shutil.which("git") is not None
+
 
 # Hosts whose repository paths are case-insensitive: "Owner/Repo" and "owner/repo" are one repo.
 CASE_INSENSITIVE_HOSTS = {"github.com", "gitlab.com", "bitbucket.org", "codeberg.org"}

@@ -8,7 +8,6 @@ gets its logger here, so none logs before they are applied.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from typing import IO, TYPE_CHECKING, Any
@@ -20,14 +19,16 @@ if TYPE_CHECKING:
     import structlog
 
 _pending: tuple[int, IO[str]] | None = None  # what configure() was given, until structlog is imported
+# The standard library's numbers for them (logging.DEBUG ...), which structlog filters by; not imported from
+# there: logging costs a reading command more than the rest of this module.
+LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 
 
 def configure(default_level: str = "warning", stream: IO[str] | None = None, level: str | None = None) -> None:
     """``level`` (from the configuration) beats ``default_level``; $HARVESTER_LOG_LEVEL beats both."""
     global _pending
     level_name = (os.environ.get(LOG_LEVEL_ENV) or level or default_level).upper()
-    number = logging.getLevelName(level_name)
-    _pending = (number if isinstance(number, int) else logging.WARNING, stream or sys.stderr)
+    _pending = (LEVELS.get(level_name, LEVELS["WARNING"]), stream or sys.stderr)
     if "structlog" in sys.modules:
         _apply()
 
