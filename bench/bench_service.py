@@ -1,6 +1,6 @@
 """The capture service under load: latency, idle cost, start-up reconcile.
 
-    python bench/bench_service.py [--appends 300] [--files 10000] [--idle 60]
+    python bench/bench_service.py [--appends 300] [--files 10000] [--idle 60] [--bank bench/out/bank-1000000.sqlite]
 
 1. append -> searchable: the service runs in its own process; this process appends Claude Code
    lines (each with a unique word) to a live session, one every 50 ms, and polls the bank's
@@ -9,7 +9,10 @@
    (and any child) over --idle seconds. Targets: CPU <= 0.2 %, RSS <= 60 MB.
 3. start-up reconcile over the same 10,000 unchanged files (a restart), beside a plain os.stat of
    every file measured in the same run. Target: <= 1.5 s.
-All default timings of the service are used.
+All default timings of the service are used. ``--bank``: the service writes into a copy of that bank (from
+bench/gen_bank.py; upgraded, if it is older, by the service as it opens it) instead of a new one, so that
+appends land in a bank of a million events; its own sources are gone from disk, as an agent's cleanup leaves
+them, and the first start marks them so.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import statistics
@@ -145,15 +149,36 @@ def idle(daemon: Daemon, seconds: float) -> tuple[float, float]:
     return (cpu() - before) / (time.monotonic() - started) * 100, peak
 
 
+def copy_bank(source: Path, target: Path) -> None:
+    """A consistent copy of a bank (its -wal folded in) and of its archive directory, if it has one."""
+    conn, copy = sqlite3.connect(f"file:{source}?mode=ro", uri=True), sqlite3.connect(target)
+    try:
+        conn.backup(copy)  # page by page: the copy is the bank as it is (schema, pages, full-text segments)
+    finally:
+        conn.close()
+        copy.close()
+    target.chmod(0o600)
+    archive = source.with_suffix(".archive")
+    if archive.is_dir():
+        shutil.copytree(archive, target.with_suffix(".archive"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--appends", type=int, default=300)
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--idle", type=float, default=60)
+    parser.add_argument("--bank", type=Path, help="write into a copy of this bank (default: a new one)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=args.bank.resolve().parent if args.bank else None) as tmp:
         work = Path(tmp)
         daemon = Daemon(work)
+        if args.bank:
+            started = time.monotonic()
+            copy_bank(args.bank.resolve(), daemon.bank)
+            with sqlite3.connect(daemon.bank) as conn:
+                events = conn.execute("SELECT max(id) FROM events").fetchone()[0]
+            print(f"bank: a copy of {args.bank} ({events:,} events), made in {time.monotonic() - started:.0f} s")
         make_tree(daemon.home, args.files)
         first = daemon.start()
         print(f"first start: {args.files} files imported in {first:.2f} s")

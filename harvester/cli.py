@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import sys
 from typing import TYPE_CHECKING, Any
@@ -13,7 +12,6 @@ import orjson
 
 from harvester import config, log, terminal
 from harvester.config import ConfigError, Settings
-from harvester.parsers import HARNESSES
 
 if TYPE_CHECKING:
     from harvester.bank import Bank
@@ -37,7 +35,27 @@ def open_bank_or_fail(settings: Settings, write: bool = False, archive: bool | N
 
 
 def enabled_harnesses(settings: Settings, names: tuple[str, ...] = ()) -> list[Harness]:
+    from harvester.parsers import HARNESSES
+
     return [h for n, h in HARNESSES.items() if (n in names if names else settings.enabled(n))]
+
+
+class HarnessChoice(click.Choice):
+    """A harness's name. The registry is read when a name is checked or listed, not when the CLI starts:
+    importing every parser costs a reading command (search, status) more than its own work."""
+
+    def __init__(self) -> None:
+        super().__init__((), case_sensitive=True)
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        from harvester.parsers import HARNESSES
+
+        return tuple(sorted(HARNESSES))
+
+    @choices.setter
+    def choices(self, _: object) -> None:
+        pass  # click.Choice sets them; they are the registry's
 
 
 class ConfigurationError(click.ClickException):
@@ -97,7 +115,7 @@ def cli(ctx: click.Context, bank_option: str | None, bank_id_template: str | Non
 
 
 @cli.command()
-@click.option("--harness", "names", multiple=True, type=click.Choice(sorted(HARNESSES)),
+@click.option("--harness", "names", multiple=True, type=HarnessChoice(),
               help="Only this harness (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the scan report as JSON.")
 @click.pass_obj
@@ -205,7 +223,7 @@ def status(settings: Settings, as_json: bool) -> None:
 
 @cli.command()
 @where_option
-@click.option("--harness", type=click.Choice(sorted(HARNESSES)), help="Only this agent's sessions.")
+@click.option("--harness", type=HarnessChoice(), help="Only this agent's sessions.")
 @click.option("--limit", type=int, default=None, help="At most this many (newest first).")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
@@ -216,10 +234,12 @@ def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str 
 
     scope = chosen_scope(settings, repo, here, bank_filter)
     with open_bank_or_fail(settings) as bank:
-        rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness)
+        rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness, listed=not as_json)
     if as_json:
         _print_json(rows)
     else:
+        import shutil
+
         width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
         terminal.echo(render.sessions_text(rows, width))
 
@@ -268,7 +288,7 @@ def _whole_texts(bank: Bank, events: list[dict[str, Any]]) -> None:
 @cli.command()
 @click.argument("query")
 @where_option
-@click.option("--harness", type=click.Choice(sorted(HARNESSES)), help="Only this agent's sessions.")
+@click.option("--harness", type=HarnessChoice(), help="Only this agent's sessions.")
 @click.option("--limit", type=int, default=20, show_default=True, help="Show at most this many, best first.")
 @click.option("--fts", is_flag=True, help="QUERY is SQLite FTS5 syntax (OR, NOT, NEAR, prefix*), not plain words.")
 @click.option("--include-recall", is_flag=True, help="Also the harvester's own answers that sessions recorded.")
@@ -287,8 +307,7 @@ def search(settings: Settings, query: str, repo: str | None, here: bool, bank_fi
         raise BadQuery(str(exc)) from exc
     with open_bank_or_fail(settings) as bank:
         try:
-            hits = bank.search_events(match, scope, limit, harness=harness, include_recall=include_recall)
-            total = bank.count_matches(match, scope, harness, include_recall) if hits else 0
+            page = bank.search_page(match, scope, limit, harness=harness, include_recall=include_recall)
         except sqlite3.OperationalError as exc:
             if not fts:
                 raise
@@ -296,15 +315,16 @@ def search(settings: Settings, query: str, repo: str | None, here: bool, bank_fi
             raise BadQuery(f"not a valid FTS5 query: {reason} (without --fts, QUERY is plain words)") from exc
     if as_json:
         _print_json([{k: h[k] for k in ("harness", "session", "bank_id", "title", "seq", "role", "kind", "ts",
-                                         "snippet")} for h in hits])
+                                         "snippet")} for h in page.hits])
     else:
-        terminal.echo(render.search_text(hits, total, query, scope.label, limit))
+        terminal.echo(render.search_text(page.hits, page.total, query, scope.label, limit, page.more,
+                                          page.ranked))
 
 
 @cli.command()
 @click.option("--repo", type=click.Path(file_okay=False), help="The repository (default: the one you are in).")
 @click.option("--session", "session_ref", metavar="ID", help="This session (default: the latest).")
-@click.option("--harness", type=click.Choice(sorted(HARNESSES)), help="The latest session of this agent.")
+@click.option("--harness", type=HarnessChoice(), help="The latest session of this agent.")
 @click.option("--max-bytes", type=int, default=8192, show_default=True, help="At most this much text.")
 @click.option("--json", "as_json", is_flag=True, help="The session and the brief as JSON.")
 @click.pass_obj
@@ -363,7 +383,7 @@ def export_sessions(settings: Settings, repo: str | None, target: str | None, fm
 
 
 @cli.command("mcp")
-@click.option("--harness", type=click.Choice(sorted(HARNESSES)),
+@click.option("--harness", type=HarnessChoice(),
               help="The agent that starts the server: its own live session is never handed back to it.")
 @click.pass_obj
 def mcp_server(settings: Settings, harness: str | None) -> None:

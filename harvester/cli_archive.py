@@ -13,9 +13,8 @@ from typing import Any
 import click
 
 from harvester import terminal
-from harvester.cli import enabled_harnesses, open_bank_or_fail
+from harvester.cli import HarnessChoice, enabled_harnesses, open_bank_or_fail
 from harvester.config import Settings
-from harvester.parsers import HARNESSES
 
 
 def _archive_wanted(settings: Settings) -> bool:
@@ -26,7 +25,7 @@ def _archive_wanted(settings: Settings) -> bool:
 
 
 @click.command()
-@click.option("--harness", "names", multiple=True, type=click.Choice(sorted(HARNESSES)),
+@click.option("--harness", "names", multiple=True, type=HarnessChoice(),
               help="Only this harness's sessions (repeatable).")
 @click.option("--session", "session_ref", metavar="ID", help="Only this session (its id, or a prefix).")
 @click.pass_obj

@@ -40,11 +40,9 @@ value and what is valid, with the closest valid name suggested.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import date, time
@@ -232,6 +230,8 @@ _NUMBER_SECTIONS = {"timings": False, "limits": True}
 
 
 def _apply_file(settings: Settings, path: Path) -> None:
+    import tomllib  # here: most commands run without a config file
+
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError) as exc:
@@ -447,6 +447,8 @@ def _close_match(name: str, valid: Sequence[str]) -> str | None:
     extended = [choice for low, choice in lowered.items() if name and low.startswith(name.lower())]
     if len(extended) == 1:
         return extended[0]
+    import difflib  # here: only a mistake needs it
+
     close = difflib.get_close_matches(name.lower(), lowered, n=1)
     return lowered[close[0]] if close else None
 

@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sqlite3
 import stat
-import tempfile
 from collections.abc import Iterator
 from urllib.parse import quote
 
@@ -68,6 +66,8 @@ def open_readonly(path: str, timeout: float = 2.0) -> Iterator[sqlite3.Connectio
     elif wal_mode and has_shm:
         uri += "&readonly_shm=1"
     elif wal_mode:
+        import tempfile  # here, as shutil: every bank opened comes through this module, and seldom by this way
+
         copy_dir = tempfile.mkdtemp(prefix="harvester-sqlite-")
         uri = f"file:{quote(_copy_with_wal(path, copy_dir))}"
     try:
@@ -80,10 +80,14 @@ def open_readonly(path: str, timeout: float = 2.0) -> Iterator[sqlite3.Connectio
             conn.close()
     finally:
         if copy_dir is not None:
+            import shutil
+
             shutil.rmtree(copy_dir, ignore_errors=True)
 
 
 def _copy_with_wal(path: str, directory: str) -> str:
+    import shutil
+
     target = os.path.join(directory, "store.db")
     shutil.copyfile(path, target)
     with contextlib.suppress(FileNotFoundError):

@@ -22,20 +22,30 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import git
 
 # GitPython refuses to import when no git executable is on PATH, unless told to stay quiet. It is not needed
 # here: every probe reads the .git directory itself (config, worktrees, common dir), never runs git.
+# It is imported by the first probe: it costs more than the rest of a reading command's imports, and
+# what reads the bank (RepoIdentity, bank ids) needs it not.
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
-import git
 
-# Said by status: where git is missing, nothing changes but that it is missing (see GIT_PYTHON_REFRESH).
-GIT_FOUND = shutil.which("git") is not None
+
+def git_found() -> bool:
+    """Said by status: where git is missing, nothing changes but that it is missing (see GIT_PYTHON_REFRESH).
+    A function, not a constant: looking along $PATH is no cost every importer should pay."""
+    import shutil
+
+    return shutil.which("git") is not None
+
 
 # Hosts whose repository paths are case-insensitive: "Owner/Repo" and "owner/repo" are one repo.
 CASE_INSENSITIVE_HOSTS = {"github.com", "gitlab.com", "bitbucket.org", "codeberg.org"}
@@ -150,6 +160,8 @@ class GitResolver:
         return RepoIdentity(project=fallback, how="no-git")
 
     def _probe(self, directory: str, fallback: str, how: str) -> RepoIdentity:
+        import git
+
         self.probes += 1
         try:
             repo = git.Repo(directory, search_parent_directories=True)

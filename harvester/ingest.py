@@ -26,18 +26,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from harvester import log as log_settings
 from harvester import workers
 from harvester.bank import Bank, BankError, Cursor, CursorMoved, SessionWrite, Write
 from harvester.gitident import GitResolver, RepoIdentity, bank_id
+from harvester.log import get_logger
 from harvester.model import Batch, Problem
 from harvester.parsers.base import Harness
 from harvester.reading import LIMITS, Chunk, Failure, Outcome, ReadLimits, failure_of, read_source
-from harvester.sources import Found, discover, existing_roots, source_stat, unchanged
+from harvester.sources import Found, discover, harness_roots, source_stat, unchanged
 
-log = structlog.get_logger("harvester.ingest")
+log = get_logger("harvester.ingest")  # through harvester.log: see there
 
 PROBLEMS_LOGGED_PER_SOURCE = 10  # the rest are counted in the bank, not repeated in the log
 # Below this much to read, a second process costs more than it saves. $HARVESTER_PARALLEL_BYTES sets it
@@ -168,17 +167,8 @@ class Ingestor:
 
     def roots_for(self, harness: Harness, env: Mapping[str, str], home: Path,
                   extra: Iterable[Path] = ()) -> list[Path]:
-        """Where a harness's sources are. For an agent that keeps its history inside each repository
-        (Aider) that is every directory a session in the bank worked in, and the git repositories at
-        most two levels below each configured root (a bounded walk, not a disk crawl)."""
-        extra = tuple(extra)
-        if not harness.roots_in_repositories:
-            return existing_roots(harness, env, home, extra)
-        dirs = [Path(d) for d in self.bank.known_directories()]
-        for root in extra:
-            dirs.append(root)
-            dirs += [p.parent for p in (*root.glob("*/.git"), *root.glob("*/*/.git"))]
-        return existing_roots(harness, env, home, tuple(dirs))
+        """Where a harness's sources are (harvester.sources.harness_roots)."""
+        return harness_roots(harness, self.bank.known_directories, env, home, extra)
 
     def _ingest_all(self, plans: list[tuple[Harness, list[Found], dict[str, Cursor]]]
                     ) -> Iterator[tuple[Harness, Found, SourceResult]]:

@@ -1,28 +1,60 @@
-"""Logging: readable lines on a terminal, JSON lines elsewhere (journald, launchd log files)."""
+"""Logging: readable lines on a terminal, JSON lines elsewhere (journald, launchd log files).
+
+structlog is imported by the first module that logs, through :func:`get_logger`, not by every command: its
+import (asyncio with it) costs a reading command such as ``search`` about as much as the rest of its work,
+and reading commands log nothing. :func:`configure` keeps its settings until then; every harvester module
+gets its logger here, so none logs before they are applied.
+"""
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
-
-import structlog
+from typing import IO, TYPE_CHECKING, Any
 
 from harvester.config import LOG_LEVEL_ENV
 from harvester.terminal import visible
 
+if TYPE_CHECKING:
+    import structlog
+
+_pending: tuple[int, IO[str]] | None = None  # what configure() was given, until structlog is imported
+# The standard library's numbers for them (logging.DEBUG ...), which structlog filters by; not imported from
+# there: logging costs a reading command more than the rest of this module.
+LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 _configured_level = "WARNING"  # what configure() last set: a scan's second process logs at the same level
 
 
-def configure(default_level: str = "warning", stream=None, level: str | None = None) -> None:
+def configure(default_level: str = "warning", stream: IO[str] | None = None, level: str | None = None) -> None:
     """``level`` (from the configuration) beats ``default_level``; $HARVESTER_LOG_LEVEL beats both."""
-    global _configured_level
-    stream = stream or sys.stderr
+    global _pending, _configured_level
     level_name = (os.environ.get(LOG_LEVEL_ENV) or level or default_level).upper()
     _configured_level = level_name
-    level = logging.getLevelName(level_name)
-    if not isinstance(level, int):
-        level = logging.WARNING
+    _pending = (LEVELS.get(level_name, LEVELS["WARNING"]), stream or sys.stderr)
+    if "structlog" in sys.modules:
+        _apply()
+
+
+def get_logger(name: str) -> Any:
+    """A structlog logger, with what :func:`configure` was given applied first."""
+    import structlog
+
+    _apply()
+    return structlog.get_logger(name)
+
+
+def configured_level() -> str:
+    return _configured_level
+
+
+def _apply() -> None:
+    global _pending
+    if _pending is None:
+        return
+    import structlog
+
+    level, stream = _pending
+    _pending = None
     renderer: structlog.types.Processor
     if stream.isatty():
         renderer = _visible(structlog.dev.ConsoleRenderer(colors=False))
@@ -39,10 +71,6 @@ def configure(default_level: str = "warning", stream=None, level: str | None = N
         logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=False,
     )
-
-
-def configured_level() -> str:
-    return _configured_level
 
 
 def _visible(renderer: structlog.types.Processor) -> structlog.types.Processor:

@@ -23,7 +23,6 @@ Batch
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -83,6 +82,8 @@ class Event:
         """Hash of what the event says, to compare two imports of the same history."""
         key = f"{self.role}\x00{self.kind}\x00{self.tool_name or ''}\x00{self.tool_call_id or ''}\x00{self.text}"
         # sha256 runs in hardware on current CPUs: twice blake2b's speed over hundreds of MB.
+        import hashlib  # here: its import (OpenSSL's) costs a reading command, which hashes nothing
+
         return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
@@ -215,6 +216,8 @@ def record_uid(raw: bytes, suffix: int | str | None = None, context: str | None 
     events made from one record (the blocks of one message). ``context`` tells apart byte-identical
     records at different places (the id of the record before it, where the format has ids).
     """
+    import hashlib
+
     h = hashlib.blake2b(raw, digest_size=12)
     if context:
         h.update(b"\x00" + context.encode())

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 import orjson
-import structlog
 import zstandard
 
 from harvester.foreign_sqlite import WAL_MODE, read_header
+from harvester.log import get_logger
 from harvester.parsers.base import Record, SqliteQuery
 
-log = structlog.get_logger("harvester.paging")
+log = get_logger("harvester.paging")  # through harvester.log: see there
 
 PAGE_ROWS = 5_000  # rows of a store handed to a parser (and committed) per transaction, at most
 # And bytes of those rows (as JSON), roughly. A page costs ~20x its bytes while it is parsed, redacted and

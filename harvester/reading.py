@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
 import orjson
-import structlog
 import zstandard
 
 from harvester import paging
@@ -27,6 +26,7 @@ from harvester.archive import Piece, doc_piece, file_piece, rows_piece, stream_p
 from harvester.bank import Cursor
 from harvester.compressed import MAX_DECOMPRESSED_BYTES, TooLarge, cut_at, open_zst, read_frames
 from harvester.foreign_sqlite import NotADatabase, open_readonly
+from harvester.log import get_logger
 from harvester.model import MAX_EVENT_TEXT, Batch, Event, Problem, clip
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Record, SourceRef, describe_error
@@ -46,7 +46,7 @@ from harvester.sources import (
 )
 from harvester.validate import describe, repair
 
-log = structlog.get_logger("harvester.reading")
+log = get_logger("harvester.reading")  # through harvester.log: see there
 
 Prepare = Callable[[list[Event]], list[tuple]]
 

@@ -12,12 +12,14 @@ import textwrap
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harvester.ingest import ScanReport, SourceResult
-from harvester.parsers.base import Harness
-from harvester.sources import Found
 from harvester.terminal import visible
+
+if TYPE_CHECKING:  # names for annotations only: importing ingest (and every parser) costs search and sessions
+    from harvester.ingest import ScanReport, SourceResult
+    from harvester.parsers.base import Harness
+    from harvester.sources import Found
 
 EMPTY_STATS: dict[str, Any] = {
     "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0, "sessions": 0,
@@ -161,15 +163,24 @@ def _label(role: str, kind: str) -> str:
     return f"{role} {kind}"
 
 
+def _visible_cells(rows: list[list[str]]) -> list[list[str]]:
+    """Every cell as it will be shown (:func:`visible`), to be measured so. One look at all of them first: a
+    clean table, the usual one, costs one search, not one a cell."""
+    every = "\n".join("\n".join(row) for row in rows)
+    return rows if visible(every) is every else [[visible(cell) for cell in row] for row in rows]
+
+
 def _table(headers: list[str], rows: list[list[str]]) -> str:
-    rows = [[visible(cell) for cell in row] for row in rows]  # measured as they will be shown
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
+    return _aligned(headers, _visible_cells(rows))
+
+
+def _aligned(headers: list[str], rows: list[list[str]]) -> str:
+    """Cells already made visible, in columns."""
+    columns = zip(*rows, strict=True) if rows else ((),) * len(headers)
+    widths = [max([len(h), *map(len, column)]) for h, column in zip(headers, columns, strict=True)]
     out = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
     for row in rows:
-        out.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+        out.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
     return "\n".join(out)
 
 
@@ -183,7 +194,7 @@ def _when(ts: str | None) -> str:
         return ts.replace("T", " ")[:19]
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    return moment.astimezone().isoformat(" ", "seconds")[:19]  # as strftime("%Y-%m-%d %H:%M:%S"), at a third of it
 
 
 def _short(text: str | None, width: int) -> str:
@@ -336,8 +347,12 @@ def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
     "…" so that every row fits (``--json`` has the whole values)."""
     if not rows:
         return "No sessions."
-    table = [[visible(r["native_id"]), r["harness"], visible(r["bank_id"]), _when(r["updated_at"] or r["started_at"])[:16],
-              str(r["event_count"]), " ".join(visible(r["title"] or "").split())] for r in rows]
+    # A listing's rows carry their time in local time already (SqliteRecall.scoped_sessions, listed=True).
+    table = _visible_cells([[r["native_id"], r["harness"], r["bank_id"],
+                             r.get("updated_local") or _when(r["updated_at"] or r["started_at"])[:16],
+                             str(r["event_count"]), r["title"] or ""] for r in rows])
+    for row in table:
+        row[5] = " ".join(row[5].split())  # a title on one line (after visible: \x1c-\x1e are spaces to split)
     headers = ["SESSION", "HARNESS", "BANK", "UPDATED", "EVENTS", "TITLE"]
     if width:
         columns = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers)]
@@ -348,7 +363,7 @@ def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
         for row in table:
             for i in (0, 2, 5):
                 row[i] = _short(row[i], columns[i])
-    return _table(headers, table)
+    return _aligned(headers, table)
 
 
 def transcript_text(session: dict[str, Any], events: list[dict[str, Any]], full: bool = False) -> str:
@@ -381,11 +396,18 @@ def transcript_text(session: dict[str, Any], events: list[dict[str, Any]], full:
     return "\n\n".join(out)
 
 
-def search_text(hits: list[dict[str, Any]], total: int, query: str, where: str, limit: int) -> str:
+def search_text(hits: list[dict[str, Any]], total: int, query: str, where: str, limit: int,
+                more: bool = False, ranked: bool = True) -> str:
+    """``more``: more than ``total`` events match; not ``ranked``: too many to rank, the hits are those stored
+    last (harvester.bank.sqlite_recall.RANKED_AT_MOST)."""
     if not hits:
         return f"No matches for {query!r} in {where}."
-    head = f"{total:,} {plural(total, 'match')} for {query!r} in {where}"
-    head += f"; the best {len(hits)} (--limit for more):" if total > len(hits) else ":"
+    head = f"{'More than ' if more else ''}{total:,} {plural(total, 'match')} for {query!r} in {where}"
+    if not ranked:
+        head += (f", too many to rank; the {len(hits)} stored last (more words, --harness or --repo narrow it "
+                 "to matches ranked best first):")
+    else:
+        head += f"; the best {len(hits)} (--limit for more):" if total > len(hits) else ":"
     lines = [head]
     lines += [f"{h['harness']} {_short(h['session'], 14)} #{h['seq']} {_label(h['role'], h['kind'])} "
               f"({h['bank_id']}): {_short(h['snippet'], 100)}" for h in hits]

@@ -35,8 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import psutil
-import structlog
 from apscheduler.schedulers.background import BackgroundScheduler
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -44,17 +42,18 @@ from watchdog.observers import Observer
 from harvester import __version__
 from harvester.bank import Bank, open_bank
 from harvester.config import Settings, runtime_dir
+from harvester.heartbeat import HEARTBEAT_NAME, epoch
 from harvester.ingest import Ingestor, SourceResult
 from harvester.liveness import AgentProcess, agent_processes, judge
+from harvester.log import get_logger
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Harness
 from harvester.sources import Found, discover, match, owner
 
-log = structlog.get_logger("harvester.service")
+log = get_logger("harvester.service")  # through harvester.log: see there
 ARCHIVE_MAINTENANCE_SECONDS = 6 * 3600  # archive retention and its leftovers: a few times a day is enough
 
 LOCK_NAME = "harvester.lock"
-HEARTBEAT_NAME = "heartbeat.json"
 
 
 class AlreadyRunning(Exception):
@@ -88,28 +87,6 @@ class InstanceLock:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-
-
-def read_heartbeat(env: Mapping[str, str] = os.environ) -> dict[str, Any] | None:
-    try:
-        return orjson.loads((runtime_dir(env) / HEARTBEAT_NAME).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-
-
-def service_alive(beat: Mapping[str, Any]) -> bool:
-    """Is the process a heartbeat names still a running harvester (not a reused pid)?"""
-    try:
-        proc = psutil.Process(int(beat["pid"]))
-        return proc.is_running() and any("harvester" in part for part in proc.cmdline())
-    except (psutil.Error, KeyError, TypeError, ValueError):
-        return False
-
-
-def responding(beat: Mapping[str, Any], heartbeat_seconds: float) -> bool:
-    """Has the service written its heartbeat lately (three beats, and a little slack)?"""
-    moment = _epoch(beat.get("heartbeat_at"))
-    return moment is not None and time.time() - moment <= 3 * heartbeat_seconds + 5
 
 
 def _now() -> str:
@@ -363,7 +340,7 @@ class Service:
             # When the session was last written: the earlier of its own last record's time and its
             # file's mtime (one database holds every opencode session: the file says "some session
             # was written", the session's time says which).
-            times = [t for t in (_epoch(session["updated_at"]), _mtime(session["source_path"])) if t is not None]
+            times = [t for t in (epoch(session["updated_at"]), _mtime(session["source_path"])) if t is not None]
             mtime = min(times) if times else None
             holder = (_holder(session, mtime, running)
                       if newest.get(session["source_path"], session["native_id"]) == session["native_id"] else None)
@@ -534,16 +511,6 @@ def _libc_malloc_trim() -> Callable[[int], int] | None:
 
 
 _malloc_trim = _libc_malloc_trim() if sys.platform.startswith("linux") else None
-
-
-def _epoch(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    try:
-        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def _mtime(path: str | None) -> float | None:

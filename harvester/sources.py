@@ -14,7 +14,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import BinaryIO
@@ -49,6 +49,22 @@ def existing_roots(harness: Harness, env: Mapping[str, str], home: Path,
             seen.add(key)
             out.append(Path(root))
     return out
+
+
+def harness_roots(harness: Harness, known_directories: Callable[[], list[str]], env: Mapping[str, str],
+                  home: Path, extra: Iterable[Path] = ()) -> list[Path]:
+    """Where a harness's sources are. For an agent that keeps its history inside each repository (Aider)
+    that is every directory a session in the bank worked in (``known_directories``), and the git
+    repositories at most two levels below each configured root (a bounded walk, not a disk crawl). Here,
+    not in harvester.ingest: status says where each harness looks without importing what reads them."""
+    extra = tuple(extra)
+    if not harness.roots_in_repositories:
+        return existing_roots(harness, env, home, extra)
+    dirs = [Path(d) for d in known_directories()]
+    for root in extra:
+        dirs.append(root)
+        dirs += [p.parent for p in (*root.glob("*/.git"), *root.glob("*/*/.git"))]
+    return existing_roots(harness, env, home, tuple(dirs))
 
 
 def discover(harness: Harness, roots: list[Path],

@@ -17,16 +17,15 @@ from harvester.render import EMPTY_STATS
 def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
     from harvester import retention
     from harvester.connect import registered
-    from harvester.gitident import GIT_FOUND
-    from harvester.ingest import Ingestor
+    from harvester.gitident import git_found
+    from harvester.sources import harness_roots
 
     home = config.home()
     stats = bank.harness_stats()
     versions = bank.session_versions()
     harnesses = []
-    locate = Ingestor(bank, settings.bank_id_template)
     for name, harness in HARNESSES.items():
-        roots = locate.roots_for(harness, os.environ, home, settings.roots.get(name, ()))
+        roots = harness_roots(harness, bank.known_directories, os.environ, home, settings.roots.get(name, ()))
         entry = {"name": name, "label": harness.label, "enabled": settings.enabled(name),
                  "roots": [str(r) for r in roots]}
         entry.update(stats.pop(name, None) or EMPTY_STATS)
@@ -43,7 +42,7 @@ def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
     return {
         "bank": {"path": str(settings.bank), "size_bytes": bank.size_bytes()},
         "archive": archive_status(bank, settings),
-        "git": {"found": GIT_FOUND},
+        "git": {"found": git_found()},
         "mcp": {"registered": sorted(n for n, yes in connected.items() if yes),
                 "not_registered": sorted(n for n, yes in connected.items() if not yes)},
         "service": service_status(bank, settings),
@@ -70,7 +69,7 @@ def archive_status(bank: Bank, settings: Settings) -> dict[str, Any]:
 
 def service_status(bank: Bank, settings: Settings) -> dict[str, Any]:
     from harvester import units
-    from harvester.service import read_heartbeat, responding, service_alive
+    from harvester.heartbeat import read_heartbeat, responding, service_alive
 
     beat = read_heartbeat()
     running = beat is not None and service_alive(beat)

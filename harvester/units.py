@@ -23,7 +23,6 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 from typing import Any
-from xml.sax.saxutils import escape
 
 from harvester import config
 
@@ -83,6 +82,8 @@ def render_systemd(python: str) -> str:
 
 
 def render_launchd(python: str, log: Path) -> str:
+    from xml.sax.saxutils import escape  # here: it imports urllib's HTTP machinery, which status needs not
+
     return template(PLIST).substitute(python=escape(python), log_path=escape(str(log)))
 
 

@@ -27,7 +27,6 @@ from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
-import yaml
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage, record_uid
 from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
@@ -495,13 +494,13 @@ def _workspace(reader: _Reader, raw: bytes) -> None:
         patch.git = GitFacts(branch=fields["branch"])
 
 
-_YAML_LOADER = getattr(yaml, "CBaseLoader", yaml.BaseLoader)  # every scalar stays text: no type guessing
-
-
 def _yaml_mapping(text: str) -> dict[str, Any]:
     """workspace.yaml as a mapping of text: a branch ``1.0`` or a name ``yes`` stays what was written."""
+    import yaml  # here: the registry imports this module for every command, and yaml costs a third of all parsers
+
+    loader = getattr(yaml, "CBaseLoader", yaml.BaseLoader)  # every scalar stays text: no type guessing
     try:
-        value = yaml.load(text, Loader=_YAML_LOADER)  # BaseLoader constructs no object: safe
+        value = yaml.load(text, Loader=loader)  # BaseLoader constructs no object: safe
     except yaml.YAMLError as exc:
         raise ValueError(str(exc)) from exc
     return value if isinstance(value, dict) else {}

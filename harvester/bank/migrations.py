@@ -262,4 +262,12 @@ MIGRATIONS: list[str] = [
     -- reparse reads such a source from its file, or leaves its sessions as they are.
     ALTER TABLE sources ADD COLUMN archive_gap TEXT;
     """,
+    # 7: what search asks of every full-text hit (its session, whether it is recall), in an index it reads
+    #    instead of the event's row: rows hold whole texts, a few to a page, so reading one per hit cost search
+    #    a page per hit (harvester/bank/sqlite_recall.py names it: the planner prefers the table).
+    #    And sessions newest first (sessions, recent_sessions): read in order, not sorted.
+    """
+    CREATE INDEX events_hit ON events (id, session_id, recall);
+    CREATE INDEX sessions_recent ON sessions (coalesce(updated_at, started_at, last_imported_at) DESC, id DESC);
+    """,
 ]

@@ -57,9 +57,9 @@ class SqliteArchive:
 
 
 def log_repair(report: ArchiveReport) -> None:
-    import structlog
+    from harvester.log import get_logger
 
-    log = structlog.get_logger("harvester.archive")
+    log = get_logger("harvester.archive")
     for path, cut in report.truncated:
         log.info("archive cut back to what the bank committed", path=path, bytes=cut)
     for source, epoch, frames in report.missing:

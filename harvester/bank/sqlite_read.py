@@ -91,23 +91,22 @@ class SqliteReads:
             e["sources"] += n
             if status in ("missing", "unreadable", "failed"):
                 e[f"sources_{status}"] += n
-        for harness, sessions, events, git_errors in self.conn.execute(
-                "SELECT harness, count(*), sum(event_count), sum(git_error IS NOT NULL) "
-                "FROM sessions GROUP BY harness"):
+        # Every session once (a bank of a million events has thousands; three queries read them three times):
+        # counts, and sessions whose agent file is gone (deleted by the agent's cleanup, or by hand; the bank and
+        # the archive hold what is left of them), by the source each was last read from; and the agent's
+        # version as its newest session recorded it (the store names it, we don't guess).
+        gone = {path for (path,) in self.conn.execute("SELECT path FROM sources WHERE status = 'missing'")}
+        newest: dict[str, tuple[str, int]] = {}
+        for harness, events, git_error, source_path, version, updated, pk in self.conn.execute(
+                "SELECT harness, event_count, git_error IS NOT NULL, source_path, agent_version, "
+                "coalesce(updated_at, ''), id FROM sessions"):
             e = entry(harness)
-            e["sessions"], e["events"], e["git_errors"] = sessions, events or 0, git_errors or 0
-        # Sessions whose agent file is gone (deleted by the agent's cleanup, or by hand): the bank, and the
-        # archive, hold what is left of them. By the source each was last read from.
-        for harness, n in self.conn.execute(
-                "SELECT s.harness, count(*) FROM sessions s JOIN sources src ON src.path = s.source_path "
-                "WHERE src.status = 'missing' GROUP BY s.harness"):
-            entry(harness)["sessions_originals_gone"] = n
-        # The agent's version as its newest session recorded it (the store names it, we don't guess).
-        for harness, version in self.conn.execute(
-                "SELECT harness, agent_version FROM (SELECT harness, agent_version, row_number() OVER "
-                "(PARTITION BY harness ORDER BY coalesce(updated_at, '') DESC, id DESC) AS n FROM sessions "
-                "WHERE agent_version IS NOT NULL) WHERE n = 1"):
-            entry(harness)["version"] = version
+            e["sessions"] += 1
+            e["events"] += events
+            e["git_errors"] += git_error
+            e["sessions_originals_gone"] += source_path in gone
+            if version is not None and (updated, pk) > newest.get(harness, ("", 0)):
+                newest[harness], e["version"] = (updated, pk), version
         for harness, at in self.conn.execute("SELECT harness, max(at) FROM imports GROUP BY harness"):
             entry(harness)["last_import"] = at
         for harness, kind, n in self.conn.execute(
@@ -144,7 +143,9 @@ class SqliteReads:
     def recent_imports(self, limit: int = 20) -> list[dict[str, Any]]:
         return _rows(self.conn.execute(
             "SELECT i.at, i.harness, s.bank_id, s.native_id AS session, s.title, i.events_added "
-            "FROM imports i JOIN sessions s ON s.id = i.session_id ORDER BY i.at DESC, i.id DESC LIMIT ?",
+            # By id: an import row's time only moves while it is the last row (SqliteBank._record_import), so
+            # the last rows are the latest, and no sort of every row is needed to find them.
+            "FROM imports i JOIN sessions s ON s.id = i.session_id ORDER BY i.id DESC LIMIT ?",
             (limit,)))
 
     def list_sessions(self, bank_id: str | None = None, repo_root: str | None = None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from dataclasses import dataclass
 from typing import Any
 
 from harvester.bank.sqlite_read import EVENT_COLUMNS, SESSION_COLUMNS, _event_dict, _rows, _session_dict
@@ -17,16 +18,54 @@ from harvester.recall.scope import Scope
 
 RELEVANCE = "CAST(round((1.0 - rank / min(rank) OVER ()) * 5) AS INTEGER)"
 
+# Scoring every match costs about 4 µs a match (bm25 reads each one's size and positions) after a pass over
+# each word's whole list of events to weigh it: 2 s for a word in half of a million events. Up to this many
+# matches are ranked; more are shown newest first (what FTS5 can stop early on) and counted as "more than".
+RANKED_AT_MOST = 1000
+
+# bm25 weighs each word of a query by how few events hold it, and counts them for that: a pass over every
+# event that holds it (25 ms for a word in 440,000 events), and for a phrase, a check of the words' positions in
+# each event that holds them all. A word in more than this many events (2 % of a million; bm25 weighs it
+# ln(N / n), little) is matched but not weighed; when every word of a query is, its matches are equally
+# relevant (SqliteRecall._weighed).
+WEIGHED_AT_MOST = 20_000
+_QUOTED = re.compile(r'"(?:[^"]|"")*"')
+_ALL_OF = re.compile(r'\s*(?:"(?:[^"]|"")*"\s*)+')  # quoted words or phrases, all of which must match
+_TOKEN = re.compile(r"[^\W_]+")  # a word as the index's tokenizer (unicode61) cuts it: letters and digits
+
+# A full-text hit, its event and its session. The event through events_hit (migration 7), which holds what the
+# filters ask (session_id, recall) without reading the event's row; the planner would read the row.
+_HITS = ("events_fts f JOIN events e INDEXED BY events_hit ON e.id = f.rowid "
+         "JOIN sessions s ON s.id = e.session_id")
+
 _S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
+# What a list of sessions shows (harvester.render.sessions_text), and when each was updated in local time to the
+# minute, as it shows it: SQLite's localtime is the C library's, as Python's, at a tenth of the cost a row.
+LISTED_COLUMNS = ("id", "native_id", "harness", "bank_id", "title", "started_at", "updated_at", "event_count", "state")
+_LISTED = ", ".join(f"s.{c}" for c in LISTED_COLUMNS) + (
+    ", strftime('%Y-%m-%d %H:%M', coalesce(s.updated_at, s.started_at), 'localtime') AS updated_local")
+
+
+@dataclass
+class SearchPage:
+    """A page of search hits, and how many events match: exactly ``total``, or more than it when ``more``.
+    ``ranked``: best first; else (more than RANKED_AT_MOST match) the matches stored last, newest first."""
+
+    hits: list[dict[str, Any]]
+    total: int
+    more: bool = False
+    ranked: bool = True
 
 
 class SqliteRecall:
     conn: sqlite3.Connection
 
     def scoped_sessions(self, scope: Scope, limit: int = 10, harness: str | None = None, since: str | None = None,
-                        skip_live_of: str | None = None, recent_since: str | None = None) -> list[dict[str, Any]]:
+                        skip_live_of: str | None = None, recent_since: str | None = None,
+                        listed: bool = False) -> list[dict[str, Any]]:
         """Sessions of ``scope``, newest first. ``skip_live_of``: leave out that harness's sessions that are
-        still being written (live, or updated since ``recent_since``): the calling agent's own."""
+        still being written (live, or updated since ``recent_since``): the calling agent's own. ``listed``:
+        only what a list of them shows (LISTED_COLUMNS; a bank's thousands of sessions read 4x quicker)."""
         where, args = scope.sql()
         clauses = [where]
         if harness:
@@ -38,9 +77,11 @@ class SqliteRecall:
         if skip_live_of:
             clauses.append("NOT (s.harness = ? AND (s.state = 'live' OR coalesce(s.updated_at, '') >= ?))")
             args += [skip_live_of, recent_since or "9999"]
-        sql = (f"SELECT {_S_COLUMNS} FROM sessions s WHERE {' AND '.join(clauses)} "
+        # The order is the index sessions_recent's (migration 7): no sort of every session.
+        sql = (f"SELECT {_LISTED if listed else _S_COLUMNS} FROM sessions s WHERE {' AND '.join(clauses)} "
                "ORDER BY coalesce(s.updated_at, s.started_at, s.last_imported_at) DESC, s.id DESC LIMIT ?")
-        return [_session_dict(r) for r in _rows(self.conn.execute(sql, [*args, limit]))]
+        rows = _rows(self.conn.execute(sql, [*args, limit]))
+        return rows if listed else [_session_dict(r) for r in rows]
 
     def first_and_last(self, session_pk: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """The session's first ask (a user's text) and its last answer (an assistant's text)."""
@@ -72,12 +113,72 @@ class SqliteRecall:
         sql = f"SELECT {EVENT_COLUMNS}, recall FROM events WHERE {' AND '.join(clauses)} ORDER BY seq LIMIT ?"
         return [_event_dict(r) for r in _rows(self.conn.execute(sql, [*args, limit]))]
 
+    def search_page(self, match: str, scope: Scope, limit: int = 10, harness: str | None = None,
+                    since: str | None = None, role: str | None = None, kind: str | None = None,
+                    include_recall: bool = False) -> SearchPage:
+        """Full-text hits (``match``: an FTS5 query) with a snippet, the session and the position, and how
+        many events match. Up to RANKED_AT_MOST matches are ranked (bm25 by the words worth weighing, then
+        oldest first among equals); past that, the page holds the matches stored last, and they are counted up
+        to RANKED_AT_MOST or ``limit`` (past that: "more than")."""
+        where, args = self._hit_clauses(match, scope, harness, since, role, kind, include_recall)
+        # Newest first is the order FTS5 reads its index in (by rowid), so this stops after RANKED_AT_MOST + 1
+        # hits in scope, whatever the number of matches; and it asks no score.
+        counted = max(RANKED_AT_MOST, limit)
+        latest = [i for (i,) in self.conn.execute(
+            f"SELECT f.rowid FROM {_HITS} WHERE {where} ORDER BY f.rowid DESC LIMIT ?", [*args, counted + 1])]
+        if len(latest) > RANKED_AT_MOST:
+            hits = self._with_snippets(match, latest[:limit])
+            return SearchPage(hits, min(len(latest), counted), more=len(latest) > counted, ranked=False)
+        if not latest:
+            return SearchPage([], 0)
+        # These are every match: rank them by the words worth weighing (all of them, unless some are in very many
+        # events); when none is, they are all equally relevant, and shown oldest first.
+        weighed = self._weighed(match)
+        if weighed is None:
+            ranked = [i for (i,) in self.conn.execute(
+                f"SELECT id FROM events WHERE id IN ({', '.join('?' * len(latest))}) ORDER BY coalesce(ts, ''), id "
+                "LIMIT ?", [*latest, limit])]
+            return SearchPage(self._with_snippets(match, ranked), len(latest))
+        # Read the index between the first match and the last only; FTS5 scores a row when it is read, so only
+        # the matches are scored. "+f.rowid" keeps the list from FTS5, which would take it as one lookup per
+        # rowid, and weigh the words all over again for each.
+        ranked = [i for (i,) in self.conn.execute(
+            "WITH hits AS (SELECT f.rowid AS id, f.rank AS rank, e.ts AS ts FROM events_fts f "
+            "JOIN events e ON e.id = f.rowid WHERE events_fts MATCH ? AND f.rowid BETWEEN ? AND ? "
+            f"AND +f.rowid IN ({', '.join('?' * len(latest))})) "
+            f"SELECT id FROM hits ORDER BY {RELEVANCE}, coalesce(ts, ''), id LIMIT ?",
+            [weighed, latest[-1], latest[0], *latest, limit])]
+        return SearchPage(self._with_snippets(match, ranked), len(latest))
+
+    def _weighed(self, match: str) -> str | None:
+        """What bm25 ranks a query's matches by: when it is words (or phrases) that must all match, as plain_words
+        makes it, those whose every word is in at most WEIGHED_AT_MOST events; None when there is none (the
+        matches are equally relevant). Any other FTS5 query as it is."""
+        if not _ALL_OF.fullmatch(match):
+            return match
+        counts: dict[str, int] = {}
+
+        def events_holding(token: str) -> int:  # up to WEIGHED_AT_MOST + 1: the read stops there
+            if token not in counts:
+                counts[token] = self.conn.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM events_fts WHERE events_fts MATCH ? LIMIT ?)",
+                    (f'"{token}"', WEIGHED_AT_MOST + 1)).fetchone()[0]
+            return counts[token]
+
+        weighed = [p for p in _QUOTED.findall(match)
+                   if all(events_holding(t) <= WEIGHED_AT_MOST for t in _TOKEN.findall(p))]
+        return " ".join(weighed) or None
+
     def search_events(self, match: str, scope: Scope, limit: int = 10, harness: str | None = None,
                       since: str | None = None, role: str | None = None, kind: str | None = None,
                       include_recall: bool = False) -> list[dict[str, Any]]:
-        """Ranked full-text hits (``match``: an FTS5 query) with a snippet, the session and the position.
-        Ranked first (every match, ids and scores only), then the page's snippets: FTS5 allows no window
-        over its auxiliary functions, and a snippet costs more than a score."""
+        """The hits of :meth:`search_page`, without the count."""
+        return self.search_page(match, scope, limit, harness, since, role, kind, include_recall).hits
+
+    @staticmethod
+    def _hit_clauses(match: str, scope: Scope, harness: str | None, since: str | None, role: str | None,
+                     kind: str | None, include_recall: bool) -> tuple[str, list[Any]]:
+        """The WHERE of a search over _HITS, and its arguments."""
         where, args = scope.sql()
         clauses = ["events_fts MATCH ?", where]
         args = [match, *args]
@@ -90,34 +191,18 @@ class SqliteRecall:
             args.append(since)
         if not include_recall:
             clauses.append("e.recall = 0")
-        ranked = self.conn.execute(
-            f"WITH hits AS (SELECT e.id, e.ts, rank FROM events_fts JOIN events e ON e.id = events_fts.rowid "
-            f"JOIN sessions s ON s.id = e.session_id WHERE {' AND '.join(clauses)}) "
-            f"SELECT id FROM hits ORDER BY {RELEVANCE}, coalesce(ts, ''), id LIMIT ?", [*args, limit]).fetchall()
-        if not ranked:
+        return " AND ".join(clauses), args
+
+    def _with_snippets(self, match: str, ids: list[int]) -> list[dict[str, Any]]:
+        """The hits ``ids`` (in that order) with their session, position and snippet."""
+        if not ids:
             return []
-        ids = [i for (i,) in ranked]
         rows = {r["id"]: r for r in _rows(self.conn.execute(
             "SELECT e.id, s.harness, s.native_id AS session, s.bank_id, s.title, s.branch, e.seq, e.role, e.kind, "
             "e.ts, e.tool_name, e.recall, snippet(events_fts, 0, '[', ']', '…', 16) AS snippet "
             "FROM events_fts JOIN events e ON e.id = events_fts.rowid JOIN sessions s ON s.id = e.session_id "
             f"WHERE events_fts MATCH ? AND events_fts.rowid IN ({', '.join('?' * len(ids))})", [match, *ids]))}
         return [rows.pop(i) for i in ids if i in rows]
-
-    def count_matches(self, match: str, scope: Scope, harness: str | None = None,
-                      include_recall: bool = False) -> int:
-        """How many events ``match`` finds in ``scope`` (what a page of hits is out of)."""
-        where, args = scope.sql()
-        clauses = ["events_fts MATCH ?", where]
-        args = [match, *args]
-        if harness:
-            clauses.append("s.harness = ?")
-            args.append(harness)
-        if not include_recall:
-            clauses.append("e.recall = 0")
-        return self.conn.execute(
-            "SELECT count(*) FROM events_fts JOIN events e ON e.id = events_fts.rowid "
-            f"JOIN sessions s ON s.id = e.session_id WHERE {' AND '.join(clauses)}", args).fetchone()[0]
 
     def session_events(self, session_pk: int, include_recall: bool = False) -> list[dict[str, Any]]:
         sql = f"SELECT {EVENT_COLUMNS}, recall FROM events WHERE session_id = ?"

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import tomlkit
-from tomlkit.exceptions import TOMLKitError
+# tomlkit is imported where a TOML text is read or written: status, which reads nothing of it unless an agent's
+# TOML config exists, starts sooner.
 
 _HEADER = re.compile(r"^[ \t]*\[(?!\[)(?P<key>[^\]\n]+)\][ \t]*(?:#.*)?$")
 _ANY_HEADER = re.compile(r"^[ \t]*\[")
@@ -25,6 +25,9 @@ class TomlEditError(ValueError):
 
 
 def load(text: str) -> dict[str, Any]:
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
     try:
         return tomlkit.parse(text).unwrap()
     except TOMLKitError as exc:
@@ -46,6 +49,8 @@ def set_table(text: str, path: tuple[str, ...], table: dict[str, Any]) -> str:
     if get(text, path) == table:
         return text
     expected = _with(before, path, table)
+    import tomlkit
+
     block = tomlkit.dumps(_nest(path, table))
     lines = text.splitlines(keepends=True)
     spans = _sections(lines, path)
@@ -107,6 +112,9 @@ def _content_end(lines: list[str], start: int, end: int) -> int:
 
 
 def _header_path(key: str) -> tuple[str, ...]:
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
     try:
         value: Any = tomlkit.parse(f"{key} = 0").unwrap()
     except TOMLKitError:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
+# yaml is imported where a YAML text is read or written (as tomlkit in toml_edit).
 
 _KEY = re.compile(r"""^(?:mcpServers|"mcpServers"|'mcpServers')[ \t]*:[ \t]*(?P<rest>[^\n]*?)[ \t]*(?:\n|$)""",
                   re.MULTILINE)
@@ -26,6 +26,8 @@ class YamlEditError(ValueError):
 
 
 def load(text: str) -> dict[str, Any]:
+    import yaml
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -140,6 +142,8 @@ def _content_end(lines: list[str], start: int, end: int) -> int:
 
 
 def _render(item: dict[str, Any], indent: str) -> str:
+    import yaml
+
     text = yaml.safe_dump([item], sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16)
     return "".join(indent + line for line in text.splitlines(keepends=True))
 

@@ -157,20 +157,26 @@ def search_history(r: Recall, query: str, harness: str | None = None, since: str
         match = plain_words(query)
     except ValueError as exc:
         raise RecallError(str(exc)) from None
-    hits = r.bank.search_events(match, r.scope, limit + 1, harness=harness, since=parse_since(since), role=role,
-                                kind=kind)
-    more = len(hits) > limit
-    hits = hits[:limit]
+    page = r.bank.search_page(match, r.scope, limit, harness=harness, since=parse_since(since), role=role,
+                              kind=kind)
+    hits = page.hits
     if not hits:
         return bounded(f"Nothing in {r.scope.label} matches {text_of(query)!r}.", "search_history", r.scope, max_bytes)
-    parts = [f"{len(hits)}{'+' if more else ''} matches for {text_of(query)!r} in {r.scope.label}, best first:"]
+    matches = "match" if page.total == 1 and not page.more else "matches"
+    counted = f"{'More than ' if page.more else ''}{page.total:,} {matches} for {text_of(query)!r} in {r.scope.label}"
+    if page.ranked:
+        parts = [counted + (", best first:" if page.total <= len(hits) else f"; the best {len(hits)}:")]
+    else:
+        parts = [counted + f", too many to rank; the {len(hits)} stored last, newest first:"]
     for h in hits:
         label = h["role"] if h["kind"] == "text" else f"{h['role']} {h['kind'].replace('_', ' ')}"
         if h["tool_name"]:
             label += f" [{text_of(h['tool_name'])}]"
         parts.append(f"- session `{h['session']}` ({h['harness']}) #{h['seq']} {label}, {when(h['ts'])}: "
                      f"{text_of(clip(h['snippet'], 400))}")
-    if more:
+    if not page.ranked:
+        parts.append("(add words, or narrow with harness, since, role or kind, to get the matches ranked best first)")
+    elif page.total > len(hits):
         parts.append(f"(more matches past {limit}: raise limit, or narrow with harness, since, role or kind)")
     return bounded("\n".join(parts), "search_history", r.scope, max_bytes, "narrow the search")
 

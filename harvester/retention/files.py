@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
-
 from harvester.connect import jsonc
 from harvester.parsers import HARNESSES
 
@@ -75,10 +73,19 @@ def _parse(text: str, dialect: str) -> Any:
         if dialect == "json5":
             return _Json5(text).document()
         if dialect == "yaml":
-            return yaml.safe_load(text)
-    except (ValueError, RecursionError, yaml.YAMLError) as exc:  # JSONDecodeError and JsoncError are ValueErrors
+            return _yaml(text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, JsoncError and YAMLError (see _yaml) are
         raise _Unreadable(_first_line(exc)) from exc
     raise AssertionError(dialect)
+
+
+def _yaml(text: str) -> Any:
+    import yaml  # here: status reads every agent's settings, and yaml, which few of them are, costs it most
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from exc
 
 
 def _first_line(exc: BaseException) -> str:
