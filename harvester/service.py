@@ -51,6 +51,9 @@ from harvester.parsers.base import Harness
 from harvester.sources import Found, discover, match, owner
 
 log = get_logger("harvester.service")  # through harvester.log: see there
+# Quiet seconds after an import, or a job that reads many rows, after which the page cache they filled is handed
+# back (Service._settle_memory): an idle service keeps its 8 MiB cache empty.
+SETTLE_SECONDS = 1.0
 ARCHIVE_MAINTENANCE_SECONDS = 6 * 3600  # archive retention and its leftovers: a few times a day is enough
 
 LOCK_NAME = "harvester.lock"
@@ -133,6 +136,7 @@ class Service:
         self.last_activity: str | None = None
         self._busy: tuple[str, str] | None = None  # what the work thread does, since when (the heartbeat says)
         self._live = 0  # live sessions, as the work thread last counted them
+        self._settle_at: float | None = None  # when to hand back what imports made SQLite cache (_settle_memory)
         self._first_check = True  # the first judgement of every session's state is summarized, not itemized
         self._watched: tuple[list[str], list[str]] = ([], [])  # (roots watched, parents waited on), for the heartbeat
         self.bank: Bank | None = None
@@ -166,6 +170,7 @@ class Service:
             log.info("service running", watched=sorted(w.path for w in self._watches.values()),
                      sessions=sum(t["sessions"] for t in totals.values()),
                      events=sum(t["events"] for t in totals.values()), live=self._live)
+            self._release_memory()  # what start-up read (every source, every session) is not needed again soon
             self._loop()
         finally:
             self._shutdown()
@@ -227,6 +232,8 @@ class Service:
                     del self._pending[str(p.found.path)]
                 jobs, self._jobs = self._jobs, []
                 if not due and not jobs:
+                    if self._settle_at is not None and now >= self._settle_at:
+                        self._settle_memory()
                     wait = min((p.due for p in self._pending.values()), default=now + 1.0) - now
                     self._cond.wait(timeout=max(0.0, min(wait, 1.0)))
                     continue
@@ -252,6 +259,8 @@ class Service:
             if self.bank is not None:
                 with contextlib.suppress(Exception):
                     self._live = self.bank.live_count()
+            if name != "poll":  # the others read every open session or every source (poll: what changed)
+                self._settle_at = time.monotonic() + SETTLE_SECONDS
 
     def _read(self, harness: Harness, found: Found) -> None:
         assert self.ingestor is not None and self.bank is not None
@@ -262,6 +271,7 @@ class Service:
             return
         if result.events_added:
             self.last_activity = _now()
+            self._settle_at = time.monotonic() + SETTLE_SECONDS
             self.bank.reopen(harness.name, _written(result))
             log.info("imported", harness=harness.name, path=str(found.path), events=result.events_added)
 
@@ -275,6 +285,7 @@ class Service:
         for result in results:
             if result.events_added:
                 self.last_activity = _now()
+                self._settle_at = time.monotonic() + SETTLE_SECONDS
                 self.bank.reopen(harness.name, _written(result))
                 log.info("imported", harness=harness.name, path=result.path, events=result.events_added)
 
@@ -313,13 +324,14 @@ class Service:
     def check_sessions(self) -> None:
         """Re-read unfinished sessions' sources; mark the ones whose agent is gone."""
         assert self.bank is not None
-        processes = agent_processes(self.harnesses)
+        processes: list[AgentProcess] | None = None
         for harness in self.harnesses:
-            running = [p for p in processes if p.harness == harness.name]
             after = 0
             while page := self.bank.open_sessions(harness.name, after):  # pages: history can be large
                 after = page[-1]["pk"]
-                self._check_page(harness, page, running)
+                if processes is None:  # a look at every process of the machine: only when a session is open
+                    processes = agent_processes(self.harnesses)
+                self._check_page(harness, page, [p for p in processes if p.harness == harness.name])
         self._arm_watches()  # a root that appeared since, a watched root that went away
 
     def _check_page(self, harness: Harness, sessions: list[dict[str, Any]], running: list[AgentProcess]) -> None:
@@ -442,8 +454,15 @@ class Service:
     def _release_memory(self) -> None:
         """After a large import, hand back what it used: the service idles for hours after."""
         assert self.bank is not None
-        self.bank.shrink_memory()
         gc.collect()
+        self._settle_memory()
+
+    def _settle_memory(self) -> None:
+        """Quiet after work: SQLite's page cache (up to 8 MiB, filled by the writes or the job's reads) back to the
+        system. A few ms once a burst of appends is over; the next append reads its few pages again."""
+        self._settle_at = None
+        if self.bank is not None:
+            self.bank.shrink_memory()
         if _malloc_trim is not None:
             _malloc_trim(0)
 

@@ -44,8 +44,10 @@ def existing_roots(harness: Harness, env: Mapping[str, str], home: Path,
     seen: set[str] = set()
     out = []
     for root in [*harness.roots(env, home), *extra]:
+        if not os.path.isdir(root):  # first: one stat, where realpath costs one a path component
+            continue
         key = os.path.realpath(root)
-        if key not in seen and os.path.isdir(root):
+        if key not in seen:
             seen.add(key)
             out.append(Path(root))
     return out

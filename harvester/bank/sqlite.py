@@ -72,6 +72,7 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive):
         self.archive: Archive | None = None
         self.archive_report: ArchiveReport | None = None
         self._write_turns: int | None = None  # see share_writes
+        self._directories: tuple[tuple[int, int], list[str]] | None = None  # known_directories, and as of what
         check_bank(path)  # before the first byte is changed: refuse what is not ours
         try:
             if readonly:
@@ -525,10 +526,15 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive):
                                  "AND state != 'live'", [(harness, n) for n in native_ids])
 
     def known_directories(self) -> list[str]:
-        """Every directory sessions worked in: repository roots, and cwds outside any repository."""
-        return [d for (d,) in self.conn.execute(
-            "SELECT DISTINCT coalesce(repo_root, cwd) FROM sessions WHERE coalesce(repo_root, cwd) IS NOT NULL "
-            "ORDER BY 1")]
+        """Every directory sessions worked in: repository roots, and cwds outside any repository. The service
+        asks every few seconds (Aider's roots); unless this connection or another wrote since the last time,
+        the answer is the last one, not another read of every session."""
+        written = (self.conn.total_changes, self.conn.execute("PRAGMA data_version").fetchone()[0])
+        if self._directories is None or self._directories[0] != written:
+            self._directories = (written, [d for (d,) in self.conn.execute(
+                "SELECT DISTINCT coalesce(repo_root, cwd) FROM sessions WHERE coalesce(repo_root, cwd) IS NOT NULL "
+                "ORDER BY 1")])
+        return list(self._directories[1])
 
     def shrink_memory(self) -> None:
         self.conn.execute("PRAGMA shrink_memory")
