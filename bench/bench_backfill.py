@@ -9,7 +9,7 @@ order rotated every round, each engine on the whole tree in a fresh process with
 * ``orjson floor``: read every JSONL line and opencode row and decode it (bench/naive_import.py --floor);
 * ``naive``: the issue's reference importer (bench/naive_import.py: orjson, one insert per record, FTS5);
 * ``harvester``: ``Ingestor.scan`` as bench/bench_scan.py runs it, raw archive on, redaction on
-  (bench/harvester_pass.py; its reader worker process included);
+  (bench/harvester_pass.py; its second ingesting process included);
 * ``agentsview``: ``agentsview sync`` of the PyPI package, installed on first use into
   bench/out/agentsview-venv, pointed at the tree by ``CLAUDE_PROJECTS_DIR``/``CODEX_SESSIONS_DIR``/
   ``OPENCODE_DIR`` with a throwaway ``HOME`` and data dir; skipped, with the reason, when not installable.

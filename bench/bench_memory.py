@@ -4,7 +4,7 @@ Generates under bench/out/memory/ (kept between runs, remade when the scale chan
 ``state.vscdb`` (2 GB at scale 1.0), an opencode database (1 GB), one Claude Code session (500 MB) and
 one Codex ``.jsonl.zst`` rollout (200 MB) — see bench/gen_stores.py — then scans each in a child
 process, with HOME at the generated store and a fresh bank, sampling the resident memory of the scan
-and of its reader processes ten times a second. With ``--before REV`` the same scan runs on that
+and of its second process ten times a second. With ``--before REV`` the same scan runs on that
 revision's code too (exported with ``git archive``, nothing else touched), for the number before.
 
     python bench/bench_memory.py [--scale 1.0] [--before main] [--shape cursor-vscdb ...]
@@ -48,7 +48,7 @@ def generated(name: str, scale: float) -> Path:
 
 
 def _tree(pid: int) -> list[int]:
-    """The process and its descendants (the scan's reader processes, their resource tracker)."""
+    """The process and its descendants (the scan's second process, its resource tracker)."""
     parents: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -137,7 +137,7 @@ def main() -> None:
             line += f"  | before: peak {old['peak_mb']:.0f} MB, {old['seconds']:.1f} s, {old['events']} events"
         print(line, flush=True)
     worst = max(after["peak_mb"] for _, _, after, _ in rows)
-    print(f"target: every shape at most {TARGET_MB} MB of resident memory (scan and reader processes); "
+    print(f"target: every shape at most {TARGET_MB} MB of resident memory (scan and its second process); "
           f"worst {worst:.0f} MB at scale {args.scale}")
 
 

@@ -3,7 +3,7 @@
     python bench/harvester_pass.py HOME WORK_DIR [--no-archive]
 
 Imports Claude Code, Codex and opencode history under ``HOME`` into a new bank in ``WORK_DIR`` exactly as
-bench/bench_scan.py does (``Ingestor.scan``, the raw archive on, redaction always on, the reader worker
+bench/bench_scan.py does (``Ingestor.scan``, the raw archive on, redaction always on, the second ingesting
 process it starts for large scans), then prints one JSON line: the scan's seconds, events, problems,
 bytes read, and this process's peak RSS. A process of its own, so that its peak memory and CPU time (and
 its reader's) are its own and not the benchmark's.
