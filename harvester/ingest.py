@@ -26,11 +26,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harvester import log as log_settings
 from harvester import workers
 from harvester.bank import Bank, BankError, Cursor, CursorMoved, SessionWrite, Write
 from harvester.gitident import GitResolver, RepoIdentity, bank_id
-from harvester.log import get_logger
+from harvester.log import configure as configure_log
+from harvester.log import configured_level, get_logger
 from harvester.model import Batch, Problem
 from harvester.parsers.base import Harness
 from harvester.reading import LIMITS, Chunk, Failure, Outcome, ReadLimits, failure_of, read_source
@@ -240,7 +240,7 @@ class Ingestor:
             self._pool = ProcessPoolExecutor(
                 max_workers=1, mp_context=context, initializer=_start_there,
                 initargs=(os.getpid(), self.bank.path, archive, self.template, self.exclude, self.limits,
-                          self._stop_other, log_settings.configured_level()))
+                          self._stop_other, configured_level()))
         return self._pool
 
     def _lost_other(self) -> None:
@@ -425,7 +425,7 @@ def _start_there(parent_pid: int, bank_path: str, archive: bool, template: str,
                  exclude: Callable[[str | None], bool] | None, limits: ReadLimits, stop: Any, log_level: str) -> None:
     global _THERE
     workers.die_with_parent(parent_pid)
-    log_settings.configure(level=log_level)
+    configure_log(level=log_level)
     from harvester.bank import open_bank
 
     bank = open_bank(bank_path, archive=archive, repair=False)
