@@ -234,3 +234,30 @@ def test_logging_set_up_before_structlog_is_imported_applies(tmp_path: Path) -> 
             "log.get_logger('x').debug('not shown')\nprint(stream.getvalue())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "hello there" in out and "not shown" not in out
+
+
+def test_a_large_import_leaves_the_index_in_one_segment_and_every_word_found(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from harvester.bank import sqlite_index
+    from tests.helpers import ClaudeSession, scan
+
+    def segments(path: Path) -> int:
+        with open_bank(path) as bank:
+            return bank.conn.execute("SELECT count(DISTINCT segid) FROM events_fts_idx").fetchone()[0]
+
+    home = tmp_path / "home"
+    words = [f"token{n}" for n in range(12)]
+    for n in range(6):  # a source each: a transaction, and a segment, each
+        s = ClaudeSession(home, f"/work/p{n}")
+        s.write(s.user(f"{words[n]} {words[n + 6]}"), s.assistant(f"answer {words[n]}"))
+    monkeypatch.setattr(sqlite_index, "SETTLE_AFTER_EVENTS", 100)  # 12 events: not a large import
+    scan(home, tmp_path / "small.sqlite")
+    assert segments(tmp_path / "small.sqlite") > 1
+    monkeypatch.setattr(sqlite_index, "SETTLE_AFTER_EVENTS", 10)
+    monkeypatch.setattr(sqlite_index, "MERGE_PAGES", 1)  # many steps, one transaction each
+    scan(home, tmp_path / "large.sqlite")
+    assert segments(tmp_path / "large.sqlite") == 1
+    with open_bank(tmp_path / "large.sqlite") as bank:
+        assert {w: len(bank.search_events(f'"{w}"', EVERYTHING, 10)) for w in words} == {
+            w: 2 if n < 6 else 1 for n, w in enumerate(words)}
+        assert not bank.settle_index(12)  # one segment: nothing to do

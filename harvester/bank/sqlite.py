@@ -25,6 +25,7 @@ from harvester.bank.sqlite_events import (
     revise_events,
     split_known,
 )
+from harvester.bank.sqlite_index import SqliteIndex
 from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, check_bank
 from harvester.bank.sqlite_read import SqliteReads
 from harvester.bank.sqlite_recall import SqliteRecall
@@ -61,7 +62,7 @@ def _loads(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
 
 
-class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive):
+class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
     """``readonly``: for commands that only read, on a bank this user cannot write or that a newer
     harvester wrote. Nothing is migrated and nothing is written, not even beside the file."""
 
