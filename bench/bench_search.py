@@ -13,7 +13,8 @@ warm-up pass over all of them, the way two readers ask it:
   server started there answers about (a tenth of the sessions);
 - ``cli``: what ``harvester search`` computes (the page of hits and how many matched) over every repository.
 
-Then the CLI (``search`` with a common and with a rare word, ``status``, ``sessions``; process start
+Then the CLI (``search`` with a common and with a rare word, ``status``, ``sessions``, all of them and the
+newest 20; process start
 included; a median of --runs runs, interleaved with ``python -c pass`` runs, the floor measured in the same
 run; wall time, and the CPU time it took, which a busy machine inflates less). A pure-Python loop is timed beside the in-process figures: on a shared machine it says how loaded it
 was. A bank of an older schema is upgraded when first opened, as by any command (``--copy``: a copy of it,
@@ -170,6 +171,7 @@ def cli_times(bank: Path, work: Path, runs: int, common: str, rare: str) -> dict
         f"harvester search {rare}": [sys.executable, "-m", "harvester", "search", rare],
         "harvester status": [sys.executable, "-m", "harvester", "status"],
         "harvester sessions": [sys.executable, "-m", "harvester", "sessions"],
+        "harvester sessions --limit 20": [sys.executable, "-m", "harvester", "sessions", "--limit", "20"],
     }
     out: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label in commands}
     for n in range(runs + 1):  # round-robin, so that a busy moment of the machine hits every command alike
