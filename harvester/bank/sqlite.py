@@ -513,6 +513,10 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
     def shrink_memory(self) -> None:
         self.conn.execute("PRAGMA shrink_memory")
 
+    def limit_cache(self, kib: int) -> None:
+        """SQLite's page cache for this connection at most ``kib`` KiB (what it holds past that is let go)."""
+        self.conn.execute(f"PRAGMA cache_size = -{int(kib)}")
+
     def live_count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM sessions WHERE state = 'live'").fetchone()[0]
 
