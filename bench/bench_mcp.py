@@ -94,7 +94,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--bank", type=Path, help="A bank to use (default: bench/out/bank-<events>.sqlite)")
     args = parser.parse_args()
-    bank = args.bank or ROOT / "bench" / "out" / f"bank-{args.events}.sqlite"
+    bank = (args.bank or ROOT / "bench" / "out" / f"bank-{args.events}.sqlite").resolve()  # the server runs elsewhere
     if not bank.exists():
         bank.parent.mkdir(parents=True, exist_ok=True)
         print(f"building {bank} ...", file=sys.stderr)

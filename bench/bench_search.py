@@ -13,7 +13,8 @@ warm-up pass over all of them, the way two readers ask it:
   server started there answers about (a tenth of the sessions);
 - ``cli``: what ``harvester search`` computes (the page of hits and how many matched) over every repository.
 
-Then the CLI (``search`` with a common and with a rare word, ``status``, ``sessions``; process start
+Then the CLI (``search`` with a common and with a rare word, ``status``, ``sessions``, all of them and the
+newest 20; process start
 included; a median of --runs runs, interleaved with ``python -c pass`` runs, the floor measured in the same
 run; wall time, and the CPU time it took, which a busy machine inflates less). A pure-Python loop is timed beside the in-process figures: on a shared machine it says how loaded it
 was. A bank of an older schema is upgraded when first opened, as by any command (``--copy``: a copy of it,
@@ -142,6 +143,21 @@ def in_process(bank: Any, classes: dict[str, list[str]]) -> tuple[dict[tuple[str
     return times, reference
 
 
+def segments(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT count(DISTINCT segid) FROM events_fts_idx").fetchone()[0]
+
+
+def print_in_process(bank: Any, classes: dict[str, list[str]], per_class: int, what: str) -> None:
+    times, reference = in_process(bank, classes)
+    print(f"\nin-process, {per_class} queries per class, {what} (ms; targets p50 <= 20, p99 <= 100):")
+    print(f"{'class':<16}{'mcp p50':>9}{'mcp p99':>9}{'cli p50':>9}{'cli p99':>9}   example")
+    for name in CLASSES:
+        mcp, cli = times[(name, "mcp")], times[(name, "cli")]
+        print(f"{name:<16}{percentile(mcp, .5):>9.1f}{percentile(mcp, .99):>9.1f}"
+              f"{percentile(cli, .5):>9.1f}{percentile(cli, .99):>9.1f}   {classes[name][0]}")
+    print(f"reference (a fixed pure-Python loop, between classes): median {statistics.median(reference):.1f} ms")
+
+
 def cli_times(bank: Path, work: Path, runs: int, common: str, rare: str) -> dict[str, tuple[list[float], list[float]]]:
     """Per command: wall times and CPU times (user + system), in ms."""
     # As installed: byte-code cached (pip compiles it); PYTHONDONTWRITEBYTECODE would compile every run anew.
@@ -155,6 +171,7 @@ def cli_times(bank: Path, work: Path, runs: int, common: str, rare: str) -> dict
         f"harvester search {rare}": [sys.executable, "-m", "harvester", "search", rare],
         "harvester status": [sys.executable, "-m", "harvester", "status"],
         "harvester sessions": [sys.executable, "-m", "harvester", "sessions"],
+        "harvester sessions --limit 20": [sys.executable, "-m", "harvester", "sessions", "--limit", "20"],
     }
     out: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label in commands}
     for n in range(runs + 1):  # round-robin, so that a busy moment of the machine hits every command alike
@@ -188,6 +205,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10, help="runs of each CLI command")
     parser.add_argument("--copy", action="store_true", help="work on a copy of the bank (the original stays as it is)")
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--settle", action="store_true",
+                        help="then settle the index as a scan's end does after a large import (SqliteBank.settle_index; on "
+                             "the copy with --copy) and measure again: before and after")
+    parser.add_argument("--no-cli", action="store_true", help="in-process figures only")
     args = parser.parse_args()
     if not args.bank.exists():
         raise SystemExit(f"no bank at {args.bank}: python bench/gen_bank.py {args.bank}")
@@ -214,15 +235,15 @@ def report(bank_path: Path, args: argparse.Namespace) -> None:
     for name in ("common", "medium", "rare"):
         counts = sorted(document_counts(bank.conn, classes[name]))
         print(f"  {name:<7} words: in {counts[0]:,} to {counts[-1]:,} events (median {statistics.median(counts):,.0f})")
-    times, reference = in_process(bank, classes)
+    print_in_process(bank, classes, args.queries, f"{segments(bank.conn)} segments in the index")
+    if args.settle:
+        started = time.perf_counter()
+        settled = bank.settle_index(events, force=True)
+        print(f"\nsettle_index: {'merged' if settled else 'left as it was'} in {time.perf_counter() - started:.1f} s")
+        print_in_process(bank, classes, args.queries, f"{segments(bank.conn)} segments in the index")
     bank.close()
-    print(f"\nin-process, {args.queries} queries per class (ms; targets p50 <= 20, p99 <= 100):")
-    print(f"{'class':<16}{'mcp p50':>9}{'mcp p99':>9}{'cli p50':>9}{'cli p99':>9}   example")
-    for name in CLASSES:
-        mcp, cli = times[(name, "mcp")], times[(name, "cli")]
-        print(f"{name:<16}{percentile(mcp, .5):>9.1f}{percentile(mcp, .99):>9.1f}"
-              f"{percentile(cli, .5):>9.1f}{percentile(cli, .99):>9.1f}   {classes[name][0]}")
-    print(f"reference (a fixed pure-Python loop, between classes): median {statistics.median(reference):.1f} ms")
+    if args.no_cli:
+        return
     with tempfile.TemporaryDirectory() as tmp:  # outside any git repository
         work = Path(tmp)
         (work / "demo-repo").mkdir()

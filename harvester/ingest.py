@@ -160,6 +160,7 @@ class Ingestor:
                 for cursor in known.values():
                     if cursor.path not in seen and cursor.status != "missing" and not os.path.lexists(cursor.path):
                         self.bank.set_source_status(cursor.path, "missing")
+        self.bank.settle_index(report.events_added)  # after a backfill: one index segment (bank/sqlite_index.py)
         report.seconds = time.monotonic() - started
         report.bytes_read = self.bytes_read - start_bytes
         self.close()  # a reader process lives for the scan that needed it, not in an idle service

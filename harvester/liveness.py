@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import psutil
@@ -31,21 +31,54 @@ def agent_processes(harnesses: Iterable[Harness]) -> list[AgentProcess]:
     wanted = [(h.name, h.processes) for h in harnesses if h.processes]
     found = []
     me = os.getpid()
-    for proc in psutil.process_iter(["pid", "name", "cmdline", "create_time"]):
-        info = proc.info
-        if info["pid"] == me:
+    for pid, name, cmdline in _processes():
+        if pid == me:
             continue
-        name = info.get("name") or ""
-        cmdline = info.get("cmdline") or []
         for harness, marks in wanted:
             if _is_agent(name, cmdline, marks):
                 try:
-                    cwd = proc.cwd()
+                    proc = psutil.Process(pid)
+                    found.append(AgentProcess(harness, pid, proc.cwd(), proc.create_time()))
                 except (psutil.Error, OSError):
-                    break
-                found.append(AgentProcess(harness, info["pid"], cwd, info.get("create_time") or 0.0))
+                    pass
                 break
     return found
+
+
+def _processes() -> Iterator[tuple[int, str, list[str]]]:
+    """Every process's pid, name and command line, as psutil gives them. On Linux read from /proc here: psutil
+    costs about 0.3 ms a process, and the service asks every half minute while a session is open."""
+    if not os.path.isdir("/proc/self"):
+        for proc in psutil.process_iter(["pid", "name", "cmdline"]):
+            yield proc.info["pid"], proc.info.get("name") or "", proc.info.get("cmdline") or []
+        return
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                cmdline = _split_cmdline(f.read().decode("utf-8", "surrogateescape"))
+            with open(f"/proc/{entry.name}/comm", "rb") as f:
+                name = f.read().decode("utf-8", "surrogateescape").rstrip("\n")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        # psutil's name: the kernel keeps 15 characters of it; the command line's first word, when it begins so.
+        if len(name) >= 15 and cmdline and os.path.basename(cmdline[0]).startswith(name):
+            name = os.path.basename(cmdline[0])
+        yield int(entry.name), name, cmdline
+
+
+def _split_cmdline(data: str) -> list[str]:
+    """/proc/<pid>/cmdline as psutil splits it (a process may rewrite it with spaces instead of NULs)."""
+    if not data:
+        return []
+    sep = "\x00" if data.endswith("\x00") else " "
+    if data.endswith(sep):
+        data = data[:-1]
+    words = data.split(sep)
+    if sep == "\x00" and len(words) == 1 and " " in data:
+        words = data.split(" ")
+    return words
 
 
 def _is_agent(name: str, cmdline: list[str], marks: tuple[str, ...]) -> bool:

@@ -54,6 +54,7 @@ log = get_logger("harvester.service")  # through harvester.log: see there
 # Quiet seconds after an import, or a job that reads many rows, after which the page cache they filled is handed
 # back (Service._settle_memory): an idle service keeps its 8 MiB cache empty.
 SETTLE_SECONDS = 1.0
+IDLE_CACHE_KIB = 2048  # SQLite's page cache once start-up is done (opened with 8 MiB: sqlite_open._connect)
 ARCHIVE_MAINTENANCE_SECONDS = 6 * 3600  # archive retention and its leftovers: a few times a day is enough
 
 LOCK_NAME = "harvester.lock"
@@ -171,6 +172,9 @@ class Service:
                      sessions=sum(t["sessions"] for t in totals.values()),
                      events=sum(t["events"] for t in totals.values()), live=self._live)
             self._release_memory()  # what start-up read (every source, every session) is not needed again soon
+            # Start-up may have been a backfill, which a large page cache speeds; what follows is appends, which
+            # touch a few pages each: a small cache keeps an idle service small (bench/bench_service.py).
+            self.bank.limit_cache(IDLE_CACHE_KIB)
             self._loop()
         finally:
             self._shutdown()

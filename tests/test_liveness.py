@@ -45,3 +45,33 @@ def test_a_wal_databases_last_write_is_its_wal_files(tmp_path: Path) -> None:
     os.utime(tmp_path / "sessions.db-wal", (2_000_000, 2_000_000))
     assert _mtime(str(db)) == 2_000_000
     assert _mtime(str(tmp_path / "gone.db")) is None and _mtime(None) is None
+
+
+def test_processes_are_read_as_psutil_reads_them() -> None:
+    """The service's look at every process (harvester.liveness._processes, which reads /proc itself on Linux):
+    the same pid, name and command line as psutil's, for a process with a name longer than the kernel keeps."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    import psutil
+
+    from harvester.liveness import _processes, _split_cmdline
+
+    assert _split_cmdline("") == []
+    assert _split_cmdline("node\x00/bin/claude\x00-p\x00") == ["node", "/bin/claude", "-p"]
+    assert _split_cmdline("rewritten title with spaces") == ["rewritten", "title", "with", "spaces"]
+    with tempfile.TemporaryDirectory() as tmp:
+        long_name = Path(tmp) / "a-very-long-agent-name"
+        shutil.copy(sys.executable, long_name)
+        child = subprocess.Popen([str(long_name), "-c", "import time; time.sleep(30)", "two words"])
+        try:
+            ours = {pid: (name, cmdline) for pid, name, cmdline in _processes()}
+            proc = psutil.Process(child.pid)
+            assert ours[child.pid] == (proc.name(), proc.cmdline()) == (
+                "a-very-long-agent-name", [str(long_name), "-c", "import time; time.sleep(30)", "two words"])
+        finally:
+            child.kill()
+            child.wait()

@@ -26,6 +26,7 @@ from harvester.bank.sqlite_events import (
     revise_events,
     split_known,
 )
+from harvester.bank.sqlite_index import SqliteIndex
 from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, check_bank
 from harvester.bank.sqlite_read import SqliteReads
 from harvester.bank.sqlite_recall import SqliteRecall
@@ -62,7 +63,7 @@ def _loads(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
 
 
-class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive):
+class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
     """``readonly``: for commands that only read, on a bank this user cannot write or that a newer
     harvester wrote. Nothing is migrated and nothing is written, not even beside the file."""
 
@@ -538,6 +539,10 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive):
 
     def shrink_memory(self) -> None:
         self.conn.execute("PRAGMA shrink_memory")
+
+    def limit_cache(self, kib: int) -> None:
+        """SQLite's page cache for this connection at most ``kib`` KiB (what it holds past that is let go)."""
+        self.conn.execute(f"PRAGMA cache_size = -{int(kib)}")
 
     def live_count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM sessions WHERE state = 'live'").fetchone()[0]

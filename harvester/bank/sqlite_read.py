@@ -78,12 +78,14 @@ class SqliteReads:
         stats: dict[str, dict[str, Any]] = {}
 
         def entry(name: str) -> dict[str, Any]:
-            return stats.setdefault(name, {
-                "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0,
-                "sessions": 0, "sessions_originals_gone": 0, "events": 0, "last_import": None, "git_errors": 0,
-                "malformed": 0, "oversize": 0, "unreadable": 0, "failed": 0, "unknown_types": 0, "drift": {},
-                "version": None, "failures": [], "unlisted_directories": [], "problems": [],
-            })
+            if name not in stats:  # not setdefault: it would build the default for each of thousands of sessions
+                stats[name] = {
+                    "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0,
+                    "sessions": 0, "sessions_originals_gone": 0, "events": 0, "last_import": None, "git_errors": 0,
+                    "malformed": 0, "oversize": 0, "unreadable": 0, "failed": 0, "unknown_types": 0, "drift": {},
+                    "version": None, "failures": [], "unlisted_directories": [], "problems": [],
+                }
+            return stats[name]
 
         for harness, status, n in self.conn.execute(
                 "SELECT harness, status, count(*) FROM sources GROUP BY harness, status"):
