@@ -429,6 +429,10 @@ from harvester.cli_archive import forget, reparse  # noqa: E402
 cli.add_command(reparse)
 cli.add_command(forget)
 
+from harvester.cli_sink import sink  # noqa: E402
+
+cli.add_command(sink)
+
 
 def main() -> None:
     cli(prog_name="harvester")

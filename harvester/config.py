@@ -53,6 +53,7 @@ import platformdirs
 
 if TYPE_CHECKING:
     from harvester.reading import ReadLimits
+    from harvester.sinks.config import HindsightSettings
 
 APP = "harvester"
 DEFAULT_BANK_ID_TEMPLATE = "coding-agent::{gitProject}"
@@ -100,6 +101,7 @@ class Settings:
     archive: bool = True
     archive_max_age_days: float | None = None  # archive retention (harvester/archive/retention.py); None: off
     archive_max_size_bytes: int | None = None
+    sinks: dict[str, HindsightSettings] = field(default_factory=dict)  # [sinks.*] (harvester/sinks/config.py)
     config_file: Path | None = None  # the file read; None when there is none
     config_path: Path | None = None  # where the file was looked for, found or not
     origins: dict[str, str] = field(default_factory=dict)  # setting -> where its value came from
@@ -129,6 +131,9 @@ class Settings:
         ]
         for name, paths in sorted(self.roots.items()):
             rows.append((f"roots.{name}", [str(p) for p in paths], self.origins.get(f"roots.{name}", "")))
+        for sink, options in sorted(self.sinks.items()):
+            for key, value in options.describe():
+                rows.append((f"sinks.{sink}.{key}", value, self.origins.get(f"sinks.{sink}", "")))
         for section, values in (("timings", self.timings), ("limits", self.limits)):
             for f in fields(values):
                 key = f"{section}.{f.name}"
@@ -219,7 +224,7 @@ def _apply_options(settings: Settings, bank: str | None, bank_id_template: str |
 # --- the file ---
 
 FILE_KEYS = ("archive", "archive_max_age", "archive_max_size", "bank", "bank_id_template", "exclude", "harnesses",
-             "limits", "log_level", "roots", "timings")
+             "limits", "log_level", "roots", "sinks", "timings")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 # What harvester.gitident.bank_id fills in a template, written {name} (tests/test_config.py checks that
 # it fills each). Here, not there: gitident imports GitPython, which checking a template needs not.
@@ -262,6 +267,12 @@ def _apply_file(settings: Settings, path: Path) -> None:
     for section, whole in _NUMBER_SECTIONS.items():
         if section in data:
             _apply_numbers(settings, label, section, data[section], whole)
+    if "sinks" in data:
+        from harvester.sinks.config import parse_sinks
+
+        settings.sinks = parse_sinks(f"{label}: sinks", data["sinks"])
+        for name in settings.sinks:
+            settings.origins[f"sinks.{name}"] = label
 
 
 def _apply_numbers(settings: Settings, label: str, section: str, value: Any, whole: bool) -> None:

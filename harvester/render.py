@@ -285,6 +285,11 @@ def status_text(data: dict[str, Any]) -> str:
         parts += archive_text(data["archive"], data["harnesses"])
     if data.get("service"):
         parts += service_text(data["service"])
+    if data.get("sinks"):
+        from harvester.sinks.report import describe
+
+        for stats in data["sinks"].values():
+            parts += describe(stats)
     parts.append("")
     rows = []
     for h in data["harnesses"]:

@@ -144,6 +144,7 @@ class Service:
         self.ingestor: Ingestor | None = None
         self.observer: Any = None
         self.scheduler: BackgroundScheduler | None = None
+        self.sinks: Any = None  # harvester.sinks.SinkThread when a sink is configured
 
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> int:
@@ -167,6 +168,7 @@ class Service:
             self._run_job("sessions", self.check_sessions)
             self._first_check = False
             self._start_scheduler()
+            self._start_sinks()
             totals = self.bank.harness_stats()
             log.info("service running", watched=sorted(w.path for w in self._watches.values()),
                      sessions=sum(t["sessions"] for t in totals.values()),
@@ -192,7 +194,21 @@ class Service:
             signal.signal(signal.SIGTERM, self.stop)
             signal.signal(signal.SIGINT, self.stop)
 
+    def _start_sinks(self) -> None:
+        """Forwarding runs beside capture, on its own thread and bank connection (harvester/sinks)."""
+        if self.settings.sinks:
+            from harvester.sinks import SinkThread
+
+            self.sinks = SinkThread(self.settings, self.env)
+            self.sinks.start()
+
+    def _wake_sinks(self) -> None:
+        if self.sinks is not None:
+            self.sinks.wake()
+
     def _shutdown(self) -> None:
+        if self.sinks is not None:
+            self.sinks.stop()
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=False)
         if self.observer is not None:
@@ -265,6 +281,8 @@ class Service:
                     self._live = self.bank.live_count()
             if name != "poll":  # the others read every open session or every source (poll: what changed)
                 self._settle_at = time.monotonic() + SETTLE_SECONDS
+            if name in ("reconcile", "poll"):  # they import what changed
+                self._wake_sinks()
 
     def _read(self, harness: Harness, found: Found) -> None:
         assert self.ingestor is not None and self.bank is not None
@@ -278,6 +296,7 @@ class Service:
             self._settle_at = time.monotonic() + SETTLE_SECONDS
             self.bank.reopen(harness.name, _written(result))
             log.info("imported", harness=harness.name, path=str(found.path), events=result.events_added)
+            self._wake_sinks()
 
     def _read_many(self, harness: Harness, found: list[Found]) -> None:
         assert self.ingestor is not None and self.bank is not None
@@ -292,6 +311,7 @@ class Service:
                 self._settle_at = time.monotonic() + SETTLE_SECONDS
                 self.bank.reopen(harness.name, _written(result))
                 log.info("imported", harness=harness.name, path=result.path, events=result.events_added)
+                self._wake_sinks()
 
     # -- jobs ------------------------------------------------------------------------------
     def reconcile(self) -> None:

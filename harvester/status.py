@@ -46,12 +46,27 @@ def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
         "mcp": {"registered": sorted(n for n, yes in connected.items() if yes),
                 "not_registered": sorted(n for n, yes in connected.items() if not yes)},
         "service": service_status(bank, settings),
+        "sinks": sinks_status(bank, settings),
         "harnesses": harnesses,
         # History the agents delete on their own (harvester/retention)
         "retention": retention.status_entries(os.environ, home, archive=settings.archive),
         "recent_imports": bank.recent_imports(20),
         "recent_problems": bank.recent_problems(10),
     }
+
+
+def sinks_status(bank: Bank, settings: Settings) -> dict[str, Any]:
+    """Per sink configured (harvester/sinks): per bank, forwarded / pending / lag / last success / last error."""
+    if not settings.sinks:
+        return {}
+    from harvester.sinks import outbox
+
+    out = {}
+    for name, options in settings.sinks.items():
+        stats = outbox.stats(bank, name)  # type: ignore[arg-type]
+        stats["url"] = options.url
+        out[name] = stats
+    return out
 
 
 def archive_status(bank: Bank, settings: Settings) -> dict[str, Any]:

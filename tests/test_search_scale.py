@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from harvester.bank import Cursor, SessionWrite, Write, open_bank, sqlite_recall
+from harvester.bank.migrations import MIGRATIONS
 from harvester.bank.sqlite_recall import plain_words
 from harvester.cli import cli
 from harvester.model import Event, SessionPatch
@@ -113,9 +114,13 @@ def test_migration_7_upgrades_a_bank_that_holds_events(tmp_path: Path) -> None:
         _write(bank, "pi", "s2", ["beta epsilon"], cwd="/work/other", bank_id="coding-agent::other", day=3)
         before = {w: len(bank.search_events(f'"{w}"', EVERYTHING, 100)) for w in
                   ("alpha", "beta", "gamma", "delta", "epsilon")}
-        bank.conn.executescript("DROP INDEX events_hit; DROP INDEX sessions_recent; PRAGMA user_version = 6;")
+        bank.conn.executescript(
+            "DROP INDEX events_hit; DROP INDEX sessions_recent; "
+            # and what migration 8 added after it (the sinks' outbox)
+            "DROP INDEX sessions_changed; ALTER TABLE sessions DROP COLUMN changed; DROP TABLE change_clock; "
+            "DROP TABLE sinks; DROP TABLE sink_documents; PRAGMA user_version = 6;")
     with open_bank(path) as bank:  # as migration 6 left it, with events
-        assert bank.conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert bank.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         indexes = {n for (n,) in bank.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert {"events_hit", "sessions_recent"} <= indexes
         assert {w: len(bank.search_events(f'"{w}"', EVERYTHING, 100)) for w in before} == before == {

@@ -270,4 +270,42 @@ MIGRATIONS: list[str] = [
     CREATE INDEX events_hit ON events (id, session_id, recall);
     CREATE INDEX sessions_recent ON sessions (coalesce(updated_at, started_at, last_imported_at) DESC, id DESC);
     """,
+    # 8: the sinks' outbox (harvester/sinks). Every write that touches a session stamps it with the next value
+    #    of one clock, in the write's own transaction; a sink takes the sessions stamped after its watermark
+    #    into its queue (sink_documents), so nothing captured is missed by a sink that was stopped, offline or
+    #    killed. sink_documents is the per-document cursor: what the sink holds of a session (where, how
+    #    many lines, a fingerprint of them), the payload in flight, retries, the last error.
+    """
+    ALTER TABLE sessions ADD COLUMN changed INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX sessions_changed ON sessions (changed);
+    CREATE TABLE change_clock (n INTEGER NOT NULL);
+    INSERT INTO change_clock (n) VALUES (1);
+    UPDATE sessions SET changed = 1;  -- what the bank held before: new to every sink
+    CREATE TABLE sinks (
+        sink TEXT PRIMARY KEY,
+        watermark INTEGER NOT NULL DEFAULT 0,
+        last_success_at TEXT,
+        last_error TEXT,
+        last_error_at TEXT
+    );
+    CREATE TABLE sink_documents (
+        sink TEXT NOT NULL,
+        harness TEXT NOT NULL,
+        native_id TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'pending',
+        bank TEXT,
+        document_id TEXT,
+        lines INTEGER NOT NULL DEFAULT 0,
+        fingerprint TEXT,
+        in_flight TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_try_at TEXT,
+        last_error TEXT,
+        queued_at TEXT,
+        first_sent_at TEXT,
+        last_sent_at TEXT,
+        PRIMARY KEY (sink, harness, native_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX sink_documents_state ON sink_documents (sink, state, next_try_at);
+    """,
 ]

@@ -25,6 +25,7 @@ from harvester.bank.sqlite_events import (
     places_of,
     revise_events,
     split_known,
+    stamp_changed,
 )
 from harvester.bank.sqlite_index import SqliteIndex
 from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, check_bank
@@ -344,6 +345,8 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
         for mark in write.marks:
             if mark.session in pks:
                 mark_events(conn, pks[mark.session], mark)
+        stamp_changed(conn, {pks[n] for n, k in (*added.items(), *revised.items()) if k}
+                      | {pks[m.session] for m in write.marks if m.session in pks})
         if any(revised.values()):
             conn.executemany("UPDATE sessions SET last_imported_at = ? WHERE id = ?",
                              [(now, pks[n]) for n, k in revised.items() if k])

@@ -117,6 +117,16 @@ def mark_events(conn: sqlite3.Connection, pk: int, mark: Mark) -> None:
                      (patch, pk, uid, like(uid)))
 
 
+def stamp_changed(conn: sqlite3.Connection, pks: set[int]) -> None:
+    """Stamp the sessions a write changed (events added, revised or marked) with the next value of the bank's
+    change clock, in the write's transaction: what a sink has not seen is whatever is stamped after its
+    watermark (migration 8, harvester/sinks/outbox.py)."""
+    if not pks:
+        return
+    n = conn.execute("UPDATE change_clock SET n = n + 1 RETURNING n").fetchone()[0]
+    conn.executemany("UPDATE sessions SET changed = ? WHERE id = ?", [(n, pk) for pk in sorted(pks)])
+
+
 def event_rows(events: list[Event]) -> list[tuple]:
     return [_event_values(e) for e in events]
 

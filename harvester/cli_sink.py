@@ -1,0 +1,152 @@
+"""``harvester sink``: the sinks (harvester/sinks) by hand: check the connection, forward now, see the queue.
+
+Registered on the ``harvester`` group by :mod:`harvester.cli` (imported at its end, so this module can use
+its helpers).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from harvester import terminal
+from harvester.cli import open_bank_or_fail
+from harvester.config import Settings
+
+
+def _options(settings: Settings) -> Any:
+    options = settings.sinks.get("hindsight")
+    if options is None:
+        where = settings.config_file or settings.config_path
+        raise click.ClickException(f"no sink is configured: add [sinks.hindsight] with a url to {where}")
+    return options
+
+
+@click.group()
+def sink() -> None:
+    """Forward the bank to Hindsight ([sinks.hindsight] in the config): check, backfill, status."""
+
+
+@sink.command("test")
+@click.pass_obj
+def sink_test(settings: Settings) -> None:
+    """Check that the server answers (and takes the token), and print its version."""
+    from harvester.sinks.hindsight import Hindsight, SinkError
+
+    options = _options(settings)
+    token = options.token()
+    if options.token_env and token is None:
+        terminal.echo(f"note: ${options.token_env} is not set: no token is sent", err=True)
+    client = Hindsight(options.url, token)
+    try:
+        version = client.version()
+        client._call("GET", "/v1/default/banks?limit=1")  # a call that needs the token where one is required
+    except SinkError as exc:
+        raise click.ClickException(f"{options.url}: {exc}") from exc
+    finally:
+        client.close()
+    features = version.get("features") or {}
+    on = ", ".join(sorted(k for k, v in features.items() if v)) if isinstance(features, dict) else ""
+    terminal.echo(f"{options.url}: Hindsight API {version.get('api_version', '?')}"
+                  + (f" ({on})" if on else "") + (", token accepted" if token else ""))
+
+
+@sink.command("backfill")
+@click.option("--bank", "bank_id", metavar="BANK", help="Only sessions that go to this Hindsight bank.")
+@click.option("--since", metavar="WHEN", help="Only sessions active since: an ISO date, or a span like 30d.")
+@click.pass_obj
+def sink_backfill(settings: Settings, bank_id: str | None, since: str | None) -> None:
+    """Forward existing sessions now, with progress. What --bank/--since leave out stays queued for the
+    service; to keep a bank out for good, list it in exclude_banks or opt it out."""
+    from harvester.recall.views import RecallError, parse_since
+    from harvester.render import ProgressLine
+    from harvester.sinks import forwarder
+    from harvester.sinks.config import bank_for
+
+    options = _options(settings)
+    try:
+        since_iso = parse_since(since)
+    except RecallError as exc:
+        raise click.BadParameter(str(exc), param_hint="--since") from exc
+    bank = open_bank_or_fail(settings, write=True, archive=False)
+    forward = forwarder(bank, settings)  # type: ignore[arg-type]
+    assert forward is not None
+    keys = None
+    if bank_id or since_iso:
+        refusal = options.bank_refusal(bank_id) if bank_id else None
+        if refusal:
+            bank.close()
+            raise click.ClickException(f"{bank_id}: {refusal}: nothing of it is forwarded")
+        rows = bank.conn.execute(  # type: ignore[attr-defined]
+            "SELECT harness, native_id, project, cwd, coalesce(updated_at, started_at, last_imported_at) "
+            "FROM sessions").fetchall()
+        keys = [(h, n) for h, n, project, cwd, at in rows
+                if (not since_iso or (at or "") >= since_iso)
+                and (not bank_id or bank_for(options.bank_template, {"harness": h, "project": project, "cwd": cwd})
+                     == bank_id)]
+    from harvester.sinks import outbox
+
+    outbox.enqueue(bank, "hindsight")  # type: ignore[arg-type]
+    # What failed for good, or was held by a setting since changed, gets another look now.
+    outbox.requeue(bank, "hindsight", "state IN ('failed', 'held')")  # type: ignore[arg-type]
+    total = bank.conn.execute(  # type: ignore[attr-defined]
+        "SELECT count(*) FROM sink_documents WHERE sink = 'hindsight' AND state = 'pending'").fetchone()[0]
+    if keys is not None:
+        total = min(total, len(keys))
+    line = ProgressLine()
+    done = 0
+
+    def progress(row: dict[str, Any], report: Any) -> None:
+        nonlocal done
+        done += 1
+        line.show(f"forwarding: {done} of {total} sessions ({report.forwarded} sent)", force=done == total)
+
+    try:
+        report = forward.forward(keys=keys, on_document=progress)
+    finally:
+        line.finish()
+        forward.client.close()
+        bank.close()
+    parts = [f"{report.sent} created or replaced", f"{report.appended} appended", f"{report.lines:,} lines",
+             f"{report.unchanged} unchanged"]
+    for name in ("skipped", "held", "failed", "retry", "deleted"):
+        if getattr(report, name):
+            parts.append(f"{getattr(report, name)} {'to retry' if name == 'retry' else name}")
+    terminal.echo(f"Forwarded {report.forwarded} of {done} sessions to {options.url}: " + ", ".join(parts) + ".")
+    for error in report.errors[:10]:
+        terminal.echo(f"  {error}", err=True)
+    if report.stopped_by:
+        terminal.echo(f"stopped: the server does not answer ({report.stopped_by}); the rest stays queued", err=True)
+        sys.exit(1)
+
+
+@sink.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable.")
+@click.pass_obj
+def sink_status(settings: Settings, as_json: bool) -> None:
+    """Per bank: sessions forwarded, pending, skipped (Hindsight's own), held (opted out), failed; lag, last
+    success, last error; and the documents that wait."""
+    from harvester.sinks import outbox
+    from harvester.sinks.report import describe
+
+    options = _options(settings)
+    bank = open_bank_or_fail(settings)
+    try:
+        stats = outbox.stats(bank, "hindsight")  # type: ignore[arg-type]
+        waiting = bank.conn.execute(  # type: ignore[attr-defined]
+            "SELECT harness, native_id, bank, attempts, next_try_at, last_error, state FROM sink_documents "
+            "WHERE sink = 'hindsight' AND state IN ('pending', 'failed') ORDER BY queued_at LIMIT 20").fetchall()
+    finally:
+        bank.close()
+    stats["url"] = options.url
+    stats["waiting"] = [dict(zip(("harness", "session", "bank", "attempts", "next_try_at", "last_error", "state"),
+                                 row, strict=True)) for row in waiting]
+    if as_json:
+        import orjson
+
+        terminal.echo(terminal.json_text(orjson.dumps(stats, option=orjson.OPT_INDENT_2).decode()))
+        return
+    for text in describe(stats, detail=True):
+        terminal.echo(text)
