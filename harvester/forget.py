@@ -118,6 +118,9 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
             c.execute(f"DELETE FROM events WHERE session_id IN ({marks})", pks)  # the index follows (a trigger)
             c.execute(f"DELETE FROM imports WHERE session_id IN ({marks})", pks)
             c.execute(f"DELETE FROM session_sources WHERE session_id IN ({marks})", pks)
+            # What a sink holds of them goes too: their documents are queued, and the sink deletes them.
+            c.execute(f"UPDATE sink_documents SET state = 'pending', next_try_at = NULL WHERE (harness, native_id) IN "
+                      f"(SELECT harness, native_id FROM sessions WHERE id IN ({marks}))", pks)
             c.execute(f"DELETE FROM sessions WHERE id IN ({marks})", pks)
             # A writer that read these sources before this commit finds its cursor moved, and reads again:
             # the tombstones then keep what it read out.

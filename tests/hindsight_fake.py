@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,6 +34,8 @@ class FakeHindsight:
     requests: list[Recorded] = field(default_factory=list)
     failures: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     token: str | None = None  # when set, a request without "Bearer <token>" gets 401
+    delay: float = 0.0  # seconds a retain takes before it is applied (a kill -9 can land inside one)
+    repeats: int = 0  # retains whose operation_id was seen before (sent again after a crash)
     lock: threading.Lock = field(default_factory=threading.Lock)
     server: ThreadingHTTPServer | None = None
 
@@ -119,8 +122,11 @@ class FakeHindsight:
             return 404, {"detail": f"no route {path}"}, {}
 
     def _retain(self, bank: str, docs: dict[str, dict[str, Any]], body: dict[str, Any]) -> tuple[int, Any, dict]:
+        if self.delay:
+            time.sleep(self.delay)
         op = body.get("operation_id") or str(uuid.uuid4())
         if op in self.operations:  # seen: the same operation, applied once
+            self.repeats += 1
             return 200, {"success": True, "async": True, "operation_id": op}, {}
         for item in body["items"]:
             if not isinstance(item.get("content"), str) or not item["content"]:

@@ -265,8 +265,9 @@ def test_a_forgotten_session_is_deleted_from_the_sink(tmp_path: Path, fake: Fake
         write(bank, "claude-code", "s1", [said("s1", 1)])
         f = make(bank, fake.url)
         f.forward()
-        bank.conn.execute("DELETE FROM sessions WHERE native_id = 's1'")
-        bank.conn.execute("UPDATE sink_documents SET state = 'pending'")
+        from harvester import forget
+
+        forget.forget(bank, forget.choose(bank, session="s1"))
         assert f.forward().deleted == 1
         assert fake.documents["coding-agent::demo"] == {}
 
