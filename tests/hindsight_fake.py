@@ -36,6 +36,8 @@ class FakeHindsight:
     token: str | None = None  # when set, a request without "Bearer <token>" gets 401
     delay: float = 0.0  # seconds a retain takes before it is applied (a kill -9 can land inside one)
     repeats: int = 0  # retains whose operation_id was seen before (sent again after a crash)
+    pending_polls: int = 0  # a retain stays "pending" (not applied) for this many status reads
+    lose: int = 0  # the next retains are acknowledged and then lost (a server killed before it wrote them)
     lock: threading.Lock = field(default_factory=threading.Lock)
     server: ThreadingHTTPServer | None = None
 
@@ -118,7 +120,14 @@ class FakeHindsight:
                 return 200, docs[rest], {}
             if what == "operations" and rest:
                 op = self.operations.get(rest)
-                return (200, op, {}) if op else (404, {"detail": "Operation not found"}, {})
+                if op is None:
+                    return 404, {"detail": "Operation not found"}, {}
+                if op["status"] == "pending":
+                    op["polls"] -= 1
+                    if op["polls"] <= 0:
+                        op.pop("apply")()
+                        op["status"] = "completed"
+                return 200, {k: v for k, v in op.items() if k in ("operation_id", "status")}, {}
             return 404, {"detail": f"no route {path}"}, {}
 
     def _retain(self, bank: str, docs: dict[str, dict[str, Any]], body: dict[str, Any]) -> tuple[int, Any, dict]:
@@ -133,13 +142,24 @@ class FakeHindsight:
                 return 422, {"detail": "content must be a non-empty string"}, {}
             if any(not isinstance(v, str) for v in (item.get("metadata") or {}).values()):
                 return 422, {"detail": "metadata values must be strings"}, {}
-            doc_id = item["document_id"]
-            old = docs.get(doc_id)
-            text = item["content"]
-            if item.get("update_mode") == "append" and old is not None:
-                text = old["original_text"] + "\n" + text
-            docs[doc_id] = {"id": doc_id, "original_text": text, "tags": item.get("tags") or [],
-                            "document_metadata": item.get("metadata"), "context": item.get("context"),
-                            "timestamp": item.get("timestamp")}
-        self.operations[op] = {"operation_id": op, "status": "completed"}
+        if self.lose:
+            self.lose -= 1
+            return 200, {"success": True, "async": True, "operation_id": op}, {}
+
+        def apply() -> None:
+            for item in body["items"]:
+                doc_id = item["document_id"]
+                old = docs.get(doc_id)
+                text = item["content"]
+                if item.get("update_mode") == "append" and old is not None:
+                    text = old["original_text"] + "\n" + text
+                docs[doc_id] = {"id": doc_id, "original_text": text, "tags": item.get("tags") or [],
+                                "document_metadata": item.get("metadata"), "context": item.get("context"),
+                                "timestamp": item.get("timestamp")}
+
+        if self.pending_polls:
+            self.operations[op] = {"operation_id": op, "status": "pending", "polls": self.pending_polls, "apply": apply}
+        else:
+            apply()
+            self.operations[op] = {"operation_id": op, "status": "completed"}
         return 200, {"success": True, "async": True, "operation_id": op}, {}

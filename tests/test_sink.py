@@ -183,8 +183,8 @@ def test_while_the_server_is_away_the_outbox_keeps_everything(tmp_path: Path, fa
         assert report.stopped_by and report.forwarded == 0 and report.retry == 1  # one try, not one per session
         stats = outbox.stats(bank, "hindsight")
         assert sum(b["pending"] for b in stats["banks"]) == 2 and "ConnectError" in stats["last_error"]
-        write(bank, "claude-code", "s1", [said("s1", 2, "assistant")])
-        bank.conn.execute("UPDATE sink_documents SET next_try_at = NULL")  # the back-off has passed
+        assert bank.conn.execute("SELECT count(*) FROM sink_documents WHERE next_try_at IS NULL").fetchone()[0] == 2
+        write(bank, "claude-code", "s1", [said("s1", 2, "assistant")])  # not the documents' fault: due at once
         assert make(bank, fake.url).forward().forwarded == 2
         assert [t["content"] for t in doc_lines(fake, "coding-agent::demo", "harvester:claude-code:s1")] == [
             "user line 1", "assistant line 2"]
@@ -369,3 +369,49 @@ def test_fingerprint_tells_a_prefix_from_a_rewrite() -> None:
 
 def test_a_sink_error_says_whether_to_retry() -> None:
     assert SinkError("x", retryable=True).retryable
+
+
+def test_a_document_waits_until_the_server_applied_its_last_payload(tmp_path: Path, fake: FakeHindsight,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server applies retains later: the cursor takes lines only once it did, and the next append of a
+    document is not sent before, or it could land first."""
+    from harvester.sinks import forward
+
+    monkeypatch.setattr(forward, "SETTLE_SECONDS", 0.0)
+    with open_bank(tmp_path / "bank.sqlite") as bank:
+        write(bank, "claude-code", "s1", [said("s1", 1)])
+        f = make(bank, fake.url)
+        fake.pending_polls = 3
+        report = f.forward()
+        assert (report.sent, report.waiting) == (0, 1)
+        assert bank.conn.execute("SELECT lines FROM sink_documents").fetchone()[0] == 0  # not applied yet
+        write(bank, "claude-code", "s1", [said("s1", 2, "assistant")])
+        posts = len(fake.retains())
+        bank.conn.execute("UPDATE sink_documents SET next_try_at = NULL")
+        f.forward()
+        assert len(fake.retains()) == posts  # the append waits for the replace before it
+        fake.pending_polls = 0
+        while bank.conn.execute("SELECT in_flight IS NOT NULL FROM sink_documents").fetchone()[0]:
+            bank.conn.execute("UPDATE sink_documents SET next_try_at = NULL")
+            f.forward()
+        bank.conn.execute("UPDATE sink_documents SET next_try_at = NULL")
+        f.forward()
+        assert [t["content"] for t in doc_lines(fake, "coding-agent::demo", "harvester:claude-code:s1")] == [
+            "user line 1", "assistant line 2"]
+
+
+def test_an_append_the_server_acknowledged_and_lost_is_sent_again(tmp_path: Path, fake: FakeHindsight) -> None:
+    with open_bank(tmp_path / "bank.sqlite") as bank:
+        write(bank, "claude-code", "s1", [said("s1", 1)])
+        f = make(bank, fake.url)
+        f.forward()
+        write(bank, "claude-code", "s1", [said("s1", 2, "assistant")])
+        fake.lose = 1  # acknowledged, then the server died before it wrote it
+        assert f.forward().retry == 1
+        write(bank, "claude-code", "s1", [said("s1", 3)])
+        bank.conn.execute("UPDATE sink_documents SET next_try_at = NULL")
+        f.forward()
+        bank.conn.execute("UPDATE sink_documents SET next_try_at = NULL")
+        f.forward()
+        assert [t["content"] for t in doc_lines(fake, "coding-agent::demo", "harvester:claude-code:s1")] == [
+            "user line 1", "assistant line 2", "user line 3"]

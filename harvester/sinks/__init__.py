@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 log = get_logger("harvester.sinks")
 IDLE_SECONDS = 30.0  # a pass this often with nothing woken: what scan (another process) wrote is sent too
-MAX_WAIT = 600.0
+MAX_WAIT = 60.0  # while the server is away, it is tried again at least this often
 
 
 def forwarder(bank: SqliteBank, settings: Settings, env: Mapping[str, str] = os.environ) -> Forwarder | None:
@@ -42,7 +42,7 @@ def forwarder(bank: SqliteBank, settings: Settings, env: Mapping[str, str] = os.
 
 class SinkThread:
     """Forwards in the background, on its own bank connection: after :meth:`wake` (an import), every
-    ``IDLE_SECONDS`` otherwise, and while the server is away with a wait that doubles up to ten minutes."""
+    ``IDLE_SECONDS`` otherwise, and while the server is away with a wait that doubles up to a minute."""
 
     def __init__(self, settings: Settings, env: Mapping[str, str] = os.environ,
                  idle_seconds: float = IDLE_SECONDS) -> None:
@@ -72,7 +72,7 @@ class SinkThread:
             log.exception("sink_bank_failed")
             return
         forward = forwarder(bank, self.settings, self.env)  # type: ignore[arg-type]
-        backoff = self.idle_seconds
+        backoff = 1.0
         try:
             while forward is not None and not self._stop.is_set():
                 self._wake.clear()

@@ -4,9 +4,11 @@ For each queued session, :meth:`Forwarder.forward_one` builds the document from 
 with the cursor: the same bank and document and the sent lines still its prefix (their fingerprint) -> the
 new lines go as an ``append``; anything else (a rewind, a revised event, a re-parse, another bank) -> the
 whole document as a ``replace``; nothing new -> nothing sent. Every payload has an ``operation_id`` made of
-what it is (document, mode, lines), so sending it twice is one operation to the server; before it is sent,
-an append is written to the cursor as in flight: after a crash it is sent again exactly as it was (unless
-the server already knows the operation), never rebuilt with more lines behind the same id.
+what it is (document, mode, lines), so sending it twice is one operation to the server. Before it is sent,
+the payload is written to the cursor as in flight, and the cursor takes its lines only when the server says
+the operation is completed (it applies retains in the background): after a crash an append is sent again
+exactly as it was (the server collapses it if it had it), never rebuilt with more lines behind the same id,
+and a document's next payload waits for the previous one to be applied, so appends land in order.
 
 A session already filed by Hindsight's own hooks (``conversation:<id>``, ``chat:<id>``, ``<id>`` in the
 bank) is skipped (``skipped`` in status), or with ``converge = true`` taken over: its document is replaced
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import socket
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +34,7 @@ from harvester.sinks.hindsight import Hindsight, SinkError
 SINK = "hindsight"
 NAMESPACE = uuid.UUID("6f1b0c1e-4a47-4c55-9a53-6861727665a7")  # operation ids: uuid5(NAMESPACE, what is sent)
 MAX_BACKOFF = 600.0
+SETTLE_SECONDS = 20.0  # how long one pass follows an operation before it moves on to other documents
 log = get_logger("harvester.sinks")
 
 
@@ -46,6 +50,7 @@ class ForwardReport:
     failed: int = 0
     deleted: int = 0
     retry: int = 0
+    waiting: int = 0  # sent, not yet applied by the server: followed at the next pass
     errors: list[str] = field(default_factory=list)
     stopped_by: str | None = None  # the server is unreachable: the rest waits for the next pass
 
@@ -118,8 +123,8 @@ class Forwarder:
             put(state="held", bank=row["bank"] or target, last_error=refusal, in_flight=None)
             report.held += 1
             return
-        if row["in_flight"]:
-            self._finish_in_flight(row, put, report)
+        if row["in_flight"] and not self._settle(row, put, report, resend=True):
+            return
         doc = build(session, self.bank.session_events(session["id"]), self.host)
         if row["document_id"] is None or (row["lines"] == 0 and row["state"] != "sent"):
             theirs = self._theirs(target, native_id)
@@ -152,37 +157,62 @@ class Forwarder:
 
     def _send(self, row: dict[str, Any], put: Any, target: str, doc: Document, start: int, mode: str,
               report: ForwardReport) -> None:
+        """Write the payload down as in flight, send it, and wait (a while) for the server to apply it."""
         fp = fingerprint(doc.lines)
-        op = str(uuid.uuid5(NAMESPACE, f"{SINK}|{target}|{doc.document_id}|{mode}|{start}|{len(doc.lines)}|{fp}"))
+        key = f"{SINK}|{target}|{doc.document_id}|{mode}|{start}|{len(doc.lines)}|{fp}|{row.get('attempts') or 0}"
+        op = str(uuid.uuid5(NAMESPACE, key))  # a failed operation is not retried under its own id: attempts
         content = doc.text(start)
-        if mode == "append":  # written before it is sent: after a crash, sent again as it was
-            put(in_flight={"operation_id": op, "mode": mode, "bank": target, "document_id": doc.document_id,
-                           "lines": len(doc.lines), "fingerprint": fp, "content": content,
-                           "context": doc.context, "timestamp": doc.timestamp, "metadata": doc.metadata,
-                           "tags": doc.tags})
+        put(in_flight={"operation_id": op, "mode": mode, "bank": target, "document_id": doc.document_id,
+                       "start": start, "lines": len(doc.lines), "fingerprint": fp,
+                       # an append is sent again exactly as it was; a replace is rebuilt (it carries everything)
+                       "content": content if mode == "append" else None,
+                       "context": doc.context, "timestamp": doc.timestamp, "metadata": doc.metadata, "tags": doc.tags})
         self.client.retain(target, doc, content, mode, op)
-        now = outbox.now_iso()
-        put(state="sent", bank=target, document_id=doc.document_id, lines=len(doc.lines), fingerprint=fp,
-            in_flight=None, attempts=0, next_try_at=None, last_error=None, last_sent_at=now,
-            first_sent_at=row.get("first_sent_at") or now)
-        if mode == "append":
-            report.appended += 1
-            report.lines += len(doc.lines) - start
-        else:
-            report.sent += 1
-            report.lines += len(doc.lines)
+        self._settle(row, put, report)
 
-    def _finish_in_flight(self, row: dict[str, Any], put: Any, report: ForwardReport) -> None:
-        """An append written down but not known to have reached the server: send it again as it was (its
-        operation id collapses it to one if it had), then take its lines as sent."""
+    def _settle(self, row: dict[str, Any], put: Any, report: ForwardReport, resend: bool = False) -> bool:
+        """Follow the operation in flight until the server applied it (the cursor then takes its lines) or
+        gave it up; True when nothing is in flight any more. The server takes a retain at once and applies it
+        later (a worker, which a restart may interrupt and resume): the next payload of a document is sent
+        only once the previous one is applied, or an append could land before the one it follows.
+        ``resend``: the operation is one a crash may have lost before the server had it: sent again."""
         f = row["in_flight"]
-        if self.client.operation(f["bank"], f["operation_id"]) is None:
-            doc = Document(f["document_id"], [], f["context"], f["timestamp"], f["metadata"], f["tags"])
-            self.client.retain(f["bank"], doc, f["content"], f["mode"], f["operation_id"])
-        now = outbox.now_iso()
-        put(bank=f["bank"], document_id=f["document_id"], lines=f["lines"], fingerprint=f["fingerprint"],
-            in_flight=None, last_sent_at=now, first_sent_at=row.get("first_sent_at") or now)
-        report.appended += 1
+        deadline = time.monotonic() + SETTLE_SECONDS
+        delay = 0.02
+        while True:
+            found = self.client.operation(f["bank"], f["operation_id"]) or {}
+            status = found.get("status") or "not_found"
+            if status == "completed":
+                now = outbox.now_iso()
+                put(state="sent", bank=f["bank"], document_id=f["document_id"], lines=f["lines"],
+                    fingerprint=f["fingerprint"], in_flight=None, attempts=0, next_try_at=None, last_error=None,
+                    last_sent_at=now, first_sent_at=row.get("first_sent_at") or now)
+                if f["mode"] == "append":
+                    report.appended += 1
+                    report.lines += f["lines"] - f.get("start", 0)
+                else:
+                    report.sent += 1
+                    report.lines += f["lines"]
+                return True
+            if status in ("failed", "cancelled") or (status == "not_found" and f["mode"] != "append"):
+                # Not applied: what it carried is sent again, built anew, under another operation id.
+                error = found.get("error_message") or f"operation {status}"
+                put(in_flight=None, attempts=(row.get("attempts") or 0) + 1, last_error=f"server: {error}")
+                report.retry += status != "not_found"
+                return True
+            if status == "not_found":  # an append the server never had: again, exactly as it was
+                if not resend:
+                    raise SinkError(f"operation {f['operation_id']} unknown to the server", retryable=True, status=0)
+                resend = False
+                doc = Document(f["document_id"], [], f["context"], f["timestamp"], f["metadata"], f["tags"])
+                self.client.retain(f["bank"], doc, f["content"], "append", f["operation_id"])
+                continue
+            if time.monotonic() > deadline:  # still being applied: this document waits, the others go on
+                put(next_try_at=outbox.now_iso(1.0), last_error=None)
+                report.waiting += 1
+                return False
+            time.sleep(delay)
+            delay = min(0.5, delay * 2)
 
     def _theirs(self, bank: str, native_id: str) -> str | None:
         """The document Hindsight's own integration keeps of this session, if there is one."""
@@ -193,7 +223,9 @@ class Forwarder:
 
     def _failed(self, row: dict[str, Any], exc: SinkError, report: ForwardReport) -> None:
         message = str(exc)
-        if exc.retryable:
+        if exc.retryable and exc.status is None:  # the server is away, not this document's fault: the sink waits
+            report.retry += 1
+        elif exc.retryable:
             attempts = (row.get("attempts") or 0) + 1
             wait = exc.retry_after if exc.retry_after is not None else min(MAX_BACKOFF, 2.0 ** min(attempts, 10))
             outbox.update(self.bank, SINK, row["harness"], row["native_id"], attempts=attempts,
