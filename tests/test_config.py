@@ -79,7 +79,7 @@ def test_roots_for_an_unknown_harness_are_the_same_typo(tmp_path: Path) -> None:
 # --- keys ---
 
 FILE_KEYS = ("archive, archive_max_age, archive_max_size, bank, bank_id_template, exclude, harnesses, limits, "
-             "log_level, roots, timings")
+             "log_level, roots, sinks, timings")
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -306,7 +306,7 @@ def test_config_shows_where_each_value_comes_from(tmp_path: Path) -> None:
     bad = daemon.cli("config")
     assert bad.returncode == 2
     assert bad.stderr == (f'Error: {daemon.config}: unknown key "no_such_setting" (valid: archive, archive_max_age, '
-                          "archive_max_size, bank, bank_id_template, exclude, harnesses, limits, log_level, roots, "
+                          "archive_max_size, bank, bank_id_template, exclude, harnesses, limits, log_level, roots, sinks, "
                           "timings)\n")
 
 
