@@ -209,9 +209,14 @@ print(" ".join(sorted(sys.modules)), file=sys.stderr)
 """
 
 
+# What writing needs and reading does not: the model's dataclasses, git identities, the archive's compression and
+# digests (OpenSSL's hashlib).
+_WRITE_SIDE = {"harvester.model", "harvester.gitident", "zstandard", "hashlib"}
+
+
 @pytest.mark.parametrize(("command", "absent"), [
-    (["search", "zebra"], {"git", "structlog", "harvester.parsers", "harvester.ingest", "asyncio"}),
-    (["sessions"], {"git", "structlog", "harvester.parsers", "harvester.ingest", "asyncio"}),
+    (["search", "zebra"], {"git", "structlog", "harvester.parsers", "harvester.ingest", "asyncio", *_WRITE_SIDE}),
+    (["sessions"], {"git", "structlog", "harvester.parsers", "harvester.ingest", "asyncio", *_WRITE_SIDE}),
     (["status"], {"git", "structlog", "harvester.ingest", "harvester.service", "apscheduler", "yaml", "tomlkit"}),
 ])
 def test_reading_commands_import_only_what_they_use(tmp_path: Path, command: list[str], absent: set[str]) -> None:
