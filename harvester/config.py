@@ -235,14 +235,19 @@ _NUMBER_SECTIONS = {"timings": False, "limits": True}
 
 
 def _apply_file(settings: Settings, path: Path) -> None:
-    import tomllib  # here: most commands run without a config file
-
     try:
-        data = tomllib.loads(path.read_text())
+        text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot be read: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    if text.replace("\r\n", "\n").strip(" \t\n"):  # else only TOML's whitespace and newlines: no settings
+        import tomllib  # here: most commands run without a config file, or with an empty one
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    else:
+        data = {}
     label = str(path)
     _only_known_keys(label, data, FILE_KEYS)
     checks: dict[str, Callable[[str, Any], Any]] = {

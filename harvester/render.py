@@ -178,10 +178,9 @@ def _aligned(headers: list[str], rows: list[list[str]]) -> str:
     """Cells already made visible, in columns."""
     columns = zip(*rows, strict=True) if rows else ((),) * len(headers)
     widths = [max([len(h), *map(len, column)]) for h, column in zip(headers, columns, strict=True)]
-    out = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
-    for row in rows:
-        out.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
-    return "\n".join(out)
+    # One format for every row: each cell padded as str.ljust pads it (a listing has thousands of rows).
+    line = "  ".join(f"{{:<{width}}}" for width in widths).format
+    return "\n".join([line(*headers).rstrip(), *(line(*row).rstrip() for row in rows)])
 
 
 def _when(ts: str | None) -> str:

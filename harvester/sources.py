@@ -14,14 +14,16 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import BinaryIO
 
 from harvester.bank import Cursor
 from harvester.model import Problem
-from harvester.parsers.base import Harness, Record, SourceSpec
+
+# Where a harness's sources are: beside the Harness interface, so that status says it without importing this module.
+from harvester.parsers.base import Harness, Record, SourceSpec, existing_roots, harness_roots  # noqa: F401
 
 # Records handed to a parser (and committed) per transaction, roughly. A chunk costs ~15-20x its bytes while
 # it is parsed, redacted and committed: one 131 MB session peaked at 131 MB with 8 MB chunks (bench_memory).
@@ -37,36 +39,6 @@ class Found:
     path: Path
     root: Path
     spec: SourceSpec
-
-
-def existing_roots(harness: Harness, env: Mapping[str, str], home: Path,
-                   extra: tuple[Path, ...] = ()) -> list[Path]:
-    seen: set[str] = set()
-    out = []
-    for root in [*harness.roots(env, home), *extra]:
-        if not os.path.isdir(root):  # first: one stat, where realpath costs one a path component
-            continue
-        key = os.path.realpath(root)
-        if key not in seen:
-            seen.add(key)
-            out.append(Path(root))
-    return out
-
-
-def harness_roots(harness: Harness, known_directories: Callable[[], list[str]], env: Mapping[str, str],
-                  home: Path, extra: Iterable[Path] = ()) -> list[Path]:
-    """Where a harness's sources are. For an agent that keeps its history inside each repository (Aider)
-    that is every directory a session in the bank worked in (``known_directories``), and the git
-    repositories at most two levels below each configured root (a bounded walk, not a disk crawl). Here,
-    not in harvester.ingest: status says where each harness looks without importing what reads them."""
-    extra = tuple(extra)
-    if not harness.roots_in_repositories:
-        return existing_roots(harness, env, home, extra)
-    dirs = [Path(d) for d in known_directories()]
-    for root in extra:
-        dirs.append(root)
-        dirs += [p.parent for p in (*root.glob("*/.git"), *root.glob("*/*/.git"))]
-    return existing_roots(harness, env, home, tuple(dirs))
 
 
 def discover(harness: Harness, roots: list[Path],

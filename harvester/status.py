@@ -18,7 +18,7 @@ def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
     from harvester import retention
     from harvester.connect import registered
     from harvester.gitident import git_found
-    from harvester.sources import harness_roots
+    from harvester.parsers.base import harness_roots
 
     home = config.home()
     stats = bank.harness_stats()

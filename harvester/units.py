@@ -19,12 +19,13 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harvester import config
+
+if TYPE_CHECKING:
+    from string import Template
 
 SERVICE = "harvester.service"
 LABEL = "io.harvester.agent"
@@ -66,6 +67,10 @@ def log_path(home: Path) -> Path:
 
 
 def template(name: str) -> Template:
+    # Imported here: status asks the service's state, and reads no unit template.
+    from importlib import resources
+    from string import Template
+
     return Template((resources.files("harvester") / "service_units" / name).read_text(encoding="utf-8"))
 
 

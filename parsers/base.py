@@ -20,6 +20,7 @@ reads bytes and hands them over, which keeps every parser testable on bytes alon
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -126,6 +127,37 @@ class Harness:
     # Bumped when a change to the parser changes what it makes of records it read before: sessions made
     # by an older version are counted by status, and `harvester reparse` rebuilds them from the archive.
     version: int = 1
+
+
+def existing_roots(harness: Harness, env: Mapping[str, str], home: Path,
+                   extra: tuple[Path, ...] = ()) -> list[Path]:
+    seen: set[str] = set()
+    out = []
+    for root in [*harness.roots(env, home), *extra]:
+        if not os.path.isdir(root):  # first: one stat, where realpath costs one a path component
+            continue
+        key = os.path.realpath(root)
+        if key not in seen:
+            seen.add(key)
+            out.append(Path(root))
+    return out
+
+
+def harness_roots(harness: Harness, known_directories: Callable[[], list[str]], env: Mapping[str, str],
+                  home: Path, extra: Iterable[Path] = ()) -> list[Path]:
+    """Where a harness's sources are. For an agent that keeps its history inside each repository (Aider)
+    that is every directory a session in the bank worked in (``known_directories``), and the git
+    repositories at most two levels below each configured root (a bounded walk, not a disk crawl). Here,
+    not in harvester.ingest or harvester.sources: status says where each harness looks without importing what
+    reads them."""
+    extra = tuple(extra)
+    if not harness.roots_in_repositories:
+        return existing_roots(harness, env, home, extra)
+    dirs = [Path(d) for d in known_directories()]
+    for root in extra:
+        dirs.append(root)
+        dirs += [p.parent for p in (*root.glob("*/.git"), *root.glob("*/*/.git"))]
+    return existing_roots(harness, env, home, tuple(dirs))
 
 
 def json_objects(records: Iterable[Record], problems: list[Problem]) -> Iterator[tuple[Record, dict[str, Any]]]:

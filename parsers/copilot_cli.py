@@ -19,7 +19,6 @@ read as text; real 1.0.102 runs in ``fixtures/copilot_cli/real``) and the versio
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -359,6 +358,8 @@ def _usage_record(reader: _Reader, p: dict) -> None:
 def _thinking(reader: _Reader, text: Any, suffix: str | None, model: Any) -> None:
     if not isinstance(text, str) or not text.strip():
         return
+    import hashlib  # here: status imports every parser for its roots; OpenSSL's is a cost of its own
+
     digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
     if reader.state.get("thought") != digest:  # assistant.reasoning repeats the message's reasoningText
         reader.state["thought"] = digest

@@ -20,7 +20,6 @@ by field in ``fixtures/cursor/cli/SOURCE.md`` and ``fixtures/cursor/ide/SOURCE.m
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -257,6 +256,8 @@ def _parse_cli(ref: SourceRef, records: Iterable[Record], state: dict[str, Any])
         last = _cli_message(reader, sid, row) or last
     if last:
         patch.note(last_turn=last)
+    import hashlib  # here: status imports every parser for its roots; OpenSSL's is a cost of its own
+
     if patch.cwd and hashlib.md5(patch.cwd.encode()).hexdigest() != ref.path.parent.parent.name:
         patch.note(workspace_hash_mismatch=True)  # the folder is named md5(cwd): say when it is not
     return reader.batch

@@ -33,7 +33,6 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any
 
-import msgpack
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, ProblemKind, Usage
@@ -162,6 +161,8 @@ def _ext(code: int, data: bytes) -> Any:
 
 def unpack(data: bytes) -> Any:
     """One msgpack value; LangGraph's ext types become plain records (nothing is imported or built)."""
+    import msgpack  # here: status imports every parser for its roots, and reads no blob
+
     try:
         return msgpack.unpackb(data, ext_hook=_ext, raw=False, strict_map_key=False)
     except (ValueError, TypeError) as exc:  # cut short, extra bytes, bad UTF-8; TypeError: unhashable map key

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import re
 from collections.abc import Iterable
 from pathlib import PurePath, PurePosixPath, PureWindowsPath
@@ -51,6 +50,8 @@ def find_project(reader: _Reader, candidates: Iterable[str]) -> None:
     wanted = reader.state.get("hash")
     if reader.state.get("cwd_known") or not isinstance(wanted, str):
         return
+    import hashlib  # here: status imports every parser for its roots; OpenSSL's is a cost of its own
+
     for candidate in candidates:
         for path in _ancestors(candidate):
             if hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest() == wanted:

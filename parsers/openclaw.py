@@ -30,7 +30,6 @@ from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
-import zstandard
 
 from harvester.model import Batch, Event, Problem, SessionPatch
 from harvester.parsers import pi
@@ -219,6 +218,8 @@ def _row_entry(out: Batch, record: Record, row: dict[str, Any]) -> Record | None
     if isinstance(text, str):
         raw = text.encode()
     elif isinstance(packed, str) and packed:
+        import zstandard  # here: status imports every parser for its roots, and decompresses nothing
+
         try:
             size = int(row.get("event_utf8_bytes") or 0)
             raw = zstandard.ZstdDecompressor().decompress(bytes.fromhex(packed), max_output_size=MAX_EVENT_BYTES)

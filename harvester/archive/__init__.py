@@ -27,7 +27,6 @@ the bank (bytes the OS lost in a power failure after the commit) is found by ``r
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
 import tempfile
@@ -36,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import zstandard
+# zstandard and hashlib (OpenSSL's) are imported where they are used: a command that only reads the bank opens
+# this module, and most of them never touch the archive.
 
 LEVEL = 3  # zstd's default: documents, rows and whole texts, kept at every version read
 # Appended bytes are compressed as they are read, on the scan's path: level 1 is a quarter faster than 3,
@@ -64,6 +64,8 @@ class Piece:
 
 
 def _compress(raw: bytes, level: int = LEVEL) -> bytes:
+    import zstandard
+
     return zstandard.ZstdCompressor(level=level).compress(raw)
 
 
@@ -77,6 +79,8 @@ def rows_piece(records: list[bytes], restart: bool) -> Piece:
 
 def doc_piece(raw: bytes, part: int) -> Piece:
     """A document version (a JSON file rewritten whole, a related document, a sidecar)."""
+    import hashlib
+
     return Piece("doc", _compress(raw), digest=hashlib.sha256(raw).hexdigest(), part=part)
 
 
@@ -84,6 +88,8 @@ def file_piece(directory: str | Path, path: str | Path) -> Piece:
     """A whole source file kept as it is (a ``.jsonl.zst``: zstd already), copied in blocks: memory stays
     small whatever the file's size. Its blob is written now; a chunk that drops it calls
     :meth:`Archive.discard`."""
+    import hashlib
+
     digest = hashlib.sha256()
     old = os.umask(0o077)
     try:
@@ -110,6 +116,8 @@ def file_piece(directory: str | Path, path: str | Path) -> Piece:
 
 def text_piece(text: str, session: str) -> Piece:
     """A whole event text (redacted), for ``show --full``."""
+    import hashlib
+
     raw = text.encode("utf-8", "surrogatepass")
     return Piece("text", _compress(raw), digest=hashlib.sha256(raw).hexdigest(), session=session)
 
@@ -214,6 +222,10 @@ class Archive:
                      (source_id, kind, epoch, seq + 1, end, len(data), src[0], src[1], records, now))
 
     def _rows(self, conn: sqlite3.Connection, source_id: int, piece: Piece, now: str) -> None:
+        import hashlib
+
+        import zstandard
+
         digests = [hashlib.blake2b(record, digest_size=16).hexdigest() for record in piece.records]
         held: set[str] = set()
         for start in range(0, len(digests), 500):  # what the archive holds already, 500 at a query
@@ -256,6 +268,8 @@ class Archive:
     # -- reading -------------------------------------------------------------------------
     def frames(self, conn: sqlite3.Connection, source_id: int, kind: str, epoch: int) -> Iterator[tuple[dict, bytes]]:
         """The frames of one epoch of a stream or rows file, in order, decompressed: (frame row, bytes)."""
+        import zstandard
+
         path = self.dir / kind / f"{source_id}-{epoch}.zst"
         rows = conn.execute("SELECT seq, offset, length, src_start, src_end, records FROM archive_frames "
                             "WHERE source_id = ? AND kind = ? AND epoch = ? ORDER BY seq",
@@ -271,6 +285,8 @@ class Archive:
                        dctx.decompressobj().decompress(frame))
 
     def blob(self, sub: str, digest: str, whole: bool = False) -> bytes:
+        import zstandard
+
         data = self.blob_path(sub, digest).read_bytes()
         if whole:
             return data
@@ -278,6 +294,8 @@ class Archive:
 
     def text(self, digest: str) -> str | None:
         """A whole event text kept for the bank's clipped copy, or None if the archive lacks it."""
+        import zstandard
+
         try:
             return self.blob("texts", digest).decode("utf-8", "surrogatepass")
         except (OSError, zstandard.ZstdError):

@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from harvester.gitident import RepoIdentity
-from harvester.model import Event, Mark, Problem, SessionPatch
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # names for annotations only: a reading command needs none of them
     from harvester.bank.sqlite_recall import SearchPage
+    from harvester.gitident import RepoIdentity
+    from harvester.model import Event, Mark, Problem, SessionPatch
     from harvester.recall.scope import Scope
 
 

@@ -32,11 +32,11 @@ from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, ch
 from harvester.bank.sqlite_read import SqliteReads
 from harvester.bank.sqlite_recall import SqliteRecall
 from harvester.foreign_sqlite import open_readonly
-from harvester.gitident import RepoIdentity
-from harvester.model import Event, Problem, title_rank
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the model and git identities are imported by what writes (ingest), not by reading commands
     from harvester.archive.purge import Purge
+    from harvester.gitident import RepoIdentity
+    from harvester.model import Event, Problem
 
 UNLISTED = "directory cannot be listed: "  # the detail of a directory's problem (set_unlisted_directories)
 
@@ -48,6 +48,12 @@ IMPORT_FOLD_SECONDS = 60
 
 
 SEARCH_TEXT = search_text()
+
+
+def _title_rank(source: str | None) -> int:
+    from harvester.model import title_rank
+
+    return title_rank(source)
 
 
 def utcnow() -> str:
@@ -431,7 +437,7 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
                                   ("origin_url", git.origin_url)):
                 if value:
                     put(column, value)
-        if p.title is not None and title_rank(p.title_source) >= title_rank(title_source):
+        if p.title is not None and _title_rank(p.title_source) >= _title_rank(title_source):
             put("title", p.title)
             put("title_source", p.title_source)
         if p.model:
@@ -557,6 +563,8 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
             (directory,)).fetchone()
         if row is None:
             return None
+        from harvester.gitident import RepoIdentity
+
         return RepoIdentity(project=row[0], root=row[1], origin_url=row[2], origin_id=row[3], how="learned")
 
     def remember_identity(self, directory: str, identity: RepoIdentity) -> None:

@@ -5,10 +5,12 @@ events already held, and linking forks that copy their parent's history. Used by
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 import orjson
 
-from harvester.model import Event, Mark
+if TYPE_CHECKING:
+    from harvester.model import Event, Mark
 
 
 def split_known(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> tuple[list[tuple], list[tuple]]:

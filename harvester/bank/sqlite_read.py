@@ -93,22 +93,25 @@ class SqliteReads:
             e["sources"] += n
             if status in ("missing", "unreadable", "failed"):
                 e[f"sources_{status}"] += n
-        # Every session once (a bank of a million events has thousands; three queries read them three times):
-        # counts, and sessions whose agent file is gone (deleted by the agent's cleanup, or by hand; the bank and
-        # the archive hold what is left of them), by the source each was last read from; and the agent's
-        # version as its newest session recorded it (the store names it, we don't guess).
-        gone = {path for (path,) in self.conn.execute("SELECT path FROM sources WHERE status = 'missing'")}
-        newest: dict[str, tuple[str, int]] = {}
-        for harness, events, git_error, source_path, version, updated, pk in self.conn.execute(
-                "SELECT harness, event_count, git_error IS NOT NULL, source_path, agent_version, "
-                "coalesce(updated_at, ''), id FROM sessions"):
+        # Counted by SQLite, one row a harness (a bank of a million events has thousands of sessions, which a loop
+        # here would build a row of each for): sessions, events, sessions whose agent file is gone (deleted by the
+        # agent's cleanup, or by hand; the bank and the archive hold what is left of them), by the source each was
+        # last read from. In the order of each harness's first session, as the rows are stored.
+        for harness, sessions, events, git_errors, gone in self.conn.execute(
+                "SELECT harness, count(*), sum(event_count), sum(git_error IS NOT NULL), "
+                "sum(coalesce(source_path IN (SELECT path FROM sources WHERE status = 'missing'), 0)) "
+                "FROM sessions GROUP BY harness ORDER BY min(id)"):
             e = entry(harness)
-            e["sessions"] += 1
+            e["sessions"] += sessions
             e["events"] += events
-            e["git_errors"] += git_error
-            e["sessions_originals_gone"] += source_path in gone
-            if version is not None and (updated, pk) > newest.get(harness, ("", 0)):
-                newest[harness], e["version"] = (updated, pk), version
+            e["git_errors"] += git_errors
+            e["sessions_originals_gone"] += gone
+        # The agent's version as its newest session recorded it (the store names it, we don't guess): the last
+        # of each harness's, in this order.
+        newest = dict(self.conn.execute("SELECT harness, agent_version FROM sessions WHERE agent_version IS NOT NULL "
+                                        "ORDER BY coalesce(updated_at, ''), id"))
+        for harness, version in newest.items():
+            stats[harness]["version"] = version
         for harness, at in self.conn.execute("SELECT harness, max(at) FROM imports GROUP BY harness"):
             entry(harness)["last_import"] = at
         for harness, kind, n in self.conn.execute(

@@ -23,15 +23,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harvester.connect import files, jsonc, toml_edit, yaml_edit
+from harvester.connect import files
 from harvester.connect.agents import AGENTS, SERVER_NAME, Agent, Approval, Env, Format
 
 __all__ = ["AGENTS", "SERVER_NAME", "AgentPlan", "FileChange", "apply", "plan", "registered", "run",
            "server_command"]
 
 NOT_INSTALLED = "not installed"
-_DIALECTS = {"json": jsonc.STRICT, "json-comments": jsonc.WITH_COMMENTS, "jsonc": jsonc.JSONC}
-_EDIT_ERRORS = (jsonc.JsoncError, toml_edit.TomlEditError, yaml_edit.YamlEditError, UnicodeDecodeError)
+# The editors (jsonc, toml_edit, yaml_edit) are imported when a file is read or edited: status asks whether
+# each installed agent holds our server, and on a machine without their files reads none.
+
+
+def _edit_errors() -> tuple[type[Exception], ...]:
+    """What an editor raises for a file it cannot edit (only asked once one did raise)."""
+    from harvester.connect import jsonc, toml_edit, yaml_edit
+
+    return jsonc.JsoncError, toml_edit.TomlEditError, yaml_edit.YamlEditError, UnicodeDecodeError
+
+
+def _dialect(fmt: Format) -> Any:
+    from harvester.connect import jsonc
+
+    return {"json": jsonc.STRICT, "json-comments": jsonc.WITH_COMMENTS, "jsonc": jsonc.JSONC}[fmt]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +119,7 @@ def _plan_agent(agent: Agent, entry: dict[str, Any], remove: bool, env: Env, hom
             after = change(_empty(fmt) if before is None else before, fmt)
             if before is None:
                 after = after if after.endswith("\n") else after + "\n"
-        except _EDIT_ERRORS as exc:
+        except _edit_errors() as exc:
             return AgentPlan(agent, problem=f"cannot edit {file}: {exc}; left untouched")
         except OSError as exc:
             return AgentPlan(agent, problem=f"cannot read {file}: {exc.strerror or exc}; left untouched")
@@ -119,35 +132,45 @@ def _empty(fmt: Format) -> str:
 
 
 def _set_server(text: str, fmt: Format, key: tuple[str, ...], entry: dict[str, Any]) -> str:
+    from harvester.connect import jsonc, toml_edit, yaml_edit
+
     if fmt == "toml":
         return toml_edit.set_table(text, key, entry)
     if fmt == "continue-yaml":
         return yaml_edit.set_item(text, entry)
-    return jsonc.set_member(text, key, entry, _DIALECTS[fmt])
+    return jsonc.set_member(text, key, entry, _dialect(fmt))
 
 
 def _remove_server(text: str, fmt: Format, key: tuple[str, ...]) -> str:
+    from harvester.connect import jsonc, toml_edit, yaml_edit
+
     if fmt == "toml":
         return toml_edit.delete_table(text, key)
     if fmt == "continue-yaml":
         return yaml_edit.delete_item(text, key[-1])
-    return jsonc.delete_member(text, key, _DIALECTS[fmt])
+    return jsonc.delete_member(text, key, _dialect(fmt))
 
 
 def _add_item(text: str, fmt: Format, key: tuple[str, ...], item: str) -> str:
-    return jsonc.append_item(text, key, item, _DIALECTS[fmt])  # approvals live in JSON files only
+    from harvester.connect import jsonc
+
+    return jsonc.append_item(text, key, item, _dialect(fmt))  # approvals live in JSON files only
 
 
 def _remove_item(text: str, fmt: Format, key: tuple[str, ...], item: str) -> str:
-    return jsonc.remove_item(text, key, item, _DIALECTS[fmt])
+    from harvester.connect import jsonc
+
+    return jsonc.remove_item(text, key, item, _dialect(fmt))
 
 
 def _server(text: str, fmt: Format, key: tuple[str, ...]) -> Any:
+    from harvester.connect import jsonc, toml_edit, yaml_edit
+
     if fmt == "toml":
         return toml_edit.get(text, key)
     if fmt == "continue-yaml":
         return yaml_edit.get(text, key[-1])
-    return jsonc.get(text, key, _DIALECTS[fmt])
+    return jsonc.get(text, key, _dialect(fmt))
 
 
 def apply(plans: list[AgentPlan], *, remove: bool, dry_run: bool, out: Callable[[str], None]) -> int:
@@ -208,7 +231,7 @@ def registered(home: Path, env: Env = os.environ, only_installed: bool = False) 
             text = files.read_text(agent.file(env, home))
             found[name] = text is not None and _server(text, agent.format, (*agent.servers_key, SERVER_NAME)) \
                 is not None
-        except (*_EDIT_ERRORS, OSError):
+        except (*_edit_errors(), OSError):
             found[name] = False
         if only_installed and not found[name] and not agent.installed(env, home):
             del found[name]

@@ -13,7 +13,6 @@ A symlinked file (dotfile managers) is written through the link, so the link sta
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 import stat
 import tempfile
@@ -89,6 +88,8 @@ def unified_diff(path: Path, before: str | None, after: str) -> str:
     """``diff -u`` of the change, with its "no newline at end of file" markers."""
     old, new = _lines(before or ""), _lines(after)
     name = str(path)
+    import difflib  # here: status reads these files, and shows no diff
+
     lines = difflib.unified_diff(old, new, "/dev/null" if before is None else name, name)
     return "".join(lines)
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from harvester.gitident import GitResolver, bank_id
+if TYPE_CHECKING:
+    from harvester.gitident import GitResolver
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,8 @@ def scope_for(directory: str, template: str, repo: str | None = None, bank: str 
         return EVERYTHING
     if bank:
         return Scope(bank, bank_id=bank)
+    from harvester.gitident import GitResolver, bank_id  # here: listing or searching everything needs no git
+
     where = os.path.abspath(os.path.expanduser(repo or directory))
     identity = (resolver or GitResolver()).resolve(where)
     label = bank_id(template, identity, where, "")

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harvester.connect import jsonc
 from harvester.parsers import HARNESSES
 
 Env = Mapping[str, str]
@@ -63,6 +62,8 @@ def _text(path: Path) -> str | None:
 
 def _parse(text: str, dialect: str) -> Any:
     text = text.removeprefix(_BOM)  # every one of these agents strips a BOM before parsing
+    from harvester.connect import jsonc  # here: with no settings file to read, status needs no parser of them
+
     try:
         if dialect == "json":
             return json.loads(text)
