@@ -212,7 +212,7 @@ class Forwarder:
                 report.waiting += 1
                 return False
             time.sleep(delay)
-            delay = min(0.5, delay * 2)
+            delay = min(0.1, delay * 2)  # a retain in chunks mode is applied in tens of ms
 
     def _theirs(self, bank: str, native_id: str) -> str | None:
         """The document Hindsight's own integration keeps of this session, if there is one."""
