@@ -42,7 +42,7 @@ def sink_test(settings: Settings) -> None:
     client = Hindsight(options.url, token)
     try:
         version = client.version()
-        client._call("GET", "/v1/default/banks?limit=1")  # a call that needs the token where one is required
+        client.banks()
     except SinkError as exc:
         raise click.ClickException(f"{options.url}: {exc}") from exc
     finally:
@@ -90,9 +90,8 @@ def sink_backfill(settings: Settings, bank_id: str | None, since: str | None) ->
 
     outbox.enqueue(bank, "hindsight")  # type: ignore[arg-type]
     # What failed for good, or was held by a setting since changed, gets another look now.
-    outbox.requeue(bank, "hindsight", "state IN ('failed', 'held')")  # type: ignore[arg-type]
-    total = bank.conn.execute(  # type: ignore[attr-defined]
-        "SELECT count(*) FROM sink_documents WHERE sink = 'hindsight' AND state = 'pending'").fetchone()[0]
+    outbox.requeue(bank, "hindsight", ("failed", "held"))  # type: ignore[arg-type]
+    total = outbox.pending_count(bank, "hindsight")  # type: ignore[arg-type]
     if keys is not None:
         total = min(total, len(keys))
     line = ProgressLine()
@@ -135,14 +134,10 @@ def sink_status(settings: Settings, as_json: bool) -> None:
     bank = open_bank_or_fail(settings)
     try:
         stats = outbox.stats(bank, "hindsight")  # type: ignore[arg-type]
-        waiting = bank.conn.execute(  # type: ignore[attr-defined]
-            "SELECT harness, native_id, bank, attempts, next_try_at, last_error, state FROM sink_documents "
-            "WHERE sink = 'hindsight' AND state IN ('pending', 'failed') ORDER BY queued_at LIMIT 20").fetchall()
+        stats["waiting"] = outbox.waiting(bank, "hindsight")  # type: ignore[arg-type]
     finally:
         bank.close()
     stats["url"] = options.url
-    stats["waiting"] = [dict(zip(("harness", "session", "bank", "attempts", "next_try_at", "last_error", "state"),
-                                 row, strict=True)) for row in waiting]
     if as_json:
         import orjson
 

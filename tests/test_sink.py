@@ -201,7 +201,7 @@ def test_429_waits_as_asked_5xx_retries_and_another_4xx_gives_up_with_the_error_
         assert f.forward().retry == 1
         row = bank.conn.execute("SELECT next_try_at, last_error, state FROM sink_documents").fetchone()
         assert row[2] == "pending" and "429" in row[1]
-        assert 110 < _seconds_until(row[0]) <= 121
+        assert 110 < outbox.seconds_until(row[0]) <= 121
         bank.conn.execute("UPDATE sink_documents SET next_try_at = NULL")
         fake.fail(404, times=3)
         fake.fail(503)
@@ -215,12 +215,6 @@ def test_429_waits_as_asked_5xx_retries_and_another_4xx_gives_up_with_the_error_
         assert f.forward().forwarded == 0  # given up until the session changes
         write(bank, "claude-code", "s1", [said("s1", 2, "assistant")])
         assert f.forward().sent == 1
-
-
-def _seconds_until(iso: str) -> float:
-    from datetime import UTC, datetime
-
-    return (datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC) - datetime.now(UTC)).total_seconds()
 
 
 @pytest.mark.parametrize("theirs", ["conversation:s1", "chat:s1", "s1"])

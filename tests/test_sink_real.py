@@ -211,7 +211,7 @@ def test_the_token_is_sent_and_a_wrong_one_is_refused(tmp_path: Path) -> None:
     with running_hindsight(api_key="tok-123") as server:
         assert Hindsight(server.url, "tok-123").version()["api_version"] == "1.1.0"
         with pytest.raises(Exception, match="401"):
-            Hindsight(server.url, "wrong")._call("GET", "/v1/default/banks")
+            Hindsight(server.url, "wrong").banks()
     assert require  # the same installation as the fixtures'
 
 

@@ -97,11 +97,7 @@ class SinkThread:
 
     def _next_wait(self, forward: Forwarder) -> float:
         """Until the next retry that is due, at most the idle period."""
-        row = forward.bank.conn.execute(
-            "SELECT min(next_try_at) FROM sink_documents WHERE sink = 'hindsight' AND state = 'pending'").fetchone()
-        if not row or not row[0]:
-            return self.idle_seconds
-        from datetime import UTC, datetime
+        from harvester.sinks import outbox
 
-        due = datetime.strptime(row[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-        return max(0.2, min(self.idle_seconds, (due - datetime.now(UTC)).total_seconds()))
+        due = outbox.next_retry(forward.bank, "hindsight")
+        return self.idle_seconds if due is None else max(0.2, min(self.idle_seconds, outbox.seconds_until(due)))

@@ -66,20 +66,17 @@ class Forwarder:
     client: Hindsight
     host: str = field(default_factory=socket.gethostname)
 
-    def forward(self, limit: int | None = None, keys: list[tuple[str, str]] | None = None,
-                on_document: Any = None) -> ForwardReport:
-        """Queue what changed, then send what is due, until the queue is empty, ``limit`` documents were
-        looked at, or the server stops answering. ``keys``: only these sessions, (harness, native id)."""
+    def forward(self, keys: list[tuple[str, str]] | None = None, on_document: Any = None) -> ForwardReport:
+        """Queue what changed, then send what is due, until nothing is due or the server stops answering.
+        ``keys``: only these sessions, (harness, native id)."""
         report = ForwardReport(queued=outbox.enqueue(self.bank, SINK))
-        looked = 0
         chunks = [None] if keys is None else [keys[i:i + 400] for i in range(0, len(keys), 400)]
         for chunk in chunks:
-            while (limit is None or looked < limit) and not report.stopped_by:
-                rows = outbox.due(self.bank, SINK, 50 if limit is None else min(50, limit - looked), chunk)
+            while not report.stopped_by:
+                rows = outbox.due(self.bank, SINK, 50, chunk)
                 if not rows:
                     break
                 for row in rows:
-                    looked += 1
                     try:
                         self.forward_one(row, report)
                     except SinkError as exc:

@@ -7,7 +7,9 @@ says which. The token goes in the ``Authorization`` header and nowhere else (no 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -65,6 +67,10 @@ class Hindsight:
     def version(self) -> dict[str, Any]:
         return self._call("GET", "/v1/version") or {}
 
+    def banks(self, limit: int = 1) -> dict[str, Any]:
+        """The first banks: a call that needs the token where the server requires one (version does not)."""
+        return self._call("GET", f"/v1/default/banks?limit={limit}") or {}
+
     def document(self, bank: str, document_id: str) -> dict[str, Any] | None:
         return self._call("GET", f"{_bank(bank)}/documents/{quote(document_id, safe='')}", missing_ok=True)
 
@@ -110,12 +116,8 @@ def _retry_after(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
-    from email.utils import parsedate_to_datetime
-
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
-    import time
-
     return max(0.0, when.timestamp() - time.time())

@@ -12,19 +12,24 @@ stopped server, a restart or a kill -9 loses nothing: what was stamped is queued
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from harvester.bank.sqlite import SqliteBank
+if TYPE_CHECKING:
+    from harvester.bank.sqlite import SqliteBank
 
 STATES = ("pending", "sent", "empty", "skipped", "held", "failed", "deleted")
-# A session that changes keeps being looked at; one that Hindsight's own hooks filed stays theirs.
-_STAY = ("skipped",)
+ISO = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def now_iso(delta_seconds: float = 0.0) -> str:
-    return (datetime.now(UTC) + timedelta(seconds=delta_seconds)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return (datetime.now(UTC) + timedelta(seconds=delta_seconds)).strftime(ISO)
+
+
+def seconds_until(iso: str) -> float:
+    """Seconds from now until a time the outbox wrote (negative when it is past)."""
+    return (datetime.strptime(iso, ISO).replace(tzinfo=UTC) - datetime.now(UTC)).total_seconds()
 
 
 def enqueue(bank: SqliteBank, sink: str, batch: int = 2000) -> int:
@@ -42,24 +47,43 @@ def enqueue(bank: SqliteBank, sink: str, batch: int = 2000) -> int:
             if not rows:
                 return queued
             now = now_iso()
-            chosen = [(sink, h, n, now) for h, n, _ in rows]
+            # A session that changes is looked at again; one that Hindsight's own hooks filed stays theirs.
             conn.executemany(
                 "INSERT INTO sink_documents (sink, harness, native_id, state, queued_at) VALUES (?, ?, ?, 'pending', ?) "
                 "ON CONFLICT (sink, harness, native_id) DO UPDATE SET state = 'pending', queued_at = excluded.queued_at, "
-                f"next_try_at = NULL WHERE state NOT IN ({', '.join('?' * len(_STAY))})",
-                [(*r, *_STAY) for r in chosen])
+                "next_try_at = NULL WHERE state != 'skipped'", [(sink, h, n, now) for h, n, _ in rows])
             conn.execute("UPDATE sinks SET watermark = ? WHERE sink = ?", (rows[-1][2], sink))
-            queued += len(chosen)
+            queued += len(rows)
         if len(rows) < batch:
             return queued
 
 
-def requeue(bank: SqliteBank, sink: str, where: str = "1", args: tuple = ()) -> int:
-    """Queue again documents already looked at (``sink backfill`` over what was sent or held)."""
+def requeue(bank: SqliteBank, sink: str, states: tuple[str, ...]) -> int:
+    """Queue again the documents in ``states`` (``sink backfill``: what failed for good, or was held)."""
+    marks = ", ".join("?" * len(states))
     with bank.transaction() as conn:
-        return conn.execute(
-            f"UPDATE sink_documents SET state = 'pending', next_try_at = NULL, queued_at = ? "
-            f"WHERE sink = ? AND state NOT IN ('pending', 'skipped') AND ({where})", (now_iso(), sink, *args)).rowcount
+        return conn.execute(f"UPDATE sink_documents SET state = 'pending', next_try_at = NULL, queued_at = ? "
+                            f"WHERE sink = ? AND state IN ({marks})", (now_iso(), sink, *states)).rowcount
+
+
+def pending_count(bank: SqliteBank, sink: str) -> int:
+    return bank.conn.execute("SELECT count(*) FROM sink_documents WHERE sink = ? AND state = 'pending'",
+                             (sink,)).fetchone()[0]
+
+
+def next_retry(bank: SqliteBank, sink: str) -> str | None:
+    """When the earliest queued document that waits on a back-off is due (None: none waits)."""
+    return bank.conn.execute("SELECT min(next_try_at) FROM sink_documents WHERE sink = ? AND state = 'pending'",
+                             (sink,)).fetchone()[0]
+
+
+def waiting(bank: SqliteBank, sink: str, limit: int = 20) -> list[dict[str, Any]]:
+    """The documents that wait (queued or given up), oldest first, for ``sink status``."""
+    names = ("harness", "session", "bank", "attempts", "next_try_at", "last_error", "state")
+    rows = bank.conn.execute(
+        "SELECT harness, native_id, bank, attempts, next_try_at, last_error, state FROM sink_documents "
+        "WHERE sink = ? AND state IN ('pending', 'failed') ORDER BY queued_at LIMIT ?", (sink, limit)).fetchall()
+    return [dict(zip(names, row, strict=True)) for row in rows]
 
 
 def due(bank: SqliteBank, sink: str, limit: int = 50, keys: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:

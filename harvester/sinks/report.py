@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
+from harvester.sinks.outbox import seconds_until
 from harvester.terminal import visible
 
 
-def lag_seconds(since: str | None, now: datetime | None = None) -> float | None:
-    if not since:
-        return None
-    try:
-        at = datetime.fromisoformat(since.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return max(0.0, ((now or datetime.now(UTC)) - at).total_seconds())
+def lag_seconds(since: str | None) -> float | None:
+    """How long ago the outbox wrote ``since`` (the oldest pending document's queueing)."""
+    return None if not since else max(0.0, -seconds_until(since))
 
 
 def _span(seconds: float | None) -> str:
