@@ -433,6 +433,10 @@ from harvester.cli_sink import sink  # noqa: E402
 
 cli.add_command(sink)
 
+from harvester.cli_team import team  # noqa: E402
+
+cli.add_command(team)
+
 
 def main() -> None:
     cli(prog_name="harvester")

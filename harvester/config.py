@@ -54,6 +54,7 @@ import platformdirs
 if TYPE_CHECKING:
     from harvester.reading import ReadLimits
     from harvester.sinks.config import HindsightSettings
+    from harvester.team.config import TeamSettings
 
 APP = "harvester"
 DEFAULT_BANK_ID_TEMPLATE = "coding-agent::{gitProject}"
@@ -102,6 +103,8 @@ class Settings:
     archive_max_age_days: float | None = None  # archive retention (harvester/archive/retention.py); None: off
     archive_max_size_bytes: int | None = None
     sinks: dict[str, HindsightSettings] = field(default_factory=dict)  # [sinks.*] (harvester/sinks/config.py)
+    team: TeamSettings | None = None  # team_bank + [team] (harvester/team/config.py); None: no team bank
+    team_file: tuple[str, Any, Any] | None = field(default=None, repr=False)  # (file, team_bank, [team]) as read
     config_file: Path | None = None  # the file read; None when there is none
     config_path: Path | None = None  # where the file was looked for, found or not
     origins: dict[str, str] = field(default_factory=dict)  # setting -> where its value came from
@@ -131,6 +134,10 @@ class Settings:
         ]
         for name, paths in sorted(self.roots.items()):
             rows.append((f"roots.{name}", [str(p) for p in paths], self.origins.get(f"roots.{name}", "")))
+        if self.team is not None:
+            for key, value in self.team.describe():
+                rows.append((f"team.{key}" if key != "url" else "team_bank", value,
+                             self.origins.get("team_bank" if key == "url" else "team", "")))
         for sink, options in sorted(self.sinks.items()):
             for key, value in options.describe():
                 rows.append((f"sinks.{sink}.{key}", value, self.origins.get(f"sinks.{sink}", "")))
@@ -179,6 +186,7 @@ def load(env: Mapping[str, str] = os.environ, bank: str | None = None,
     settings = Settings(bank=default_bank_path())
     _apply_file_if_any(settings, env)
     _apply_environment(settings, env)
+    _apply_team(settings, env)
     _apply_options(settings, bank, bank_id_template)
     return settings
 
@@ -224,7 +232,7 @@ def _apply_options(settings: Settings, bank: str | None, bank_id_template: str |
 # --- the file ---
 
 FILE_KEYS = ("archive", "archive_max_age", "archive_max_size", "bank", "bank_id_template", "exclude", "harnesses",
-             "limits", "log_level", "roots", "sinks", "timings")
+             "limits", "log_level", "roots", "sinks", "team", "team_bank", "timings")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 # What harvester.gitident.bank_id fills in a template, written {name} (tests/test_config.py checks that
 # it fills each). Here, not there: gitident imports GitPython, which checking a template needs not.
@@ -278,6 +286,24 @@ def _apply_file(settings: Settings, path: Path) -> None:
         settings.sinks = parse_sinks(f"{label}: sinks", data["sinks"])
         for name in settings.sinks:
             settings.origins[f"sinks.{name}"] = label
+    if "team_bank" in data or "team" in data:
+        settings.team_file = (label, data.get("team_bank"), data.get("team"))
+
+
+def _apply_team(settings: Settings, env: Mapping[str, str]) -> None:
+    """``team_bank`` (the file; ``$HARVESTER_TEAM_BANK`` wins) and ``[team]``, checked once both are known."""
+    from harvester.team.config import TEAM_BANK_ENV, check_url, parse_team
+
+    label, url, table = settings.team_file or ("", None, None)
+    where_url = f"{label}: team_bank"
+    if env.get(TEAM_BANK_ENV):
+        url, where_url = env[TEAM_BANK_ENV], f"${TEAM_BANK_ENV}"
+    if url is not None:
+        url = check_url(where_url, url)
+        settings.origins["team_bank"] = where_url.removesuffix(": team_bank")
+    if url is not None or table is not None:
+        settings.team = parse_team(f"{label or '(no file)'}: team", table, url)
+        settings.origins["team"] = label or "default"
 
 
 def _apply_numbers(settings: Settings, label: str, section: str, value: Any, whole: bool) -> None:

@@ -289,6 +289,10 @@ def status_text(data: dict[str, Any]) -> str:
 
         for stats in data["sinks"].values():
             parts += describe(stats)
+    if data.get("team"):
+        from harvester.team.report import describe as describe_team
+
+        parts += describe_team(data["team"])
     parts.append("")
     rows = []
     for h in data["harnesses"]:

@@ -145,6 +145,7 @@ class Service:
         self.observer: Any = None
         self.scheduler: BackgroundScheduler | None = None
         self.sinks: Any = None  # harvester.sinks.SinkThread when a sink is configured
+        self.team: Any = None  # harvester.team.TeamThread when a team bank is set
 
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> int:
@@ -201,14 +202,23 @@ class Service:
 
             self.sinks = SinkThread(self.settings, self.env)
             self.sinks.start()
+        if self.settings.team is not None:  # the team push likewise (harvester/team)
+            from harvester.team import TeamThread
+
+            self.team = TeamThread(self.settings, self.env)
+            self.team.start()
 
     def _wake_sinks(self) -> None:
         if self.sinks is not None:
             self.sinks.wake()
+        if self.team is not None:
+            self.team.wake()
 
     def _shutdown(self) -> None:
         if self.sinks is not None:
             self.sinks.stop()
+        if self.team is not None:
+            self.team.stop()
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=False)
         if self.observer is not None:

@@ -47,6 +47,7 @@ def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
                 "not_registered": sorted(n for n, yes in connected.items() if not yes)},
         "service": service_status(bank, settings),
         "sinks": sinks_status(bank, settings),
+        "team": team_status(bank, settings),
         "harnesses": harnesses,
         # History the agents delete on their own (harvester/retention)
         "retention": retention.status_entries(os.environ, home, archive=settings.archive),
@@ -67,6 +68,20 @@ def sinks_status(bank: Bank, settings: Settings) -> dict[str, Any]:
         stats["url"] = options.url
         out[name] = stats
     return out
+
+
+def team_status(bank: Bank, settings: Settings) -> dict[str, Any] | None:
+    """The team push (harvester/team): sessions by state, the lag, last push, last error; None without one."""
+    if settings.team is None:
+        return None
+    from harvester.team import outbox
+    from harvester.team.config import masked
+
+    stats = outbox.stats(bank)  # type: ignore[arg-type]
+    stats["url"] = masked(settings.team.url)
+    stats["host"] = settings.team.host_name()
+    stats["held_banks"] = settings.team.held_banks
+    return stats
 
 
 def archive_status(bank: Bank, settings: Settings) -> dict[str, Any]:

@@ -79,7 +79,7 @@ def test_roots_for_an_unknown_harness_are_the_same_typo(tmp_path: Path) -> None:
 # --- keys ---
 
 FILE_KEYS = ("archive, archive_max_age, archive_max_size, bank, bank_id_template, exclude, harnesses, limits, "
-             "log_level, roots, sinks, timings")
+             "log_level, roots, sinks, team, team_bank, timings")
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -307,7 +307,7 @@ def test_config_shows_where_each_value_comes_from(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr == (f'Error: {daemon.config}: unknown key "no_such_setting" (valid: archive, archive_max_age, '
                           "archive_max_size, bank, bank_id_template, exclude, harnesses, limits, log_level, roots, sinks, "
-                          "timings)\n")
+                          "team, team_bank, timings)\n")
 
 
 def test_scan_with_a_mistyped_harness_exits_2_as_a_process(tmp_path: Path) -> None:

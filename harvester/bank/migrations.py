@@ -308,4 +308,37 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE INDEX sink_documents_state ON sink_documents (sink, state, next_try_at);
     """,
+    # 9: the team bank's outbox (harvester/team). Every event carries the change clock's value of the write that
+    #    added, revised, marked or renumbered it, so a push sends what changed since it last pushed a session;
+    #    team_sessions is the per-session cursor (what was pushed, up to which clock, who owns it there). Deleting
+    #    a pushed session's events (reparse, forget, exclusion) flags it to be rebuilt there (resync), deleting
+    #    the session to be deleted there. bank_facts holds this bank's machine id, its identity in a team bank.
+    """
+    ALTER TABLE events ADD COLUMN changed INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE team_sessions (
+        harness TEXT NOT NULL,
+        native_id TEXT NOT NULL,
+        session_pk INTEGER,
+        state TEXT NOT NULL DEFAULT 'pending',
+        pushed_clock INTEGER NOT NULL DEFAULT -1,
+        pushed_events INTEGER NOT NULL DEFAULT 0,
+        resync INTEGER NOT NULL DEFAULT 0,
+        owner TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_try_at TEXT,
+        last_error TEXT,
+        queued_at TEXT,
+        last_pushed_at TEXT,
+        PRIMARY KEY (harness, native_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX team_sessions_pk ON team_sessions (session_pk);
+    CREATE INDEX team_sessions_state ON team_sessions (state, next_try_at);
+    CREATE TRIGGER team_events_deleted AFTER DELETE ON events BEGIN
+        UPDATE team_sessions SET resync = resync + 1, state = 'pending' WHERE session_pk = old.session_id;
+    END;
+    CREATE TRIGGER team_session_deleted AFTER DELETE ON sessions BEGIN
+        UPDATE team_sessions SET resync = resync + 1, state = 'pending' WHERE session_pk = old.id;
+    END;
+    CREATE TABLE bank_facts (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """,
 ]

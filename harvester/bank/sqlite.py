@@ -21,6 +21,7 @@ from harvester.bank.sqlite_events import (
     last_versions,
     link_forks,
     mark_events,
+    next_clock,
     place_events,
     places_of,
     revise_events,
@@ -310,6 +311,7 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
             conn.executemany("INSERT OR IGNORE INTO session_sources (session_id, source_id) VALUES (?, ?)",
                              [(pk, source_id) for pk in pks.values()])
 
+        clock = next_clock(conn) if pks or write.marks else 0
         values = write.prepared if write.prepared is not None else event_rows(write.events)
         last_id = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
         places = places_of(write.events)
@@ -325,21 +327,21 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
             if seq:  # the session has events already: number only the rows it lacks
                 session_rows, known = split_known(conn, pk, session_rows)
                 if write.revise and known:
-                    revised[native_id] = revise_events(conn, pk, known)
+                    revised[native_id] = revise_events(conn, pk, known, clock)
             rows = []
             for row in session_rows:
                 seq += 1
-                rows.append((pk, seq, source_id, *row))
+                rows.append((pk, seq, source_id, clock, *row))
             inserted = conn.executemany(
-                "INSERT OR IGNORE INTO events (session_id, seq, source_id, uid, role, kind, text, ts, tool_name, "
-                "tool_input, tool_call_id, is_error, model, tokens_in, tokens_out, tokens_cache_read, "
+                "INSERT OR IGNORE INTO events (session_id, seq, source_id, changed, uid, role, kind, text, ts, "
+                "tool_name, tool_input, tool_call_id, is_error, model, tokens_in, tokens_out, tokens_cache_read, "
                 "tokens_cache_write, tokens_reasoning, meta, content_hash, recall) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             ).rowcount
             added[native_id] = inserted
             if native_id in places:
-                place_events(conn, pk, places[native_id], held=last_seq[native_id])
+                place_events(conn, pk, places[native_id], held=last_seq[native_id], clock=clock)
             if inserted and not last_seq[native_id] and native_id in find_forks:
                 link_forks(conn, pk)
             if inserted:
@@ -350,9 +352,9 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
 
         for mark in write.marks:
             if mark.session in pks:
-                mark_events(conn, pks[mark.session], mark)
-        stamp_changed(conn, {pks[n] for n, k in (*added.items(), *revised.items()) if k}
-                      | {pks[m.session] for m in write.marks if m.session in pks})
+                mark_events(conn, pks[mark.session], mark, clock)
+        # Every session of the write: its events, or only its facts (a title, a state), may be news to a sink.
+        stamp_changed(conn, set(pks.values()), clock)
         if any(revised.values()):
             conn.executemany("UPDATE sessions SET last_imported_at = ? WHERE id = ?",
                              [(now, pks[n]) for n, k in revised.items() if k])
@@ -527,13 +529,16 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
         if changes:
             with self.transaction() as conn:
                 conn.executemany("UPDATE sessions SET state = ? WHERE id = ?", [(s, pk) for pk, s in changes])
+                stamp_changed(conn, {pk for pk, _ in changes})
 
     def reopen(self, harness: str, native_ids: list[str]) -> None:
         """A session written to again is live again, whatever it was marked before."""
         if native_ids:
             with self.transaction() as conn:
-                conn.executemany("UPDATE sessions SET state = 'live' WHERE harness = ? AND native_id = ? "
-                                 "AND state != 'live'", [(harness, n) for n in native_ids])
+                reopened = [pk for n in native_ids for (pk,) in conn.execute(
+                    "UPDATE sessions SET state = 'live' WHERE harness = ? AND native_id = ? AND state != 'live' "
+                    "RETURNING id", (harness, n))]
+                stamp_changed(conn, set(reopened))
 
     def known_directories(self) -> list[str]:
         """Every directory sessions worked in: repository roots, and cwds outside any repository. The service

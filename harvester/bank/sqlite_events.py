@@ -45,13 +45,14 @@ _REVISED_COLUMNS = ("role", "kind", "text", "ts", "tool_name", "tool_input", "to
                     "content_hash", "recall")
 
 
-def revise_events(conn: sqlite3.Connection, pk: int, rows: list[tuple]) -> int:
+def revise_events(conn: sqlite3.Connection, pk: int, rows: list[tuple], clock: int) -> int:
     """Rewrite events the agent rewrote; an identical version changes nothing. Position stays; the
-    full-text index follows through its update trigger."""
+    full-text index follows through its update trigger. ``clock``: the write's change clock."""
     sets = ", ".join(f"{c} = ?" for c in _REVISED_COLUMNS)
     return conn.executemany(
-        f"UPDATE events SET {sets} WHERE session_id = ? AND uid = ? AND (content_hash IS NOT ? OR meta IS NOT ?)",
-        [(*row[1:], pk, row[0], row[-2], row[-3]) for row in rows]).rowcount  # (..., meta, content_hash, recall)
+        f"UPDATE events SET {sets}, changed = ? WHERE session_id = ? AND uid = ? "
+        "AND (content_hash IS NOT ? OR meta IS NOT ?)",
+        [(*row[1:], clock, pk, row[0], row[-2], row[-3]) for row in rows]).rowcount  # (..., meta, content_hash, recall)
 
 
 def places_of(events: list[Event]) -> dict[str, dict[str, str]]:
@@ -65,7 +66,7 @@ def places_of(events: list[Event]) -> dict[str, dict[str, str]]:
     return out
 
 
-def place_events(conn: sqlite3.Connection, pk: int, places: dict[str, str], held: int) -> None:
+def place_events(conn: sqlite3.Connection, pk: int, places: dict[str, str], held: int, clock: int) -> None:
     """Events whose agent stores them out of order: each keeps the lowest place it was given, and the
     session is renumbered when one lands before events the bank held already (a live read saw a later
     step's messages first). ``held``: the session's last seq before this write."""
@@ -75,8 +76,9 @@ def place_events(conn: sqlite3.Connection, pk: int, places: dict[str, str], held
         return  # a new session: the parser gave this write's events in their order
     (latest,) = conn.execute("SELECT max(place) FROM events WHERE session_id = ? AND seq <= ?", (pk, held)).fetchone()
     if latest is not None and min(places.values()) < latest:
-        conn.execute("UPDATE events SET seq = o.n FROM (SELECT id, row_number() OVER (ORDER BY place, seq) AS n "
-                     "FROM events WHERE session_id = ?) AS o WHERE events.id = o.id AND events.seq <> o.n", (pk,))
+        conn.execute("UPDATE events SET seq = o.n, changed = ? FROM (SELECT id, row_number() OVER "
+                     "(ORDER BY place, seq) AS n FROM events WHERE session_id = ?) AS o "
+                     "WHERE events.id = o.id AND events.seq <> o.n", (clock, pk))
 
 
 def link_forks(conn: sqlite3.Connection, pk: int) -> None:
@@ -99,7 +101,7 @@ def link_forks(conn: sqlite3.Connection, pk: int) -> None:
                      "parent_kind = 'fork' WHERE id = ? AND parent_native_id IS NULL", (parent, child))
 
 
-def mark_events(conn: sqlite3.Connection, pk: int, mark: Mark) -> None:
+def mark_events(conn: sqlite3.Connection, pk: int, mark: Mark, clock: int) -> None:
     patch = orjson.dumps(mark.meta).decode()
     # An event of a record, or of one of its parts (uids <record id>:<part>).
     one = "(uid = ? OR uid LIKE ? ESCAPE '\\')"
@@ -108,25 +110,33 @@ def mark_events(conn: sqlite3.Connection, pk: int, mark: Mark) -> None:
         return uid.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%"
 
     if mark.since is not None:
-        bound, args = "", [patch, pk, pk, mark.since, like(mark.since)]
+        bound, args = "", [patch, clock, pk, pk, mark.since, like(mark.since)]
         if mark.until is not None:
             bound = f" AND seq < coalesce((SELECT min(seq) FROM events WHERE session_id = ? AND {one}), seq + 1)"
             args += [pk, mark.until, like(mark.until)]
-        conn.execute("UPDATE events SET meta = json_patch(coalesce(meta, '{}'), ?) WHERE session_id = ? AND seq >= "
+        conn.execute("UPDATE events SET meta = json_patch(coalesce(meta, '{}'), ?), changed = ? "
+                     "WHERE session_id = ? AND seq >= "
                      f"(SELECT min(seq) FROM events WHERE session_id = ? AND {one}){bound}", args)
     for uid in mark.uids:
-        conn.execute(f"UPDATE events SET meta = json_patch(coalesce(meta, '{{}}'), ?) WHERE session_id = ? AND {one}",
-                     (patch, pk, uid, like(uid)))
+        conn.execute(f"UPDATE events SET meta = json_patch(coalesce(meta, '{{}}'), ?), changed = ? "
+                     f"WHERE session_id = ? AND {one}", (patch, clock, pk, uid, like(uid)))
 
 
-def stamp_changed(conn: sqlite3.Connection, pks: set[int]) -> None:
-    """Stamp the sessions a write changed (events added, revised or marked) with the next value of the bank's
-    change clock, in the write's transaction: what a sink has not seen is whatever is stamped after its
-    watermark (migration 8, harvester/sinks/outbox.py)."""
+def next_clock(conn: sqlite3.Connection) -> int:
+    """The next value of the bank's change clock, for the write in this transaction (migration 8): the
+    sessions and events it changes carry it."""
+    return conn.execute("UPDATE change_clock SET n = n + 1 RETURNING n").fetchone()[0]
+
+
+def stamp_changed(conn: sqlite3.Connection, pks: set[int], clock: int | None = None) -> None:
+    """Stamp the sessions a write changed (events added, revised or marked, facts updated) with the write's
+    change clock (``clock``, else the next value), in the write's transaction: what a sink or the team push
+    has not seen is whatever is stamped after its watermark (harvester/sinks/outbox.py, harvester/team)."""
     if not pks:
         return
-    n = conn.execute("UPDATE change_clock SET n = n + 1 RETURNING n").fetchone()[0]
-    conn.executemany("UPDATE sessions SET changed = ? WHERE id = ?", [(n, pk) for pk in sorted(pks)])
+    n = next_clock(conn) if clock is None else clock
+    conn.executemany("UPDATE sessions SET changed = ? WHERE id = ? AND changed <> ?",
+                     [(n, pk, n) for pk in sorted(pks)])
 
 
 def event_rows(events: list[Event]) -> list[tuple]:

@@ -1,0 +1,265 @@
+"""The team bank: every machine's local bank pushed to one PostgreSQL database, and read back from it.
+
+Local first: each machine's SQLite bank stays the source of truth there, and capture never waits for the
+network. With ``team_bank`` set (harvester/team/config.py), ``harvester run`` pushes what it captured from
+the local bank's outbox (outbox.py) in short, idempotent transactions (push.py), on its own thread, with a
+back-off while the server is away; ``harvester team push`` does one push now. ``--team`` on ``sessions``,
+``show``, ``search``, ``context`` and ``mcp`` reads the team bank instead (read.py), in the local shapes.
+
+    local bank -> outbox.py -> push.py -> PostgreSQL (schema.py) -> read.py -> sessions / search / mcp --team
+
+The entry points: :class:`TeamBank` (a connection pool to the server, the schema checked once),
+:func:`pusher` and :class:`TeamThread` (the service's background push).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from harvester.log import get_logger
+
+if TYPE_CHECKING:
+    from harvester.bank.sqlite import SqliteBank
+    from harvester.config import Settings
+    from harvester.team.config import TeamSettings
+    from harvester.team.push import Pusher, PushReport
+
+log = get_logger("harvester.team")
+T = TypeVar("T")
+CONNECT_SECONDS = 10.0
+IDLE_SECONDS = 30.0  # a pass this often with nothing woken: what `scan` (another process) wrote is pushed too
+MAX_WAIT = 60.0  # while the server is away, it is tried again at least this often
+RETRIES = 3  # a transaction PostgreSQL rolled back to break a deadlock or a serialization conflict
+
+
+class TeamBank:
+    """The team bank's server: a psycopg connection pool (reopened after the server was away), the schema
+    migrated on first use, this machine's row written once per pool."""
+
+    def __init__(self, settings: TeamSettings, env: Mapping[str, str] = os.environ, max_size: int = 2) -> None:
+        from harvester.team.config import provenance
+
+        self.settings, self.env, self.max_size = settings, env, max_size
+        self.provenance = provenance(settings, env)
+        self._pool: Any = None
+        self._ready: str | None = None  # the machine whose row was written on this pool
+
+    def scrub(self, message: str) -> str:
+        from harvester.team.config import scrub
+
+        return scrub(message, self.settings.url)
+
+    def _open(self) -> Any:
+        import logging
+
+        from psycopg_pool import ConnectionPool, PoolTimeout
+
+        if self._pool is not None:
+            return self._pool
+        # The pool's own warnings would repeat what the push records (and logs once) as the server's absence.
+        logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
+        pool = ConnectionPool(self.settings.url, min_size=1, max_size=self.max_size, open=False, name="harvester-team",
+                              kwargs={"autocommit": True, "application_name": "harvester",
+                                      "connect_timeout": int(CONNECT_SECONDS)},
+                              check=ConnectionPool.check_connection, timeout=CONNECT_SECONDS)
+        try:
+            pool.open(wait=True, timeout=CONNECT_SECONDS)
+        except PoolTimeout:
+            pool.close(timeout=0)
+            raise self._unreachable(None) from None
+        self._pool = pool
+        return pool
+
+    def _unreachable(self, exc: BaseException | None) -> Exception:
+        """Why the server cannot be reached, in libpq's words (a pool timeout says only that it timed out)."""
+        from harvester.team.push import Unreachable
+
+        reason = str(exc) if exc is not None else ""
+        if not reason or "couldn't get a connection" in reason:
+            import psycopg
+
+            try:
+                psycopg.connect(self.settings.url, connect_timeout=5).close()
+            except psycopg.Error as probe:
+                reason = str(probe)
+            else:
+                reason = reason or "no connection within the time allowed"
+        return Unreachable(self.scrub(reason.strip().splitlines()[0] if reason.strip() else "unreachable"))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            with contextlib.suppress(Exception):
+                self._pool.close(timeout=1)
+            self._pool = None
+            self._ready = None
+
+    def connection(self) -> Any:
+        """A connection of the pool (a context manager), for reading."""
+        from psycopg_pool import PoolTimeout
+
+        pool = self._open()
+        try:
+            return pool.connection()
+        except PoolTimeout:
+            self.close()
+            raise self._unreachable(None) from None
+
+    def run(self, work: Callable[[Any], T]) -> T:
+        """``work(conn)`` in one transaction, again (up to RETRIES) when PostgreSQL rolled it back to break a
+        deadlock or a serialization conflict. A lost or refused connection is :class:`Unreachable`; other
+        errors (the server refused the rows) go to the caller."""
+        import psycopg
+        from psycopg import errors
+        from psycopg_pool import PoolTimeout
+
+        for attempt in range(RETRIES + 1):
+            try:
+                pool = self._open()
+                with pool.connection() as conn, conn.transaction():
+                    return work(conn)
+            except errors.TransactionRollbackError:
+                if attempt == RETRIES:
+                    raise
+            except PoolTimeout:
+                self.close()
+                raise self._unreachable(None) from None
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if isinstance(exc, errors.QueryCanceled):
+                    raise
+                self.close()  # a new pool next time: the server may come back on another address's terms
+                raise self._unreachable(exc) from None
+        raise AssertionError("unreachable")
+
+    def ready(self, machine: str) -> int:
+        """The schema migrated (or refused when newer) and this machine's row, once per pool. Returns the schema
+        version."""
+        from harvester.team import schema
+        from harvester.team.push import Unreachable
+
+        if self._ready == machine:
+            return len(schema.MIGRATIONS)
+        p = self.provenance
+
+        def setup(conn: Any) -> int:
+            return schema.migrate(conn)
+
+        try:
+            number = self._connected(setup)
+        except schema.TeamSchemaNewer as exc:
+            raise Unreachable(str(exc)) from None
+        self.run(lambda conn: conn.execute(
+            f"INSERT INTO {schema.SCHEMA}.machines (id, host, os_user, os, harvester_version) "
+            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET host = excluded.host, "
+            "os_user = excluded.os_user, os = excluded.os, harvester_version = excluded.harvester_version "
+            f"WHERE ({schema.SCHEMA}.machines.host, {schema.SCHEMA}.machines.os_user, {schema.SCHEMA}.machines.os, "
+            f"{schema.SCHEMA}.machines.harvester_version) IS DISTINCT FROM (excluded.host, excluded.os_user, "
+            "excluded.os, excluded.harvester_version)",
+            (machine, p["host"], p["os_user"], p["os"], p["harvester_version"])))
+        self._ready = machine
+        return number
+
+    def _connected(self, work: Callable[[Any], T]) -> T:
+        """``work(conn)`` on a pooled connection outside any transaction of ours (migrate makes its own)."""
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        try:
+            with self._open().connection() as conn:
+                return work(conn)
+        except PoolTimeout:
+            self.close()
+            raise self._unreachable(None) from None
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            self.close()
+            raise self._unreachable(exc) from None
+
+    def check_schema(self) -> int:
+        """The server's schema version, refused (TeamSchemaNewer) when newer than this harvester's; for readers,
+        which never migrate."""
+        from harvester.team import schema
+
+        number = self._connected(schema.version)
+        if number > len(schema.MIGRATIONS):
+            raise schema.TeamSchemaNewer(number, len(schema.MIGRATIONS))
+        return number
+
+
+def pusher(bank: SqliteBank, settings: Settings, env: Mapping[str, str] = os.environ) -> Pusher | None:
+    """The push of this configuration, or None when no team bank is set."""
+    if settings.team is None:
+        return None
+    from harvester.team.push import Pusher
+
+    return Pusher(bank, TeamBank(settings.team, env))
+
+
+class TeamThread:
+    """Pushes in the background, on its own bank connection: after :meth:`wake` (an import), every
+    ``IDLE_SECONDS`` otherwise, and while the server is away with a wait that doubles up to a minute."""
+
+    def __init__(self, settings: Settings, env: Mapping[str, str] = os.environ,
+                 idle_seconds: float = IDLE_SECONDS) -> None:
+        self.settings, self.env, self.idle_seconds = settings, env, idle_seconds
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="harvester-team", daemon=True)
+        self.last: PushReport | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        from harvester.bank import open_bank
+
+        try:
+            bank = open_bank(self.settings.bank, archive=False, repair=False)
+        except Exception:
+            log.exception("team_bank_local_failed")
+            return
+        push = pusher(bank, self.settings, self.env)  # type: ignore[arg-type]
+        backoff, away = 1.0, False
+        try:
+            while push is not None and not self._stop.is_set():
+                self._wake.clear()
+                try:
+                    report = push.push()
+                    self.last = report
+                except Exception:  # one bad pass must not end pushing, nor the service
+                    log.exception("team_push_failed")
+                    report = None
+                if report is not None and report.stopped_by:
+                    if not away:
+                        log.warning("team_bank_away", error=report.stopped_by)
+                    away = True
+                    backoff = min(MAX_WAIT, max(1.0, backoff * 2))
+                    self._stop.wait(backoff)  # the server is away: appends do not hurry it
+                    continue
+                if away:
+                    log.info("team_bank_back")
+                backoff, away = 1.0, False
+                if report is not None and report.pushed:
+                    log.info("pushed", sessions=report.sessions, events=report.events, deleted=report.deleted)
+                self._wake.wait(self._next_wait(push))
+        finally:
+            if push is not None:
+                push.team.close()
+            bank.close()
+
+    def _next_wait(self, push: Pusher) -> float:
+        from harvester.sinks.outbox import seconds_until
+        from harvester.team import outbox
+
+        due = outbox.next_retry(push.bank)
+        return self.idle_seconds if due is None else max(0.2, min(self.idle_seconds, seconds_until(due)))

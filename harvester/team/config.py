@@ -1,0 +1,117 @@
+"""``team_bank`` and ``[team]``: the PostgreSQL team bank this machine pushes to, and what it keeps back.
+
+    team_bank = "postgresql://harvester@db.internal/team"   # or $HARVESTER_TEAM_BANK
+    [team]
+    host = "alice-laptop"           # the name teammates see for this machine (default: its host name)
+    [team.bank."coding-agent::secret"]
+    push = false                    # this repository stays on this machine (what was pushed is deleted there)
+
+The password is never written here: libpq takes it from ``~/.pgpass`` (or ``$PGPASSFILE``), from ``$PGPASSWORD``,
+or from the URL itself; wherever the URL is shown (``config``, ``status``, logs, errors) its password is
+masked. Checked like every other setting (harvester/config.py).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import platform
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+TEAM_BANK_ENV = "HARVESTER_TEAM_BANK"
+HOST_ENV = "HARVESTER_HOST_NAME"
+KEYS = ("bank", "host")
+BANK_KEYS = ("push",)
+MASK = "*****"
+
+
+@dataclass(slots=True)
+class TeamSettings:
+    url: str
+    host: str | None = None  # None: this machine's host name
+    held_banks: list[str] = field(default_factory=list)  # banks whose push = false
+
+    def host_name(self, env: Mapping[str, str] = os.environ) -> str:
+        return self.host or env.get(HOST_ENV) or socket.gethostname() or "unknown"
+
+    def describe(self) -> list[tuple[str, Any]]:
+        return [("url", masked(self.url)), ("host", self.host or "(host name)"), ("held_banks", self.held_banks)]
+
+
+def provenance(settings: TeamSettings, env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Who pushes: the host as the team sees it, the OS user, the OS, this harvester's version."""
+    from harvester import __version__
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+    return {"host": settings.host_name(env), "os_user": user, "os": platform.system().lower(),
+            "harvester_version": __version__}
+
+
+def masked(url: str) -> str:
+    """The URL with its password (if it holds one) replaced by *****."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return MASK
+    if not password:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return parts._replace(netloc=f"{user}:{MASK}@{host}").geturl()
+
+
+def scrub(message: str, url: str) -> str:
+    """An error message with the URL's password taken out (libpq does not print it, but a message may quote
+    the URL)."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    message = message.replace(url, masked(url))
+    return message.replace(password, MASK) if password else message
+
+
+def check_url(where: str, value: Any) -> str:
+    from harvester import config as c
+
+    url = c._nonempty_string(where, value, 'a PostgreSQL URL ("postgresql://user@host/db")')
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise c._wrong_value(where, 'a postgresql:// URL', masked(url))
+    try:
+        urlsplit(url).port  # noqa: B018 (checks the port)
+    except ValueError as exc:
+        raise c.ConfigError(f"{where}: expected a postgresql:// URL, got {masked(url)!r}: {exc}") from None
+    return url
+
+
+def parse_team(where: str, value: Any, url: str | None) -> TeamSettings | None:
+    """The ``[team]`` table (``where`` names it), with the ``team_bank`` URL; None when there is no URL.
+    A ``[team]`` table without one is a mistake worth naming."""
+    from harvester import config as c
+
+    table = c._table(where, value, "a table") if value is not None else {}
+    c._only_known_keys(where, table, KEYS)
+    if url is None:
+        if table:
+            raise c.ConfigError(f"{where}: set team_bank (or ${TEAM_BANK_ENV}) to the PostgreSQL URL it is for")
+        return None
+    s = TeamSettings(url=url)
+    if "host" in table:
+        s.host = c._nonempty_string(f"{where}.host", table["host"], "a host name")
+    if "bank" in table:
+        banks = c._table(f"{where}.bank", table["bank"], 'a table of "bank id" = { push = ... }')
+        for bank, options in banks.items():
+            here = f'{where}.bank."{bank}"'
+            options = c._table(here, options, "a table")
+            c._only_known_keys(here, options, BANK_KEYS)
+            if "push" in options and not c._boolean(f"{here}.push", options["push"]):
+                s.held_banks.append(bank)
+    return s
