@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import sys
@@ -32,6 +33,39 @@ def open_bank_or_fail(settings: Settings, write: bool = False, archive: bool | N
         return open_bank_to_read(settings.bank)
     except BankError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+def open_reading(settings: Settings, team: bool) -> Any:
+    """What a reading command reads: the local bank, or with ``--team`` the team bank (harvester/team/read.py),
+    which answers the same questions in the same shapes."""
+    if not team:
+        return open_bank_or_fail(settings)
+    if settings.team is None:
+        where = settings.config_file or settings.config_path
+        raise click.ClickException(f"--team: no team bank is set: set team_bank in {where} "
+                                   "(or $HARVESTER_TEAM_BANK) to a postgresql:// URL")
+    from harvester.team.push import Unreachable
+    from harvester.team.read import open_reader
+    from harvester.team.schema import TeamSchemaNewer
+
+    local = None
+    if os.path.exists(settings.bank):
+        from harvester.bank import BankError, open_bank
+
+        with contextlib.suppress(BankError):
+            local = open_bank(settings.bank, readonly=True, archive=False)
+    try:
+        return open_reader(settings, local)
+    except (Unreachable, TeamSchemaNewer) as exc:
+        raise click.ClickException(f"the team bank: {exc}") from exc
+    finally:
+        if local is not None:
+            local.close()
+
+
+def team_option(fn: Any) -> Any:
+    return click.option("--team", is_flag=True, help="Read the team bank (team_bank in the config): every "
+                                                     "machine's sessions.")(fn)
 
 
 def enabled_harnesses(settings: Settings, names: tuple[str, ...] = ()) -> list[Harness]:
@@ -225,15 +259,16 @@ def status(settings: Settings, as_json: bool) -> None:
 @where_option
 @click.option("--harness", type=HarnessChoice(), help="Only this agent's sessions.")
 @click.option("--limit", type=int, default=None, help="At most this many (newest first).")
+@team_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
 def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str | None, harness: str | None,
-             limit: int | None, as_json: bool) -> None:
+             limit: int | None, team: bool, as_json: bool) -> None:
     """List sessions, newest first (of every repository, unless --repo, --here or --bank)."""
     from harvester import render
 
     scope = chosen_scope(settings, repo, here, bank_filter)
-    with open_bank_or_fail(settings) as bank:
+    with open_reading(settings, team) as bank:
         rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness, listed=not as_json)
     if as_json:
         _print_json(rows)
@@ -248,13 +283,14 @@ def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str 
 @click.argument("session")
 @click.option("--full", is_flag=True, help="Every text whole: tool output unshortened, and what the bank keeps "
                                            "clipped (past 256 KiB) read from the archive.")
+@team_option
 @click.option("--json", "as_json", is_flag=True, help="The normalized session and events as JSON.")
 @click.pass_obj
-def show(settings: Settings, session: str, full: bool, as_json: bool) -> None:
+def show(settings: Settings, session: str, full: bool, team: bool, as_json: bool) -> None:
     """Show one session's transcript (SESSION: its id, or an unambiguous prefix)."""
     from harvester import render
 
-    with open_bank_or_fail(settings) as bank:
+    with open_reading(settings, team) as bank:
         found = bank.find_sessions(session)
         if not found:
             raise click.ClickException(f"no session matches {session!r}")
@@ -281,6 +317,8 @@ def _whole_texts(bank: Bank, events: list[dict[str, Any]]) -> None:
         if whole is not None:
             event["text"] = whole
             clipped["whole"] = True
+        elif getattr(bank, "team", None) is not None:
+            event["text"] += "\n[the whole text is in the archive of the machine that captured it: it never leaves it]"
         else:
             event["text"] += "\n[the whole text is not in the archive: it was off, or retention removed it]"
 
@@ -292,10 +330,11 @@ def _whole_texts(bank: Bank, events: list[dict[str, Any]]) -> None:
 @click.option("--limit", type=int, default=20, show_default=True, help="Show at most this many, best first.")
 @click.option("--fts", is_flag=True, help="QUERY is SQLite FTS5 syntax (OR, NOT, NEAR, prefix*), not plain words.")
 @click.option("--include-recall", is_flag=True, help="Also the harvester's own answers that sessions recorded.")
+@team_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
 def search(settings: Settings, query: str, repo: str | None, here: bool, bank_filter: str | None,
-           harness: str | None, limit: int, fts: bool, include_recall: bool, as_json: bool) -> None:
+           harness: str | None, limit: int, fts: bool, include_recall: bool, team: bool, as_json: bool) -> None:
     """Search every session: QUERY is plain words (all must match; "a phrase" in quotes)."""
     from harvester import render
     from harvester.bank.sqlite_recall import plain_words
@@ -305,7 +344,7 @@ def search(settings: Settings, query: str, repo: str | None, here: bool, bank_fi
         match = query if fts else plain_words(query)
     except ValueError as exc:
         raise BadQuery(str(exc)) from exc
-    with open_bank_or_fail(settings) as bank:
+    with open_reading(settings, team) as bank:
         try:
             page = bank.search_page(match, scope, limit, harness=harness, include_recall=include_recall)
         except sqlite3.OperationalError as exc:
@@ -326,16 +365,17 @@ def search(settings: Settings, query: str, repo: str | None, here: bool, bank_fi
 @click.option("--session", "session_ref", metavar="ID", help="This session (default: the latest).")
 @click.option("--harness", type=HarnessChoice(), help="The latest session of this agent.")
 @click.option("--max-bytes", type=int, default=8192, show_default=True, help="At most this much text.")
+@team_option
 @click.option("--json", "as_json", is_flag=True, help="The session and the brief as JSON.")
 @click.pass_obj
 def context(settings: Settings, repo: str | None, session_ref: str | None, harness: str | None, max_bytes: int,
-            as_json: bool) -> None:
+            team: bool, as_json: bool) -> None:
     """Print where work stands in this repository: the handoff brief of the latest session."""
     from harvester.recall import brief
     from harvester.recall.scope import scope_for
     from harvester.recall.views import Recall, RecallError
 
-    with open_bank_or_fail(settings) as bank:
+    with open_reading(settings, team) as bank:
         r = Recall(bank, scope_for(os.getcwd(), settings.bank_id_template, repo=repo))
         try:
             chosen = brief.pick_session(r, session_ref, harness)
@@ -385,12 +425,13 @@ def export_sessions(settings: Settings, repo: str | None, target: str | None, fm
 @cli.command("mcp")
 @click.option("--harness", type=HarnessChoice(),
               help="The agent that starts the server: its own live session is never handed back to it.")
+@team_option
 @click.pass_obj
-def mcp_server(settings: Settings, harness: str | None) -> None:
+def mcp_server(settings: Settings, harness: str | None, team: bool) -> None:
     """Serve this repository's history to an agent over MCP (stdio; read-only)."""
     from harvester.mcp import serve
 
-    with open_bank_or_fail(settings) as bank:
+    with open_reading(settings, team) as bank:
         serve(bank, settings.bank_id_template, harness, settings.timings.recent_minutes)
 
 

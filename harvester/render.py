@@ -362,6 +362,10 @@ def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
     for row in table:
         row[5] = " ".join(row[5].split())  # a title on one line (after visible: \x1c-\x1e are spaces to split)
     headers = ["SESSION", "HARNESS", "BANK", "UPDATED", "EVENTS", "TITLE"]
+    if "host" in rows[0]:  # the team bank's (harvester/team/read.py): whose machine each came from, last
+        headers.append("HOST")
+        for row, r in zip(table, _visible_cells([[r["host"] or ""] for r in rows]), strict=True):
+            row.append(r[0])
     if width:
         columns = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers)]
         for column, floor in ((5, 10), (2, 16), (0, 9)):  # what gives way first, and how far (9: an id's prefix)

@@ -18,11 +18,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """Sessions of one repository (``repo_root``, or those filed under ``bank_id``), or every session."""
+    """Sessions of one repository (``repo_root``, or those filed under ``bank_id``), or every session.
+    ``origin_id``: the repository's normalized origin, its identity in a team bank (harvester/team/read.py)."""
 
     label: str  # what answers call it: the bank id, or "every repository"
     repo_root: str | None = None
     bank_id: str | None = None
+    origin_id: str | None = None
 
     @property
     def everything(self) -> bool:
@@ -53,5 +55,5 @@ def scope_for(directory: str, template: str, repo: str | None = None, bank: str 
     identity = (resolver or GitResolver()).resolve(where)
     label = bank_id(template, identity, where, "")
     if identity.in_git:
-        return Scope(label, repo_root=identity.root, bank_id=label)
+        return Scope(label, repo_root=identity.root, bank_id=label, origin_id=identity.origin_id)
     return Scope(label, bank_id=label)

@@ -17,7 +17,9 @@ The tables, and why:
 - ``events``: unique by (session, uid), as in the local bank; ``search`` is a generated ``tsvector`` (the
   ``simple`` configuration: plain words, no stemming, as the local index) with a GIN index. Its text is what
   the local index holds: long tool output by its first 2 KiB and last 1 KiB, other texts up to 100,000
-  characters (a tsvector holds at most 1 MiB).
+  characters (a tsvector holds at most 1 MiB); punctuation is made a space first, so that words are cut as
+  the local index (FTS5's unicode61) cuts them: ``source`` is found in ``src/source.py``, and ``notes.txt``
+  is the phrase "notes txt" (PostgreSQL's parser alone keeps a path or a file name as one word).
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ class TeamSchemaNewer(Exception):
                          f"knows up to {known}): upgrade harvester on this machine to push to it or read it")
 
 
-SEARCH_TEXT = ("CASE WHEN kind = 'tool_result' AND length(text) > 3072 "
-               "THEN left(text, 2048) || E'\\n' || right(text, 1024) ELSE left(text, 100000) END")
+SEARCH_TEXT = ("regexp_replace(CASE WHEN kind = 'tool_result' AND length(text) > 3072 "
+               "THEN left(text, 2048) || E'\\n' || right(text, 1024) ELSE left(text, 100000) END, "
+               "'[[:punct:]]+', ' ', 'g')")
 
 MIGRATIONS: list[str] = [
     # 1: machines, repositories, sessions, events with their full-text index.
