@@ -319,3 +319,34 @@ def test_scan_with_a_mistyped_harness_exits_2_as_a_process(tmp_path: Path) -> No
     assert result.stdout == ""
     assert result.stderr == (f'Error: {daemon.config}: harnesses: unknown harness "claude" '
                              f'(did you mean "claude-code"? valid: {VALID_HARNESSES})\n')
+
+
+# --- the team bank (harvester/team/config.py) ---
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("team_bank = 5\n", 'team_bank: expected a PostgreSQL URL ("postgresql://user@host/db") (a string), got 5 (an integer)'),
+    ('team_bank = "mysql://u:pw@h/db"\n', 'team_bank: expected a postgresql:// URL, got "mysql://u:*****@h/db"'),
+    ('[team]\nhost = "x"\n', "team: set team_bank (or $HARVESTER_TEAM_BANK) to the PostgreSQL URL it is for"),
+    ('team_bank = "postgresql://h/db"\n[team]\nhots = "x"\n', 'team: unknown key "hots" (did you mean "host"? valid: '
+                                                             "bank, host)"),
+    ('team_bank = "postgresql://h/db"\n[team.bank."coding-agent::x"]\npush = "no"\n',
+     'team.bank."coding-agent::x".push: expected true or false, got "no" (a string)'),
+])
+def test_team_settings_are_checked_and_a_password_is_never_shown(tmp_path: Path, text: str, expected: str) -> None:
+    assert file_error(tmp_path, text) == expected
+
+
+def test_the_team_bank_url_shows_its_password_masked_wherever_it_comes_from(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('team_bank = "postgresql://bob:s3cret@db.example:5432/team"\n'
+                    '[team.bank."coding-agent::secret"]\npush = false\n')
+    settings = config.load({config.CONFIG_ENV: str(path), "HOME": str(tmp_path)})
+    assert settings.team is not None and settings.team.held_banks == ["coding-agent::secret"]
+    shown = {key: (value, origin) for key, value, origin in settings.describe()}
+    assert shown["team_bank"] == ("postgresql://bob:*****@db.example:5432/team", str(path))
+    assert "s3cret" not in repr(settings.describe())
+    from_env = config.load({config.CONFIG_ENV: str(path), "HOME": str(tmp_path),
+                            "HARVESTER_TEAM_BANK": "postgresql://ann:pw2@other/db"})
+    assert from_env.team is not None and from_env.team.url == "postgresql://ann:pw2@other/db"
+    assert {k: o for k, _, o in from_env.describe()}["team_bank"] == "$HARVESTER_TEAM_BANK"
+    assert config.load({"HOME": str(tmp_path), config.CONFIG_ENV: ""}).team is None  # none by default
