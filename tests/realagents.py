@@ -19,6 +19,7 @@ Typical use::
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -27,6 +28,8 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,6 +145,17 @@ def install(agent: str | Agent, timeout: float = 900) -> Path:
     spec = _agent(agent)
     if spec.executable.exists():
         return spec.executable
+    CACHE.mkdir(parents=True, exist_ok=True)
+    # One installer per agent: `.ci/run` warms the cache in the background (python -m tests.realagents install)
+    # while the e2e suite's own fixture may ask for the same agent; the second waits, then finds it there.
+    with open(CACHE / f"{spec.package.replace('/', '+')}@{spec.version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not spec.executable.exists():
+            _install(spec, timeout)
+    return spec.executable
+
+
+def _install(spec: Agent, timeout: float) -> None:
     spec.install_dir.mkdir(parents=True, exist_ok=True)
     if spec.pip:
         venv = spec.install_dir / "venv"
@@ -162,7 +176,29 @@ def install(agent: str | Agent, timeout: float = 900) -> Path:
         _quiet([*npm_install, f"{spec.package}@{spec.version}", *runtime], timeout, env)
     if not spec.executable.exists():
         raise RuntimeError(f"installed {spec.package}@{spec.version} but {spec.executable} is missing")
-    return spec.executable
+
+
+INSTALLS_AT_ONCE = 4  # npm and pip mostly wait on the network; each agent has its own prefix or venv
+
+
+def install_all(say: Callable[[str], None] = print, names: list[str] | None = None) -> int:
+    """Install every agent (or ``names``) that is missing, INSTALLS_AT_ONCE at a time, saying each as it is
+    done; returns how many failed (their tests say why, when they install again)."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    missing = [AGENTS[n] for n in (names or list(AGENTS)) if not AGENTS[n].executable.exists()]
+    if not missing:
+        return 0
+    say(f"installing {len(missing)} agent CLIs into .cache/agents, {INSTALLS_AT_ONCE} at a time ...")
+    started, failed = time.monotonic(), 0
+    with ThreadPoolExecutor(INSTALLS_AT_ONCE) as pool:
+        futures = {pool.submit(install, agent): agent for agent in missing}
+        for n, future in enumerate(as_completed(futures), start=1):
+            agent = futures[future]
+            failed += future.exception() is not None
+            outcome = "failed: its test says why" if future.exception() else "done"
+            say(f"  {agent.package}@{agent.version} {outcome} ({n}/{len(missing)}, {time.monotonic() - started:.0f} s)")
+    return failed
 
 
 def python_for(version: str) -> str:
@@ -543,3 +579,11 @@ def popen(agent: str | Agent, args: list[str], cwd: Path, home: Path, port: int)
         text=True,
         start_new_session=True,
     )
+
+
+if __name__ == "__main__":
+    # `python -m tests.realagents install`: warm .cache/agents (what .ci/run does beside the other tests).
+    if sys.argv[1:] != ["install"]:
+        print("usage: python -m tests.realagents install", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(1 if install_all(lambda text: print(f"tests/realagents: {text}", flush=True)) else 0)

@@ -14,7 +14,6 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,27 +68,14 @@ EXPECT: dict[str, Expect] = {
 }
 
 
-INSTALLS_AT_ONCE = 4  # npm and pip mostly wait on the network; each agent has its own prefix or venv
-
-
 @pytest.fixture(scope="module", autouse=True)
 def installed(request: pytest.FixtureRequest) -> None:
     """Every agent installed up front, in parallel, saying which as each is done (on a fresh clone this
-    takes minutes: a person running the tests must see it is not stuck). A failure here is left for that
-    agent's own test, whose install (one at a time, now) fails it with the reason."""
-    missing = [realagents.AGENTS[name] for name in EXPECT if not realagents.AGENTS[name].executable.exists()]
-    if not missing:
-        return
+    takes minutes: a person running the tests must see it is not stuck; `.ci/run` starts it before the
+    other tests, and this waits for what it has not finished). A failure here is left for that agent's own
+    test, whose install (one at a time, now) fails it with the reason."""
     capture = request.config.pluginmanager.get_plugin("capturemanager")
-    say = lambda text: _say(capture, text)  # noqa: E731
-    say(f"installing {len(missing)} agent CLIs into .cache/agents, {INSTALLS_AT_ONCE} at a time ...")
-    started = time.monotonic()
-    with ThreadPoolExecutor(INSTALLS_AT_ONCE) as pool:
-        futures = {pool.submit(realagents.install, agent): agent for agent in missing}
-        for n, future in enumerate(as_completed(futures), start=1):
-            agent = futures[future]
-            outcome = "failed: its test says why" if future.exception() else "done"
-            say(f"  {agent.package}@{agent.version} {outcome} ({n}/{len(missing)}, {time.monotonic() - started:.0f} s)")
+    realagents.install_all(lambda text: _say(capture, text), list(EXPECT))
 
 
 def _say(capture: Any, text: str) -> None:
