@@ -18,6 +18,7 @@ from harvester.parsers import (
     dcode,
     deepseek_harness,
     devin,
+    droid,
     gemini_cli,
     grok,
     openclaw,
@@ -68,5 +69,6 @@ HARNESSES: dict[str, Harness] = {
         Harness(deepseek_harness.NAME, deepseek_harness.roots, deepseek_harness.SOURCES, deepseek_harness.parse,
                 "DeepSeek Harness", deepseek_harness.PROCESSES),
         Harness(dcode.NAME, dcode.roots, dcode.SOURCES, dcode.parse, "DeepAgents Code", dcode.PROCESSES),
+        Harness(droid.NAME, droid.roots, droid.SOURCES, droid.parse, "Factory Droid", droid.PROCESSES),
     )
 }

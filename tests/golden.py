@@ -115,6 +115,7 @@ LAYOUTS: dict[str, Layout] = {
     "deepseek_harness": Layout("deepseek-harness", _env("DSH_HOME")),
     "devin": Layout("devin", _built("sessions.sql", "sessions.db", _link(".local/share/devin/cli"))),
     "dcode": Layout("dcode", _built("sessions.sql", "sessions.db", _env("DEEPAGENTS_HOME"))),
+    "droid": Layout("droid", _link(".factory")),
     "cline": Layout("cline", _built("sessions.sql", "sessions.db", _env("CLINE_DATA_DIR")), hand="hand/sdk"),
     "cline-legacy": Layout("cline-legacy", _env("CLINE_DATA_DIR"), "cline", "hand/legacy"),
     "roo-code": Layout("roo-code", _link(".config/Code/User/globalStorage/rooveterinaryinc.roo-cline"), "cline",

@@ -41,7 +41,7 @@ MODEL = "fake-model"
 SCRUB_PREFIXES = (
     "XDG_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_", "GEMINI_", "GOOGLE_", "QWEN_", "OPENCODE_", "KILO_",
     "CONTINUE_", "AIDER_", "LITELLM_", "COPILOT_", "PI_", "OMP_", "OTEL_",
-    "DEEPAGENTS_", "LANGSMITH_", "LANGCHAIN_", "OPENCLAW_", "CLINE_", "DSH_", "DEEPSEEK_",
+    "DEEPAGENTS_", "LANGSMITH_", "LANGCHAIN_", "OPENCLAW_", "CLINE_", "DSH_", "DEEPSEEK_", "FACTORY_", "DROID_",
     "HARVESTER_",  # agents pass their environment on to the MCP servers they start: not the caller's bank
 )  # fmt: skip
 SCRUB_SUFFIXES = ("_API_KEY", "_BASE_URL", "_API_BASE", "_AUTH_TOKEN")
@@ -81,6 +81,9 @@ class Agent:
     python: str = ""
     # npm: more `npm install` arguments (flags, packages installed beside it), for both install commands.
     npm_args: tuple[str, ...] = ()
+    # npm: the executable's path inside node_modules when the package links none into .bin (a platform
+    # package carrying a native binary, installed without the loader that would pick it).
+    bin_path: str = ""
 
     @property
     def install_dir(self) -> Path:
@@ -90,6 +93,8 @@ class Agent:
     def executable(self) -> Path:
         if self.pip:
             return self.install_dir / "venv" / "bin" / self.binary
+        if self.bin_path:
+            return self.install_dir / "node_modules" / self.bin_path
         return self.install_dir / "node_modules" / ".bin" / self.binary
 
     @property
@@ -111,6 +116,10 @@ AGENTS: dict[str, Agent] = {
         Agent("aider", "aider-chat", "0.86.2", "aider", "", pip=True),
         # 0.1.88 is the newest for Python < 3.14 (0.2.x requires >= 3.14, which this machine lacks).
         Agent("dcode", "deepagents-code", "0.1.88", "dcode", ".deepagents", pip=True, python="3.13"),
+        # Factory Droid: the platform package itself (the loader @factory/cli is at 0.225.1 in the registry, its
+        # binary package only at 0.225.2: the loader's pinned optional dependency is never found).
+        Agent("droid", "@factory/cli-linux-x64", "0.225.2", "droid", ".factory",
+              bin_path="@factory/cli-linux-x64/bin/droid"),
         # A loader for the native @github/copilot-linux-x64 binary (which unpacks its app to a package cache).
         Agent("copilot-cli", "@github/copilot", "1.0.102", "copilot", ".copilot"),
         # pi wants node >= 22.19 (the machine has 20): a node from the registry goes beside it.
@@ -241,6 +250,7 @@ def store(agent: str | Agent, home: Path, repo: Path) -> list[Path]:
         "copilot-cli": ["session-state/*/events.jsonl", "session-state/*/workspace.yaml", "session-state/*.jsonl"],
         "dcode": [".state/sessions.db", ".state/sessions.db-wal", ".state/sessions.db-shm", "transcripts/**/*.jsonl"],
         "cline": ["sessions/*/*.json", "db/sessions.db", "db/sessions.db-wal", "db/sessions.db-shm"],
+        "droid": ["sessions/**/*.jsonl", "sessions/**/*.settings.json"],
         "deepseek-harness": ["sessions/*/*/session*.jsonl", "sessions/*/*/session*.jsonl.zstd"],
     }[spec.name]
     found = {p for pattern in patterns for p in root.glob(pattern) if p.is_file()}
@@ -324,6 +334,10 @@ def agent_env(agent: str | Agent, home: Path, port: int) -> dict[str, str]:
             "cline": {"CLINE_SESSION_BACKEND_MODE": "local"},
             # Its DeepSeek adapter posts to $DEEPSEEK_BASE_URL/chat/completions (default model deepseek-v4-flash).
             "deepseek-harness": {"DEEPSEEK_BASE_URL": f"{url}/v1", "DEEPSEEK_API_KEY": DUMMY_KEY},
+            # BYOK model in settings.json; Factory's own API and telemetry at the fake server, whose 404s say
+            # "no such session" to a resume (unreachable, `exec -s` fails: it asks the cloud first). No updates.
+            "droid": {"FACTORY_API_BASE_URL": url, "FACTORY_TELEMETRY_INGEST_BASE_URL": url,
+                      "FACTORY_DROID_AUTO_UPDATE_ENABLED": "false", "FACTORY_DISABLE_KEYRING": "1"},
             "aider": {
                 "OPENAI_API_BASE": f"{url}/v1",
                 "OPENAI_API_KEY": DUMMY_KEY,
@@ -434,6 +448,10 @@ def config_files(agent: str | Agent, home: Path, port: int) -> dict[Path, str]:
         return {root / "settings" / "providers.json": json.dumps(providers, indent=2) + "\n",
                 root / "settings" / "global-settings.json": json.dumps(
                     {"telemetryOptOut": True, "autoUpdateEnabled": False}, indent=2) + "\n"}
+    if spec.name == "droid":  # a BYOK model (its id in the CLI: custom:<displayName>-<index>)
+        model = {"model": MODEL, "displayName": "fake", "baseUrl": f"{url}/v1", "apiKey": DUMMY_KEY,
+                 "provider": "generic-chat-completion-api", "maxOutputTokens": 4096}
+        return {root / "settings.json": json.dumps({"customModels": [model]}, indent=2) + "\n"}
     return {}  # Claude Code and Aider: environment and flags only
 
 
@@ -484,6 +502,8 @@ def prompt_args(agent: str | Agent, prompt: str, resume: bool = False, home: Pat
         return ["agent", "--local", "--message", prompt]
     if name == "dcode":  # -n is headless; there -r needs a thread id (it refuses a bare -r): popen fills it in
         return [*(["-r", DCODE_LATEST] if resume else []), "-n", prompt, "-M", f"openai:{MODEL}"]
+    if name == "droid":  # exec has no --last: popen fills in the newest session of the home
+        return ["exec", "-m", DROID_MODEL, *(["-s", DROID_LATEST] if resume else []), prompt]
     if name == "cline":  # --id opens the TUI whatever else is given: a resume goes over ACP (popen)
         return [CLINE_ACP, prompt] if resume else [prompt]
     if name == "deepseek-harness":  # the headless profile always starts a new session: a resume goes over web
@@ -498,6 +518,18 @@ CLINE_ACP = "<cline over ACP>"  # first of Cline's resume args: popen runs tests
 
 
 DCODE_LATEST = "<latest dcode thread>"  # in dcode's resume args until popen looks the thread up
+
+
+DROID_MODEL = "custom:fake-0"  # the first customModels entry, by the displayName config_files gives it
+DROID_LATEST = "<latest droid session>"  # in Droid's resume args until popen looks the session up
+
+
+def droid_latest_session(home: Path) -> str:
+    """The newest Droid session under ``home`` (its transcript most recently written)."""
+    transcripts = sorted((home / ".factory" / "sessions").rglob("*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
+    if not transcripts:
+        raise RuntimeError(f"no Droid session under {home}")
+    return transcripts[-1].stem
 
 
 def dcode_latest_thread(home: Path) -> str:
@@ -563,6 +595,7 @@ def kill(proc: subprocess.Popen[str]) -> None:
 def popen(agent: str | Agent, args: list[str], cwd: Path, home: Path, port: int) -> subprocess.Popen[str]:
     """Start the agent in its own process group without waiting; the caller must wait or :func:`kill`."""
     args = [dcode_latest_thread(home) if a == DCODE_LATEST else a for a in args]
+    args = [droid_latest_session(home) if a == DROID_LATEST else a for a in args]
     command = [str(install(agent)), *args]
     if args[:1] == [CLINE_ACP]:  # the driver runs the agent as its child, in this process group
         command = [sys.executable, str(Path(__file__).with_name("realagents_acp.py")), command[0], *args[1:]]

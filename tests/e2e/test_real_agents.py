@@ -60,6 +60,8 @@ EXPECT: dict[str, Expect] = {
     "oh-my-pi": Expect("oh-my-pi", kill=True),
     "openclaw": Expect("openclaw", kill=True, prompt_after=120),  # transcripts in SQLite (polled); process title openclaw-agent
     "copilot-cli": Expect("copilot-cli", kill=True),
+    # Droid appends each message as it comes (the prompt before the model answers): a killed turn is there.
+    "droid": Expect("droid", kill=True),
     # Resumes go over ACP (tests/realagents_acp.py). No kill: messages.json is written at a turn's end
     # only, so a turn killed midway never reaches the store (sessions.db just says "running").
     "cline": Expect("cline"),
