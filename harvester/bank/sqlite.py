@@ -29,7 +29,7 @@ from harvester.bank.sqlite_events import (
     stamp_changed,
 )
 from harvester.bank.sqlite_index import SqliteIndex
-from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, check_bank
+from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, check_bank, hold, release
 from harvester.bank.sqlite_read import SqliteReads
 from harvester.bank.sqlite_recall import SqliteRecall
 from harvester.foreign_sqlite import open_readonly
@@ -82,6 +82,7 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
         self.archive_report: ArchiveReport | None = None
         self._write_turns: int | None = None  # see share_writes
         self._directories: tuple[tuple[int, int], list[str]] | None = None  # known_directories, and as of what
+        self._held: tuple[int, int] | None = None  # see sqlite_open._HELD
         check_bank(path)  # before the first byte is changed: refuse what is not ours
         try:
             if readonly:
@@ -103,6 +104,7 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
                     log_repair(self.archive_report)
             elif where.is_dir():
                 self.archive = Archive(where, readonly=True)  # what reading commands need of it
+            self._held = hold(path)
         except (sqlite3.Error, OSError) as exc:
             raise BankError(f"cannot open the bank at {path}: {exc}") from exc
 
@@ -164,6 +166,8 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
 
     def close(self) -> None:
         self.share_writes(False)
+        release(self._held)
+        self._held = None
         if self.readonly:
             self._readonly.close()
         else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
 import time
 
 from harvester.bank import BankError, NotABank
@@ -17,12 +18,53 @@ from harvester.foreign_sqlite import HEADER, NotADatabase, open_readonly, read_h
 APPLICATION_ID = 0x48565354
 # What a bank written before the stamp existed holds (user_version 1 to 4): it is ours.
 _BANK_TABLES = {"sessions", "events", "sources", "problems", "imports", "directories"}
+# The banks this process holds open, by (device, inode): how many connections. Closing ANY descriptor of a file
+# drops every POSIX lock the process holds on it, SQLite's included (fcntl locks are the process's, not the
+# descriptor's). A second open of a bank in one process (the service's push and forwarding threads) would do
+# that with its header check (read_header opens and closes the file): the next process to close the bank would
+# then find no other holder, checkpoint and delete the WAL under this one's connections, whose writes no one
+# else would see again, and a kill would lose. SQLite's own opens of one file share a descriptor; ours must not
+# add one, so a bank already open here is not read again.
+_HELD: dict[tuple[int, int], int] = {}
+_HELD_LOCK = threading.Lock()
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def hold(path: str) -> tuple[int, int] | None:
+    """Note that this process holds the bank at ``path`` open; :func:`release` the key when it is closed."""
+    key = _identity(path)
+    if key is not None:
+        with _HELD_LOCK:
+            _HELD[key] = _HELD.get(key, 0) + 1
+    return key
+
+
+def release(key: tuple[int, int] | None) -> None:
+    if key is None:
+        return
+    with _HELD_LOCK:
+        if _HELD.get(key, 0) > 1:
+            _HELD[key] -= 1
+        else:
+            _HELD.pop(key, None)
 
 
 def check_bank(path: str) -> None:
     """Refuse (:class:`NotABank`) a file at ``path`` that is not a harvester bank (another program's
     database, another format), having read it without changing it or anything beside it. A missing
-    or empty file is a bank about to be created."""
+    or empty file is a bank about to be created. A bank this process holds open was checked when it was opened,
+    and is not read again (see _HELD)."""
+    key = _identity(path)
+    with _HELD_LOCK:
+        if key is not None and key in _HELD:
+            return
     try:
         header = read_header(path)
     except FileNotFoundError:
