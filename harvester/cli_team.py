@@ -42,7 +42,8 @@ def team_push(settings: Settings) -> None:
     push = pusher(bank, settings)  # type: ignore[arg-type]
     assert push is not None
     outbox.enqueue(bank)  # type: ignore[arg-type]
-    outbox.requeue(bank, ("held", "theirs"))  # type: ignore[arg-type]  # a setting, or an owner, may have changed
+    outbox.rehold(bank, options.held_banks)  # type: ignore[arg-type]
+    outbox.requeue(bank, ("theirs",))  # type: ignore[arg-type]  # its owner there may have let go (held: push)
     total = outbox.pending_count(bank)  # type: ignore[arg-type]
     line = ProgressLine()
     seen = 0
@@ -67,8 +68,8 @@ def team_push(settings: Settings) -> None:
     for error in report.errors[:10]:
         terminal.echo(f"  {error}", err=True)
     if report.stopped_by:
-        terminal.echo(f"stopped: the team bank cannot be reached ({report.stopped_by}); the rest stays queued",
-                      err=True)
+        why = report.stopped_by if report.refused else f"the team bank cannot be reached ({report.stopped_by})"
+        terminal.echo(f"stopped: {why}; the rest stays queued", err=True)
         sys.exit(1)
     if report.failed:
         sys.exit(1)

@@ -56,10 +56,18 @@ class TeamBank:
     def _open(self) -> Any:
         import logging
 
+        import psycopg
         from psycopg_pool import ConnectionPool, PoolTimeout
 
         if self._pool is not None:
             return self._pool
+        # One connection first: a server that refuses (down, no such database) is said at once in libpq's words;
+        # the pool would try again in the background until its timeout, then say only that it timed out.
+        try:
+            psycopg.connect(self.settings.url, connect_timeout=int(CONNECT_SECONDS),
+                            application_name="harvester").close()
+        except psycopg.Error as exc:
+            raise self._unreachable(exc) from None
         # The pool's own warnings would repeat what the push records (and logs once) as the server's absence.
         logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
         pool = ConnectionPool(self.settings.url, min_size=1, max_size=self.max_size, open=False, name="harvester-team",
@@ -121,15 +129,15 @@ class TeamBank:
                 pool = self._open()
                 with pool.connection() as conn, conn.transaction():
                     return work(conn)
-            except errors.TransactionRollbackError:
+            except errors.TransactionRollback:
                 if attempt == RETRIES:
                     raise
             except PoolTimeout:
                 self.close()
                 raise self._unreachable(None) from None
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                if isinstance(exc, errors.QueryCanceled):
-                    raise
+                if not _lost(exc):
+                    raise  # the server refused these rows (a limit, a canceled statement): the caller's to settle
                 self.close()  # a new pool next time: the server may come back on another address's terms
                 raise self._unreachable(exc) from None
         raise AssertionError("unreachable")
@@ -137,20 +145,28 @@ class TeamBank:
     def ready(self, machine: str) -> int:
         """The schema migrated (or refused when newer) and this machine's row, once per pool. Returns the schema
         version."""
+        import psycopg
+
         from harvester.team import schema
-        from harvester.team.push import Unreachable
+        from harvester.team.push import Refused
 
         if self._ready == machine:
             return len(schema.MIGRATIONS)
-        p = self.provenance
-
-        def setup(conn: Any) -> int:
-            return schema.migrate(conn)
-
         try:
-            number = self._connected(setup)
+            number = self._connected(schema.migrate)
+            self._machine_row(machine)
         except schema.TeamSchemaNewer as exc:
-            raise Unreachable(str(exc)) from None
+            raise Refused(str(exc)) from None
+        except psycopg.Error as exc:  # the server answers, and refuses: a role that may not create the schema
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise Refused(self.scrub(f"the team bank refuses to set up its schema: {reason}")) from None
+        self._ready = machine
+        return number
+
+    def _machine_row(self, machine: str) -> None:
+        from harvester.team import schema
+
+        p = self.provenance
         self.run(lambda conn: conn.execute(
             f"INSERT INTO {schema.SCHEMA}.machines (id, host, os_user, os, harvester_version) "
             "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET host = excluded.host, "
@@ -159,8 +175,6 @@ class TeamBank:
             f"{schema.SCHEMA}.machines.harvester_version) IS DISTINCT FROM (excluded.host, excluded.os_user, "
             "excluded.os, excluded.harvester_version)",
             (machine, p["host"], p["os_user"], p["os"], p["harvester_version"])))
-        self._ready = machine
-        return number
 
     def _connected(self, work: Callable[[Any], T]) -> T:
         """``work(conn)`` on a pooled connection outside any transaction of ours (migrate makes its own)."""
@@ -174,6 +188,8 @@ class TeamBank:
             self.close()
             raise self._unreachable(None) from None
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            if not _lost(exc):
+                raise
             self.close()
             raise self._unreachable(exc) from None
 
@@ -186,6 +202,15 @@ class TeamBank:
         if number > len(schema.MIGRATIONS):
             raise schema.TeamSchemaNewer(number, len(schema.MIGRATIONS))
         return number
+
+
+def _lost(exc: Exception) -> bool:
+    """Whether an error says the server is away (the connection failed, was lost or closed; the server shuts down
+    or lacks the resources to serve), not that it refused what it was sent: that costs those rows alone."""
+    import psycopg
+
+    state = getattr(exc, "sqlstate", None)
+    return isinstance(exc, psycopg.InterfaceError) or state is None or state.startswith(("08", "53", "57P"))
 
 
 def pusher(bank: SqliteBank, settings: Settings, env: Mapping[str, str] = os.environ) -> Pusher | None:

@@ -16,11 +16,12 @@ from __future__ import annotations
 import getpass
 import os
 import platform
+import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 TEAM_BANK_ENV = "HARVESTER_TEAM_BANK"
 HOST_ENV = "HARVESTER_HOST_NAME"
@@ -54,29 +55,44 @@ def provenance(settings: TeamSettings, env: Mapping[str, str] = os.environ) -> d
             "harvester_version": __version__}
 
 
+_QUERY_PASSWORD = re.compile(r"(?:^|&)(?:ssl)?password=([^&]*)")  # libpq: password, sslpassword
+
+
 def masked(url: str) -> str:
-    """The URL with its password (if it holds one) replaced by *****."""
+    """The URL with its password (if it holds one, as ``user:password@`` or as libpq's ``?password=``)
+    replaced by *****."""
     try:
         parts = urlsplit(url)
         password = parts.password
     except ValueError:
         return MASK
-    if not password:
+    if not password and not _QUERY_PASSWORD.search(parts.query):
         return url
-    user = parts.username or ""
-    host = parts.netloc.rsplit("@", 1)[1]
-    return parts._replace(netloc=f"{user}:{MASK}@{host}").geturl()
+    if password:
+        user = parts.username or ""
+        host = parts.netloc.rsplit("@", 1)[1]
+        parts = parts._replace(netloc=f"{user}:{MASK}@{host}")
+    query = _QUERY_PASSWORD.sub(lambda m: m.group(0)[:m.start(1) - m.start(0)] + MASK, parts.query)
+    return parts._replace(query=query).geturl()
+
+
+def passwords(url: str) -> set[str]:
+    """The URL's passwords, as written and as libpq reads them (percent-decoded)."""
+    try:
+        parts = urlsplit(url)
+        found = [parts.password or "", *_QUERY_PASSWORD.findall(parts.query)]
+    except ValueError:
+        return set()
+    return {p for raw in found if raw for p in (raw, unquote(raw))}
 
 
 def scrub(message: str, url: str) -> str:
     """An error message with the URL's password taken out (libpq does not print it, but a message may quote
     the URL)."""
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        password = None
     message = message.replace(url, masked(url))
-    return message.replace(password, MASK) if password else message
+    for password in sorted(passwords(url), key=len, reverse=True):
+        message = message.replace(password, MASK)
+    return message
 
 
 def check_url(where: str, value: Any) -> str:

@@ -64,8 +64,33 @@ def enqueue(bank: SqliteBank, batch: int = 5000) -> int:
             return queued
 
 
+def rehold(bank: SqliteBank, held_banks: list[str]) -> int:
+    """Queue the sessions whose bank's ``push`` setting changed since they were pushed (or held): those of a bank
+    now ``push = false`` go, to be deleted there; those of a bank no longer held, to be pushed. A session that
+    itself did not change would otherwise stay as it was there. Returns how many."""
+    now = now_iso()
+    queued = 0
+    marks = ", ".join("?" * len(held_banks))
+    if held_banks and bank.conn.execute(
+            f"SELECT 1 FROM sessions s JOIN team_sessions t ON t.harness = s.harness AND t.native_id = s.native_id "
+            f"WHERE s.bank_id IN ({marks}) AND t.state IN ('pushed', 'theirs') LIMIT 1", held_banks).fetchone():
+        with bank.transaction() as conn:
+            queued += conn.execute(
+                "UPDATE team_sessions SET state = 'pending', next_try_at = NULL, queued_at = ? "
+                "WHERE state IN ('pushed', 'theirs') AND (harness, native_id) IN "
+                f"(SELECT harness, native_id FROM sessions WHERE bank_id IN ({marks}))", (now, *held_banks)).rowcount
+    released = ("state = 'held' AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.harness = team_sessions.harness "
+                f"AND s.native_id = team_sessions.native_id AND s.bank_id IN ({marks}))")
+    if bank.conn.execute(f"SELECT 1 FROM team_sessions WHERE {released} LIMIT 1", held_banks).fetchone():
+        with bank.transaction() as conn:
+            queued += conn.execute(f"UPDATE team_sessions SET state = 'pending', next_try_at = NULL, queued_at = ? "
+                                   f"WHERE {released}", (now, *held_banks)).rowcount
+    return queued
+
+
 def requeue(bank: SqliteBank, states: tuple[str, ...]) -> int:
-    """Queue again the sessions in ``states`` (``team push``: what failed, or was held by a setting)."""
+    """Queue again the sessions in ``states`` (``team push``: those another machine owned there, which it may
+    have let go since)."""
     marks = ", ".join("?" * len(states))
     with bank.transaction() as conn:
         return conn.execute(f"UPDATE team_sessions SET state = 'pending', next_try_at = NULL, queued_at = ? "

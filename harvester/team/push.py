@@ -12,7 +12,8 @@ For each batch of queued sessions (in (harness, native id) order, the same on ev
 3. then, in the local bank, each session's cursor (the clock pushed up to, the events pushed, the resync
    count seen). A kill -9 between 2 and 3 pushes the batch again: the same rows, nothing changed.
 
-A server that cannot be reached stops the pass (``stopped_by``); the service tries again with a back-off.
+A server that cannot be reached, or that refuses this harvester (a newer schema, no right to create it), stops
+the pass (``stopped_by``); the service tries again with a back-off.
 Rows the server refuses (a constraint, bad data) cost their sessions alone: they are retried one by one, and
 those that still fail are marked failed with the error, retried later with a back-off.
 """
@@ -62,6 +63,11 @@ class Unreachable(Exception):
     """The team bank cannot be reached (connection refused, timed out, lost)."""
 
 
+class Refused(Unreachable):
+    """The team bank answers but takes no push from this harvester (its schema is newer, or this role may not
+    create it): the pass stops as when the server is away, with the server's reason."""
+
+
 @dataclass
 class PushReport:
     sessions: int = 0  # sessions whose rows went (created, updated, or already there)
@@ -70,7 +76,8 @@ class PushReport:
     held: int = 0
     theirs: int = 0
     failed: int = 0
-    stopped_by: str | None = None  # the server is away: why
+    stopped_by: str | None = None  # the server is away (or refuses this harvester): why
+    refused: bool = False  # stopped_by is the server's refusal (Refused), not its absence
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -104,10 +111,11 @@ class Pusher:
         """Queue what changed, then push what is due until nothing is (or the server goes away)."""
         report = PushReport()
         outbox.enqueue(self.bank)
+        outbox.rehold(self.bank, self.team.settings.held_banks)
         try:
             self.team.ready(self.machine)
         except Unreachable as exc:
-            report.stopped_by = str(exc)
+            report.stopped_by, report.refused = str(exc), isinstance(exc, Refused)
             outbox_note(self.bank, report.stopped_by)
             return report
         after = ("", "")  # in key order, once each: what is queued again meanwhile waits for the next pass
@@ -187,19 +195,29 @@ class Pusher:
         pushing = [i for i in items if i.action == "push"]
         repos: dict[str, int] = {}
         keys = {repo_key(i.row, self.machine) for i in pushing}  # type: ignore[arg-type]
-        for key, name, url in sorted(keys):
-            conn.execute(f"INSERT INTO {SCHEMA}.repositories (repo_key, name, origin_url) VALUES (%s, %s, %s) "
-                         "ON CONFLICT (repo_key) DO NOTHING", (key, name, url))
-        if keys:
-            repos = dict(conn.execute(f"SELECT repo_key, id FROM {SCHEMA}.repositories WHERE repo_key = ANY(%s)",
-                                      ([k for k, _, _ in keys],)).fetchall())
+        wanted = sorted({k for k, _, _ in keys})
+        for _ in range(2):  # again for one that another machine emptied and deleted in between
+            for key, name, url in sorted(keys):
+                if key not in repos:
+                    conn.execute(f"INSERT INTO {SCHEMA}.repositories (repo_key, name, origin_url) VALUES (%s, %s, %s) "
+                                 "ON CONFLICT (repo_key) DO NOTHING", (key, name, url))
+            if wanted:  # KEY SHARE: not deleted (its last session gone) before these sessions reference it
+                repos.update(conn.execute(f"SELECT repo_key, id FROM {SCHEMA}.repositories WHERE repo_key = ANY(%s) "
+                                          "ORDER BY repo_key FOR KEY SHARE", (wanted,)).fetchall())
+            if len(repos) == len(wanted):
+                break
         outcomes: list[str] = []
         copies: list[tuple] = []
+        changed = 0  # rows this batch inserted, updated or deleted: a batch sent again changes none
+        emptied: set[int] = set()  # repositories of the sessions deleted
         for item in items:
             q = item.queued
             if item.action in ("delete", "hold"):
-                conn.execute(f"DELETE FROM {SCHEMA}.sessions WHERE harness = %s AND native_id = %s AND machine_id = %s",
-                             (q["harness"], q["native_id"], self.machine))
+                gone = conn.execute(f"DELETE FROM {SCHEMA}.sessions WHERE harness = %s AND native_id = %s AND "
+                                    "machine_id = %s RETURNING repository_id",
+                                    (q["harness"], q["native_id"], self.machine)).fetchall()
+                changed += len(gone)
+                emptied.update(r[0] for r in gone)
                 outcomes.append("deleted" if item.action == "delete" else "held")
                 continue
             row = item.row
@@ -220,20 +238,28 @@ class Pusher:
                     outcomes.append("theirs:" + str(owner[1]))
                     continue
                 found = owner
+            else:
+                changed += 1
             session_id = found[0]
             if item.full:
-                conn.execute(f"DELETE FROM {SCHEMA}.events WHERE session_id = %s AND NOT (uid = ANY(%s))",
-                             (session_id, [e[0] for e in item.events]))
+                changed += conn.execute(f"DELETE FROM {SCHEMA}.events WHERE session_id = %s AND NOT (uid = ANY(%s))",
+                                        (session_id, [e[0] for e in item.events])).rowcount
             copies.extend((session_id, *e) for e in item.events)
             outcomes.append("pushed")
         if copies:
-            self._copy_events(conn, copies)
-        conn.execute(f"UPDATE {SCHEMA}.machines SET last_push_at = now() WHERE id = %s", (self.machine,))
+            changed += self._copy_events(conn, copies)
+        if emptied:  # a repository with no session left there (held, forgotten) goes too: its name and origin
+            changed += conn.execute(
+                f"DELETE FROM {SCHEMA}.repositories r WHERE r.id = ANY(%s) AND NOT EXISTS "
+                f"(SELECT 1 FROM {SCHEMA}.sessions s WHERE s.repository_id = r.id)", (sorted(emptied),)).rowcount
+        if changed:  # the machine's row too is left as it was by a push that changed nothing
+            conn.execute(f"UPDATE {SCHEMA}.machines SET last_push_at = now() WHERE id = %s", (self.machine,))
         return outcomes
 
     @staticmethod
-    def _copy_events(conn: Any, rows: list[tuple]) -> None:
-        """Events through COPY into a temporary table, then one INSERT ... ON CONFLICT in key order."""
+    def _copy_events(conn: Any, rows: list[tuple]) -> int:
+        """Events through COPY into a temporary table, then one INSERT ... ON CONFLICT in key order. Returns how
+        many were inserted or changed."""
         columns = ("session_id", *EVENT_COLUMNS)
         conn.execute(
             "CREATE TEMP TABLE IF NOT EXISTS push_events (session_id bigint, uid text, seq integer, role text, "
@@ -243,10 +269,10 @@ class Pusher:
         with conn.cursor().copy(f"COPY push_events ({', '.join(columns)}) FROM STDIN") as copy:
             for r in rows:
                 copy.write_row((*r[:10], bool(r[10]), *r[11:19], bool(r[19])))
-        conn.execute(
+        return conn.execute(
             f"INSERT INTO {SCHEMA}.events AS e ({', '.join(columns)}) SELECT {', '.join(columns)} FROM push_events "
             "ORDER BY session_id, uid ON CONFLICT (session_id, uid) DO UPDATE SET "
-            f"{_EVENT_UPDATED} WHERE {_EVENT_DIFFERS}")
+            f"{_EVENT_UPDATED} WHERE {_EVENT_DIFFERS}").rowcount
 
     # -- 3. settle -----------------------------------------------------------------------------------
     def _settle(self, items: list[_Item], outcomes: list[str], report: PushReport) -> None:
