@@ -48,7 +48,7 @@ _CALL_KEYS = ("command", "path", "file_path", "pattern", "query", "url", "prompt
 BOOKKEEPING = frozenset({
     "StepBegin", "StepRetry", "HookTriggered", "HookResolved", "MCPLoadingBegin", "MCPLoadingEnd",
     "StatusUpdate", "Notification", "ApprovalResponse", "ApprovalRequestResolved", "ApprovalRequest",
-    "ToolCallPart", "ToolCallRequest", "QuestionRequest", "HookRequest", "PlanDisplay", "BtwBegin",
+    "ToolCallPart", "ToolCallRequest", "QuestionRequest", "HookRequest", "PlanDisplay", "BtwBegin", "BtwEnd",
     "CompactionBegin",
 })
 
