@@ -64,7 +64,9 @@ QUERIES = (
         "session",
         # system_prompt first as NULL: a row's value by name is its first column of that name (the
         # prompt is kilobytes, the same every session, and not part of the transcript).
-        f"SELECT NULL AS system_prompt, s.*, {_ACTIVITY} AS activity FROM sessions s "
+        # A delegated run records no cwd of its own (delegate_tool): it works in its parent's.
+        f"SELECT NULL AS system_prompt, s.*, {_ACTIVITY} AS activity, "
+        "(SELECT p.cwd FROM sessions p WHERE p.id = s.parent_session_id) AS parent_cwd FROM sessions s "
         f"WHERE {_ACTIVITY} >= :since - 60 ORDER BY activity, s.id",
         "activity", ordered=True,
     ),
@@ -145,7 +147,7 @@ def _session(reader: _Reader, row: dict) -> None:
         reader.problem("malformed", "session without an id")
         return
     patch = reader.batch.session(sid)
-    patch.cwd = _text(row.get("cwd"))
+    patch.cwd = _text(row.get("cwd")) or _text(row.get("parent_cwd"))
     patch.started_at = _iso(row.get("started_at"))
     patch.updated_at = _iso(row.get("activity"))
     patch.model = _text(row.get("model"))

@@ -39,8 +39,9 @@ from harvester.parsers.base import (
 
 NAME = "kimi"
 
-# The console scripts of the PyPI package (cmdline: <venv python> <venv>/bin/kimi ...).
-PROCESSES = ("kimi", "kimi-cli")
+# The CLI renames its process at start (cli/__init__.py init_process_name: setproctitle "Kimi Code"); a
+# web session runs in "kimi-code-worker" (web/runner/worker.py). The console scripts, before the rename.
+PROCESSES = ("Kimi Code", "kimi-code-worker", "kimi", "kimi-cli")
 
 _CALL_KEYS = ("command", "path", "file_path", "pattern", "query", "url", "prompt", "description")
 # Wire messages with nothing for a transcript: step and UI bookkeeping, hooks, MCP loading, approvals
@@ -137,12 +138,13 @@ def _cwd(reader: _Reader, index: bytes) -> None:
 
 
 def _state(reader: _Reader, data: dict) -> None:
-    """state.json (session_state.py SessionState): the title, and whether the user archived it."""
+    """state.json (session_state.py SessionState): the title, and whether the user archived it. Nothing
+    else: a session patched from it has it as its last source, whose mtime the liveness check reads."""
     title = data.get("custom_title")
-    if isinstance(title, str) and title.strip():
-        # Set from the first prompt, then replaced by a generated title (title_generated) or /title.
-        reader.patch.offer_title(title.strip().splitlines()[0][:80], "ai" if data.get("title_generated") else
-                                 "first-prompt")
+    # Until title_generated it is the first prompt shortened (the wire has it whole); then an AI title, the
+    # user's /title or the fallback after three failed attempts, which the file does not tell apart.
+    if isinstance(title, str) and title.strip() and data.get("title_generated"):
+        reader.patch.offer_title(title.strip().splitlines()[0][:80], "ai")
     if data.get("archived"):
         reader.patch.note(archived=True, archived_at=iso_ms((data.get("archived_at") or 0) * 1000))
 
