@@ -111,6 +111,8 @@ LAYOUTS: dict[str, Layout] = {
     "aider": Layout("aider", _repositories),
     "copilot_cli": Layout("copilot-cli", _env("COPILOT_HOME")),
     "grok": Layout("grok", _env("GROK_HOME")),
+    "hermes": Layout("hermes", _built("hermes-state.sql", "state.db", _env("HERMES_HOME"))),
+    "kimi": Layout("kimi", _env("KIMI_SHARE_DIR")),
     "antigravity": Layout("antigravity", _link(".gemini/antigravity-cli")),
     "deepseek_harness": Layout("deepseek-harness", _env("DSH_HOME")),
     "devin": Layout("devin", _built("sessions.sql", "sessions.db", _link(".local/share/devin/cli"))),

@@ -42,6 +42,7 @@ SCRUB_PREFIXES = (
     "XDG_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_", "GEMINI_", "GOOGLE_", "QWEN_", "OPENCODE_", "KILO_",
     "CONTINUE_", "AIDER_", "LITELLM_", "COPILOT_", "PI_", "OMP_", "OTEL_",
     "DEEPAGENTS_", "LANGSMITH_", "LANGCHAIN_", "OPENCLAW_", "CLINE_", "DSH_", "DEEPSEEK_", "FACTORY_", "DROID_",
+    "HERMES_", "KIMI_",
     "HARVESTER_",  # agents pass their environment on to the MCP servers they start: not the caller's bank
 )  # fmt: skip
 SCRUB_SUFFIXES = ("_API_KEY", "_BASE_URL", "_API_BASE", "_AUTH_TOKEN")
@@ -114,6 +115,10 @@ AGENTS: dict[str, Agent] = {
         Agent("kilo", "@kilocode/cli", "7.7.7", "kilo", ".local/share/kilo"),
         Agent("continue-cli", "@continuedev/cli", "1.5.47", "cn", ".continue"),
         Agent("aider", "aider-chat", "0.86.2", "aider", "", pip=True),
+        Agent("hermes", "hermes-agent", "0.19.0", "hermes", ".hermes", pip=True),
+        # 1.52.0 (the newest) is a shim that only prints "no longer maintained" (kimi_cli/deprecation.py);
+        # 1.51.0 is the last release that runs. It needs Python >= 3.12.
+        Agent("kimi", "kimi-cli", "1.51.0", "kimi", ".kimi", pip=True, python="3.13"),
         # 0.1.88 is the newest for Python < 3.14 (0.2.x requires >= 3.14, which this machine lacks).
         Agent("dcode", "deepagents-code", "0.1.88", "dcode", ".deepagents", pip=True, python="3.13"),
         # Factory Droid: the platform package itself (the loader @factory/cli is at 0.225.1 in the registry, its
@@ -243,6 +248,8 @@ def store(agent: str | Agent, home: Path, repo: Path) -> list[Path]:
         "kilo": ["kilo.db", "kilo.db-wal", "kilo.db-shm", "storage/**/*.json"],
         "continue-cli": ["sessions/*.json"],
         "aider": [],
+        "hermes": ["state.db", "state.db-wal", "state.db-shm"],
+        "kimi": ["kimi.json", "sessions/*/*/wire.jsonl", "sessions/*/*/state.json", "sessions/*/*/subagents/*/wire.jsonl"],
         "pi": ["sessions/**/*.jsonl"],
         "oh-my-pi": ["sessions/**/*.jsonl"],  # subagents in sessions/<cwd>/<session>/
         "openclaw": [f"agents/*/agent/openclaw-agent.sqlite{s}" for s in ("", "-wal", "-shm")]
@@ -338,6 +345,8 @@ def agent_env(agent: str | Agent, home: Path, port: int) -> dict[str, str]:
             # "no such session" to a resume (unreachable, `exec -s` fails: it asks the cloud first). No updates.
             "droid": {"FACTORY_API_BASE_URL": url, "FACTORY_TELEMETRY_INGEST_BASE_URL": url,
                       "FACTORY_DROID_AUTO_UPDATE_ENABLED": "false", "FACTORY_DISABLE_KEYRING": "1"},
+            "hermes": {},  # config.yaml names the endpoint; nothing else of it reaches outside 127.0.0.1
+            "kimi": {},  # config.toml: the endpoint, telemetry off
             "aider": {
                 "OPENAI_API_BASE": f"{url}/v1",
                 "OPENAI_API_KEY": DUMMY_KEY,
@@ -440,6 +449,29 @@ def config_files(agent: str | Agent, home: Path, port: int) -> dict[Path, str]:
                   "models": {"mode": "replace", "providers": {"fakellm": provider}},
                   "update": {"checkOnStart": False}, "telemetry": {"enabled": False}}
         return {root / "openclaw.json": json.dumps(config, indent=2) + "\n"}
+    if spec.name == "hermes":  # a custom OpenAI-compatible endpoint (hermes_cli/runtime_provider.py "custom")
+        return {root / "config.yaml": textwrap.dedent(f"""\
+            model:
+              provider: custom
+              default: {MODEL}
+              base_url: {url}/v1
+              api_key: {DUMMY_KEY}
+        """)}  # fmt: skip
+    if spec.name == "kimi":  # an OpenAI Chat provider ("openai_legacy", kimi_cli/llm.py) and its model
+        return {root / "config.toml": textwrap.dedent(f"""\
+            default_model = "fake"
+            telemetry = false
+
+            [providers.fakellm]
+            type = "openai_legacy"
+            base_url = "{url}/v1"
+            api_key = "{DUMMY_KEY}"
+
+            [models.fake]
+            provider = "fakellm"
+            model = "{MODEL}"
+            max_context_size = 128000
+        """)}  # fmt: skip
     if spec.name == "cline":  # what `cline auth -p openai-compatible -k -m -b` writes; telemetry, updates off
         settings = {"provider": "openai-compatible", "apiKey": DUMMY_KEY, "model": MODEL, "baseUrl": f"{url}/v1"}
         provider = {"settings": settings, "updatedAt": "2026-01-01T00:00:00.000Z", "tokenSource": "manual"}
@@ -494,6 +526,10 @@ def prompt_args(agent: str | Agent, prompt: str, resume: bool = False, home: Pat
     if name == "aider":
         # The chat history file is always appended to; only this flag feeds it back to the model.
         return [*AIDER_FLAGS, *(["--restore-chat-history"] if resume else []), "--message", prompt]
+    if name == "hermes":  # chat -q is one turn (-Q: only the answer); -z, the one-shot mode, cannot resume
+        return ["chat", "-Q", *(["--continue"] if resume else []), "-q", prompt]
+    if name == "kimi":  # --print: non-interactive, tools approved; -C continues the latest session of this cwd
+        return [*(["-C"] if resume else []), "-p", prompt, "--print"]
     if name == "copilot-cli":  # --help: the flag is "required for non-interactive mode" (reads in cwd need none)
         return [*(["--continue"] if resume else []), "-p", prompt, "--allow-all-tools"]
     if name in ("pi", "oh-my-pi"):  # --continue: the latest session of this cwd

@@ -56,6 +56,10 @@ EXPECT: dict[str, Expect] = {
     "aider": Expect("aider", sessions=2, tools=False, kill=True),
     # Its LangGraph server child writes the store (WAL: liveness goes by the newer of the db and its -wal).
     "dcode": Expect("dcode", kill=True, prompt_after=60),  # its LangGraph server starts slowly on a busy machine
+    # Hermes writes the prompt to state.db when the turn starts; its ended_at stays empty after `chat -q`.
+    "hermes": Expect("hermes", kill=True),
+    # Kimi CLI writes TurnBegin (the prompt) to wire.jsonl before it asks the model.
+    "kimi": Expect("kimi", kill=True),
     "pi": Expect("pi", kill=True),
     "oh-my-pi": Expect("oh-my-pi", kill=True),
     "openclaw": Expect("openclaw", kill=True, prompt_after=120),  # transcripts in SQLite (polled); process title openclaw-agent

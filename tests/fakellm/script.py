@@ -46,7 +46,7 @@ TITLE = "Fake session title"
 SUBAGENT_PROMPT = "Say hi from the subagent."
 READER_NAMES = ("read", "read_file", "readfile", "view", "view_file", "read_text_file")
 PATH_KEYS = ("file_path", "absolute_path", "filePath", "filepath", "path", "filename", "file")
-SUBAGENT_TOOLS = ("Agent", "Task", "spawn_agent", "task", "subagent")  # subagent: dsh
+SUBAGENT_TOOLS = ("Agent", "Task", "spawn_agent", "task", "subagent", "delegate_task")  # dsh, Hermes
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,11 +229,11 @@ def _spawn_call(tools: list[Tool], rest: str) -> ToolCall | None:
     prompt = rest.strip() or SUBAGENT_PROMPT
     args: dict[str, Any] = {}
     for key, spec in tool.properties.items():
-        if key == "description" and not {"prompt", "message", "task"} & tool.properties.keys():
+        if key == "description" and not {"prompt", "message", "task", "goal"} & tool.properties.keys():
             args[key] = prompt  # dcode's task{description, subagent_type}: the description is the prompt
         elif key == "description":
             args[key] = "Fake subagent task"
-        elif key in ("prompt", "message", "task"):
+        elif key in ("prompt", "message", "task", "goal"):  # goal: Hermes's delegate_task
             args[key] = prompt
         elif key == "subagent_type" and spec.get("enum"):  # else the agent's default type
             args[key] = "general-purpose" if "general-purpose" in spec["enum"] else spec["enum"][0]

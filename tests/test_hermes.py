@@ -1,0 +1,151 @@
+"""Hermes Agent: what the hand-written store must read as, and how it reads while Hermes writes.
+
+The store is kept as SQL text (``fixtures/hermes/hand/hermes-state.sql``); each test builds ``state.db``
+(and the ``work`` profile's) under a temporary ``$HERMES_HOME``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from harvester.parsers import hermes
+from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
+
+HAND = FIXTURES / "hermes" / "hand"
+S1, S2, S3, S4 = "20260829_104000_a1b2c3", "20260829_104010_d4e5f6", "20260829_120000_0a0b0c", "20260829_123000_0d0e0f"
+S5, S6, S7, PROFILE = "20260830_090000_112233", "20260830_091500_445566", "20260831_200000_778899", "20260901_080000_aabbcc"
+REPO = "/home/dev/src/demo-repo"
+
+
+def build(home: Path) -> Path:
+    for sql in HAND.rglob("hermes-state.sql"):
+        target = home / sql.relative_to(HAND).with_name("state.db")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(target)
+        conn.executescript(sql.read_text())
+        conn.commit()
+        conn.close()
+    return home / "state.db"
+
+
+def read(tmp: Path, bank_name: str = "bank.sqlite") -> tuple[Path, int]:
+    bank = tmp / bank_name
+    report = scan(tmp, bank, (hermes.NAME,), env={"HOME": str(tmp), "HERMES_HOME": str(tmp / "hermes")})
+    return bank, report.harnesses[hermes.NAME].problems
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> tuple[Path, Path]:
+    db = build(tmp_path / "hermes")
+    bank, problems = read(tmp_path)
+    assert problems == 0
+    return db, bank
+
+
+def shape(bank: Path, sid: str) -> list[tuple]:
+    return [(e["role"], e["kind"], e["text"][:24]) for e in events_of(bank, sid)]
+
+
+def test_roots_follow_hermes_home_and_the_platform() -> None:
+    home = Path("/home/u")
+    assert hermes.roots_for("linux", {}, home) == [home / ".hermes"]
+    assert hermes.roots_for("darwin", {"HERMES_HOME": "/srv/h"}, home) == [Path("/srv/h")]
+    assert hermes.roots_for("win32", {"LOCALAPPDATA": "C:/Users/u/AppData/Local"}, home) == [
+        Path("C:/Users/u/AppData/Local/hermes")]
+
+
+def test_sessions_their_places_titles_and_ends(store: tuple[Path, Path]) -> None:
+    _, bank = store
+    got = {s["native_id"]: (s["cwd"], s["title"], s["title_source"], s["model"], s["state"])
+           for s in sessions_of(bank)}
+    assert got == {
+        S1: (REPO, "Run the test suite", "ai", "hermes-4-70b", "ended"),
+        S2: (REPO, None, None, "hermes-4-70b", "ended"),
+        S3: (REPO, "Refactor the date parser", "ai", "hermes-4-70b", "ended"),
+        S4: (REPO, "Refactor the date parser #2", "ai", "hermes-4-70b", "ended"),
+        S5: ("/home/dev/src/other-repo", "Explain the build", "ai", "hermes-4-70b", "ended"),
+        S6: ("/home/dev/src/other-repo", "Explain the build (branch)", "ai", "hermes-4-70b", "unknown"),
+        S7: (None, "what is in this picture?", "first-prompt", "hermes-4-405b", "ended"),
+        PROFILE: ("/home/dev/src/work-repo", "summarize the open issues", "first-prompt", "hermes-4-70b", "unknown"),
+    }
+    first = session_of(bank, S1)
+    assert first["branch"] == "main" and first["meta"]["end_reason"] == "agent_close"
+    assert session_of(bank, S6)["meta"]["last_turn"] == "open"  # the user's message waits for an answer
+
+
+def test_lineage_subagent_branch_and_compression(store: tuple[Path, Path]) -> None:
+    _, bank = store
+    lineage = {s["native_id"]: (s["parent_native_id"], s["parent_kind"], (s["meta"] or {}).get("lineage"))
+               for s in sessions_of(bank) if s["parent_native_id"]}
+    assert lineage == {S2: (S1, "subagent", "delegate"), S4: (S3, "fork", "continued"),
+                       S6: (S5, "fork", "branched")}
+    # A delegated run's "user" is the parent agent's task.
+    assert shape(bank, S2)[0] == ("system", "meta", "Find the test file for t")
+    # The continuation starts with the summary the compression wrote.
+    assert [k for _, k, _ in shape(bank, S4)] == ["compaction", "text", "text"]
+
+
+def test_a_turn_with_reasoning_a_tool_and_its_result(store: tuple[Path, Path]) -> None:
+    _, bank = store
+    assert shape(bank, S1) == [
+        ("user", "text", "run the tests and tell m"), ("assistant", "thinking", "The user wants the test r"[:24]),
+        ("assistant", "tool_call", "terminal: pytest -q"), ("tool", "tool_result", '{"output": "1 failed, 41'),
+        ("assistant", "text", "One test fails: test_par")]
+    call, result = events_of(bank, S1)[2:4]
+    assert call["tool_input"] == {"command": "pytest -q"} and result["tool_call_id"] == call["tool_call_id"]
+    assert result["tool_name"] == "terminal" and not result["is_error"]
+    failed = [e for e in events_of(bank, S2) if e["kind"] == "tool_result"]
+    assert [e["is_error"] for e in failed] == [True]  # {"error": ...}
+
+
+def test_compaction_in_place_reads_the_summary_once_and_no_copies(store: tuple[Path, Path]) -> None:
+    _, bank = store
+    texts = [(e["kind"], e["text"][:22]) for e in events_of(bank, S5)]
+    assert texts.count(("text", "build, test and dist.")) == 1  # the kept tail re-inserted is not read again
+    assert ("compaction", "[CONTEXT SUMMARY]: The") in texts
+    undone = [e for e in events_of(bank, S5) if (e["meta"] or {}).get("rewound")]
+    assert [e["text"] for e in undone] == ["It uploads to PyPI."]
+
+
+def test_content_parts_and_system_rows(store: tuple[Path, Path]) -> None:
+    _, bank = store
+    assert shape(bank, S7) == [("system", "meta", "[System: the user switch"),
+                               ("user", "text", "what is in this picture?"),
+                               ("assistant", "thinking", "An image of a cat."), ("assistant", "text", "A cat on a keyboard.")]
+
+
+def test_rows_written_later_are_read_once_and_a_resume_reopens(store: tuple[Path, Path], tmp_path: Path) -> None:
+    db, bank = store
+    before = len(events_of(bank, S1))
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?", (S1,))  # a resume
+    conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', 'and now?', ?)",
+                 (S1, 1_788_100_000.0))
+    conn.commit()
+    conn.close()
+    read(tmp_path)
+    read(tmp_path)  # nothing new: nothing added
+    events = events_of(bank, S1)
+    assert len(events) == before + 1 and events[-1]["text"] == "and now?"
+    assert session_of(bank, S1)["meta"]["last_turn"] == "open"
+    fresh, _ = read(tmp_path, "fresh.sqlite")  # a clean scan reads the same
+    assert [e["uid"] for e in events_of(fresh, S1)] == [e["uid"] for e in events]
+
+
+def test_unknown_roles_and_tables_are_drift(tmp_path: Path) -> None:
+    db = build(tmp_path / "hermes")
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'developer', 'x', 1)", (S1,))
+    conn.commit()
+    conn.close()
+    bank, problems = read(tmp_path)
+    assert problems == 1
+    batch = hermes.parse(None, [], {})  # type: ignore[arg-type]
+    assert batch.problems == []
+    from harvester.parsers.base import Record
+    odd = hermes.parse(None, [Record(1, b'{"table": "gateway_routing", "row": {}}')], {})  # type: ignore[arg-type]
+    assert [p.kind for p in odd.problems] == ["unknown_type"]
+    assert {e["text"] for e in events_of(bank, S1)} >= {"One test fails: test_parse_dates."}
