@@ -54,10 +54,32 @@ def discover(harness: Harness, roots: list[Path],
                 key = str(path)
                 if key in seen or path.name in spec.ignore:
                     continue
-                if spec.shadowed_by is not None and os.path.exists(spec.shadowed_by(path)):
+                if shadowed(spec, path):
                     continue
                 seen.add(key)
                 yield Found(path, root, spec)
+
+
+def shadowed(spec: SourceSpec, path: Path) -> bool:
+    """Whether a file that makes this one redundant exists (``SourceSpec.shadowed_by``): one path or
+    several, each of which may hold ``*`` segments (any directory there: Cursor's ``chats/*/<id>``)."""
+    if spec.shadowed_by is None:
+        return False
+    found = spec.shadowed_by(path)
+    return any(_exists(PurePath(p)) for p in ((found,) if isinstance(found, PurePath | str) else found))
+
+
+def _exists(path: PurePath) -> bool:
+    parts = path.parts
+    if "*" not in parts:
+        return os.path.exists(path)
+    at = parts.index("*")
+    rest = parts[at + 1:]
+    try:
+        with os.scandir(PurePath(*parts[:at])) as entries:
+            return any(_exists(PurePath(entry.path, *rest)) for entry in entries if entry.is_dir())
+    except OSError:  # no such directory, or one that cannot be listed: nothing shadows the file
+        return False
 
 
 def glob_files(root: Path, pattern: str, unlisted: list[tuple[Path, str]] | None = None) -> list[Path]:
@@ -139,7 +161,7 @@ def match(harness: Harness, root: Path, path: Path) -> Found | None:
         return None
     for spec in harness.sources:
         if path.name not in spec.ignore and _glob_match(rel.parts, tuple(spec.pattern.split("/"))):
-            if spec.shadowed_by is not None and os.path.exists(spec.shadowed_by(path)):
+            if shadowed(spec, path):
                 return None
             return Found(path, root, spec)
     return None

@@ -68,8 +68,9 @@ class SourceSpec:
     pattern: str  # glob relative to the root; "**" allowed
     format: Format
     variant: str = "main"  # handed back to the parser in SourceRef.variant
-    # A sibling whose presence makes this file redundant (Codex keeps .jsonl over .jsonl.zst).
-    shadowed_by: Callable[[PurePath], PurePath] | None = None
+    # A file whose presence makes this one redundant (Codex keeps .jsonl over .jsonl.zst), or several; a
+    # ``*`` segment stands for any directory (Cursor's transcript is redundant beside chats/*/<id>/store.db).
+    shadowed_by: Callable[[PurePath], PurePath | tuple[PurePath, ...]] | None = None
     # A small sibling document the parser wants beside the records (Claude's agent-*.meta.json).
     sidecar: Callable[[PurePath], PurePath] | None = None
     # False for stores that file events cannot follow (a SQLite database in WAL mode): the service

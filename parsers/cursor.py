@@ -8,8 +8,8 @@ by field in ``fixtures/cursor/cli/SOURCE.md`` and ``fixtures/cursor/ide/SOURCE.m
   ``blobs`` is content-addressed (id = sha256 of data): JSON messages ``{role, content}`` in the AI
   SDK's shape beside protobuf graph blobs. Blobs are never rewritten: read by ``rowid`` watermark,
   in ``rowid`` (= conversation) order, each event's uid its blob id. The root blob's field 9 gives
-  the cwd where ``meta`` has none. The ``~/.cursor/projects/*/agent-transcripts`` JSONL files repeat
-  these sessions with less in them (no tool results, no ids): not read.
+  the cwd where ``meta`` has none. The ``~/.cursor/projects/*/agent-transcripts`` files repeat these
+  sessions with less in them (no ids, no model): :mod:`cursor_transcripts` reads those without a store.
 - IDE (``cursor``): ``<User>/globalStorage/state.vscdb``, table ``cursorDiskKV``: ``composerData:<id>``
   (a session: name, status, the bubble order) and ``bubbleId:<id>:<bubbleId>`` (a message; its uid
   the bubble id). Rows have no update time and are rewritten in place while a turn runs, so the

@@ -41,6 +41,7 @@ PLACES = {
     "copilot_cli": ".copilot",
     "cursor-cli": ".cursor",
     "cursor": ".config/Cursor",
+    "cursor-transcripts": ".cursor",
     "grok": ".grok",
     "hermes": ".hermes",
     "kimi": ".kimi",

@@ -21,6 +21,7 @@ import zstandard
 
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Harness, SourceSpec
+from harvester.sources import shadowed
 from tests.daemon import Daemon, wait_for
 from tests.golden import LAYOUTS, expected_path
 from tests.helpers import ClaudeSession
@@ -107,7 +108,7 @@ def _poisonable(harness: Harness, root: Path) -> tuple[Path, SourceSpec] | None:
         path = root / _concrete(spec.pattern)
         if path.exists() or path.name in spec.ignore:  # a fixed name already taken by the good store
             continue
-        if spec.shadowed_by is not None and Path(spec.shadowed_by(path)).exists():
+        if shadowed(spec, path):
             continue
         return path, spec
     return None
