@@ -170,6 +170,9 @@ def _item(reader: _Reader, item: dict, position: int) -> None:
     summary = bool(item.get("isHistorySummary"))
     _request(reader, exchange, request, rid, ts, summary)
     last = _response(reader, response, rid, finished)
+    text = exchange.get("response_text")
+    if not response and isinstance(text, str) and text.strip():  # fetched from the backend: the text alone
+        last = reader.emit(f"{rid}:resp:text", ts=finished, role="assistant", kind="text", text=text, model=reader.model)
     usage = _usage(response)
     if usage is not None and last is not None:
         last.usage = usage
@@ -258,11 +261,11 @@ def _response(reader: _Reader, nodes: list[dict], rid: str, finished: str | None
 
 
 def _queue(reader: _Reader, queue: Any) -> None:
-    """Messages typed while a turn ran and not yet sent: the user's words, shown as waiting."""
-    for message in (queue or {}).get("messages") or [] if isinstance(queue, dict) else []:
-        if isinstance(message, dict) and isinstance(message.get("text"), str) and message["text"].strip():
-            reader.emit(f"queue:{message.get('id')}", role="user", kind="text", text=message["text"],
-                        meta={"queued": True})
+    """Messages typed while a turn ran, not yet sent: only counted. Each is sent as the next exchange's
+    prompt (read then), so an event for it now would stand twice in the bank."""
+    messages = queue.get("messages") if isinstance(queue, dict) else None
+    if isinstance(messages, list) and messages:
+        reader.patch.note(queued_messages=len(messages))
 
 
 def _cwd(reader: _Reader, ide: dict) -> None:

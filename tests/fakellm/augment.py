@@ -106,4 +106,4 @@ def conversation(body: dict[str, Any]) -> Conversation:
 # What Auggie 0.36 calls (a run, a resume): none of them under /v1, so no other agent's path.
 ENDPOINTS = re.compile(r"/(?:chat-stream|get-models|prompt-enhancer|report-[\w-]+|record-[\w-]+|client-metrics"
                        r"|settings/[\w/-]+|agents/[\w/-]+|remote-agents/[\w/-]+|[\w-]*batch-upload|find-missing"
-                       r"|checkpoint-blobs|get-credit-info|subscription-info|token|notifications/[\w/-]+)")
+                       r"|checkpoint-blobs|indexed-commits/[\w/-]+|get-credit-info|subscription-info|token|notifications/[\w/-]+)")
