@@ -9,6 +9,7 @@ from __future__ import annotations
 from harvester.parsers import (
     aider,
     antigravity,
+    auggie,
     claude_code,
     cline,
     codex,
@@ -67,6 +68,7 @@ HARNESSES: dict[str, Harness] = {
         Harness(cursor.IDE_NAME, cursor.ide_roots, cursor.IDE_SOURCES, cursor.parse, "Cursor", cursor.IDE_PROCESSES),
         Harness(antigravity.NAME, antigravity.roots, antigravity.SOURCES, antigravity.parse, "Antigravity CLI",
                 antigravity.PROCESSES),
+        Harness(auggie.NAME, auggie.roots, auggie.SOURCES, auggie.parse, "Auggie", auggie.PROCESSES),
         Harness(grok.NAME, grok.roots, grok.SOURCES, grok.parse, "Grok Build", grok.PROCESSES),
         Harness(hermes.NAME, hermes.roots, hermes.SOURCES, hermes.parse, "Hermes Agent", hermes.PROCESSES),
         Harness(kimi.NAME, kimi.roots, kimi.SOURCES, kimi.parse, "Kimi CLI", kimi.PROCESSES),

@@ -109,6 +109,7 @@ LAYOUTS: dict[str, Layout] = {
     "kilo": Layout("kilo", _database("kilo", "kilo.db")),
     "continue_cli": Layout("continue", _env("CONTINUE_GLOBAL_DIR")),
     "aider": Layout("aider", _repositories),
+    "auggie": Layout("auggie", _link(".augment")),  # no variable moves it: only a --augment-cache-dir flag
     "copilot_cli": Layout("copilot-cli", _env("COPILOT_HOME")),
     "grok": Layout("grok", _env("GROK_HOME")),
     "hermes": Layout("hermes", _built("hermes-state.sql", "state.db", _env("HERMES_HOME"))),

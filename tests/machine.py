@@ -30,6 +30,7 @@ PLACES = {
     "kilo": ".local/share/kilo",
     "continue_cli": ".continue",
     "aider": "src",  # Aider keeps its history in each repository: configured as roots below
+    "auggie": ".augment",
     "cline": ".cline/data",
     "cline-legacy": ".cline/data",
     "roo-code": f"{EXTENSIONS}/rooveterinaryinc.roo-cline",
@@ -75,7 +76,7 @@ def harvester_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "HARVESTER_"))}
     env = {k: v for k, v in env.items() if not any(k.startswith(p) for p in (
         "CLAUDE_", "CODEX_", "QWEN_", "GEMINI_", "CONTINUE_", "CLINE_", "PI_", "PRIME_", "OMP_", "OPENCLAW_",
-        "COPILOT_", "CURSOR_", "VSCODE_", "GROK_", "DSH_", "DEEPAGENTS_", "OPENCODE_", "KILO_",
+        "COPILOT_", "CURSOR_", "AUGMENT_", "VSCODE_", "GROK_", "DSH_", "DEEPAGENTS_", "OPENCODE_", "KILO_",
         "FACTORY_", "HERMES_", "KIMI_"))}
     env.update(HOME=str(tmp / "home"), HARVESTER_BANK=str(tmp / "bank.sqlite"), HARVESTER_RUNTIME_DIR=str(tmp / "run"),
                PYTHONPATH=str(ROOT), TZ="UTC")

@@ -42,7 +42,7 @@ SCRUB_PREFIXES = (
     "XDG_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_", "GEMINI_", "GOOGLE_", "QWEN_", "OPENCODE_", "KILO_",
     "CONTINUE_", "AIDER_", "LITELLM_", "COPILOT_", "PI_", "OMP_", "OTEL_",
     "DEEPAGENTS_", "LANGSMITH_", "LANGCHAIN_", "OPENCLAW_", "CLINE_", "DSH_", "DEEPSEEK_", "FACTORY_", "DROID_",
-    "HERMES_", "KIMI_",
+    "HERMES_", "KIMI_", "AUGMENT_", "AUGGIE_",
     "HARVESTER_",  # agents pass their environment on to the MCP servers they start: not the caller's bank
 )  # fmt: skip
 SCRUB_SUFFIXES = ("_API_KEY", "_BASE_URL", "_API_BASE", "_AUTH_TOKEN")
@@ -115,6 +115,8 @@ AGENTS: dict[str, Agent] = {
         Agent("kilo", "@kilocode/cli", "7.7.7", "kilo", ".local/share/kilo"),
         Agent("continue-cli", "@continuedev/cli", "1.5.47", "cn", ".continue"),
         Agent("aider", "aider-chat", "0.86.2", "aider", "", pip=True),
+        # Closed source, one node script; it talks to Augment's backend only, which tests/fakellm/augment.py stands in for.
+        Agent("auggie", "@augmentcode/auggie", "0.36.0", "auggie", ".augment"),
         Agent("hermes", "hermes-agent", "0.19.0", "hermes", ".hermes", pip=True),
         # 1.52.0 (the newest) is a shim that only prints "no longer maintained" (kimi_cli/deprecation.py);
         # 1.51.0 is the last release that runs. It needs Python >= 3.12.
@@ -248,6 +250,7 @@ def store(agent: str | Agent, home: Path, repo: Path) -> list[Path]:
         "kilo": ["kilo.db", "kilo.db-wal", "kilo.db-shm", "storage/**/*.json"],
         "continue-cli": ["sessions/*.json"],
         "aider": [],
+        "auggie": ["sessions/*.json"],
         "hermes": ["state.db", "state.db-wal", "state.db-shm"],
         "kimi": ["kimi.json", "sessions/*/*/wire.jsonl", "sessions/*/*/state.json", "sessions/*/*/subagents/*/wire.jsonl"],
         "pi": ["sessions/**/*.jsonl"],
@@ -339,6 +342,13 @@ def agent_env(agent: str | Agent, home: Path, port: int) -> dict[str, str]:
             # The CLI's own runtime writes the store and exits with it: without this a run starts the hub
             # daemon (`cline --cline-hub-daemon`, detached) that outlives it and runs the next ones.
             "cline": {"CLINE_SESSION_BACKEND_MODE": "local"},
+            # Augment's backend at the fake server (the tenant URL of a session the CLI takes as logged in);
+            # no self-update. Its error reports and metrics go to the same tenant URL: the fake server.
+            "auggie": {
+                "AUGMENT_SESSION_AUTH": json.dumps({"accessToken": DUMMY_KEY, "tenantURL": f"{url}/",
+                                                    "scopes": ["email"]}),
+                "AUGMENT_DISABLE_AUTO_UPDATE": "1",
+            },
             # Its DeepSeek adapter posts to $DEEPSEEK_BASE_URL/chat/completions (default model deepseek-v4-flash).
             "deepseek-harness": {"DEEPSEEK_BASE_URL": f"{url}/v1", "DEEPSEEK_API_KEY": DUMMY_KEY},
             # BYOK model in settings.json; Factory's own API and telemetry at the fake server, whose 404s say
@@ -526,6 +536,8 @@ def prompt_args(agent: str | Agent, prompt: str, resume: bool = False, home: Pat
     if name == "aider":
         # The chat history file is always appended to; only this flag feeds it back to the model.
         return [*AIDER_FLAGS, *(["--restore-chat-history"] if resume else []), "--message", prompt]
+    if name == "auggie":  # --print: one turn and exit; --continue: the latest session (of this workspace)
+        return ["--print", *(["--continue"] if resume else []), prompt]
     if name == "hermes":  # chat -q is one turn (-Q: only the answer); -z, the one-shot mode, cannot resume
         return ["chat", "-Q", *(["--continue"] if resume else []), "-q", prompt]
     if name == "kimi":  # --print: non-interactive, tools approved; -C continues the latest session of this cwd

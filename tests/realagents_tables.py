@@ -266,7 +266,24 @@ def deepseek_harness(path: Path) -> Counter[str]:
     return counts
 
 
+def auggie(path: Path) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    doc = json.loads(path.read_text())
+    counts["(session files)"] += 1
+    for key in doc:
+        counts[f"session key {key}"] += 1
+    for item in doc.get("chatHistory") or []:
+        counts[f"chatHistory[] completed={item.get('completed')}"] += 1
+        exchange = item.get("exchange") or {}
+        for node in exchange.get("request_nodes") or []:
+            counts[f"request_nodes[] type={node.get('type')}"] += 1
+        for node in exchange.get("response_nodes") or []:
+            counts[f"response_nodes[] type={node.get('type')}"] += 1
+    return counts
+
+
 READERS = {
+    "auggie": (auggie, ("*.json",)),
     "deepseek_harness": (deepseek_harness, ("session*.jsonl", "session*.jsonl.zstd")),
     "cline": (cline, ("*.messages.json", "sessions/*/*_?????.json", "sessions.db")),
     "pi/pi": (pi_family, ("*.jsonl",)),

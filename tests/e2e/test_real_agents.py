@@ -54,6 +54,8 @@ EXPECT: dict[str, Expect] = {
     # Every Aider run starts a block of its own in the history file: two runs, two sessions. It has
     # no tools: it asks for the file, the user's next turn (--yes-always) adds it to the chat.
     "aider": Expect("aider", sessions=2, tools=False, kill=True),
+    # No kill: Auggie writes its session file once an exchange is done, never while the model answers.
+    "auggie": Expect("auggie"),
     # Its LangGraph server child writes the store (WAL: liveness goes by the newer of the db and its -wal).
     "dcode": Expect("dcode", kill=True, prompt_after=60),  # its LangGraph server starts slowly on a busy machine
     # Hermes writes the prompt to state.db when the turn starts; its ended_at stays empty after `chat -q`.

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from tests.fakellm import anthropic, gemini, openai_chat, openai_responses
+from tests.fakellm import anthropic, augment, gemini, openai_chat, openai_responses
 from tests.fakellm.wire import JsonResponse, Request, Response, SseResponse, error
 
 Handler = Callable[[Request], Response]
@@ -37,6 +37,8 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("POST", re.compile(r"/v1(?:beta|alpha)?/models/[^/]+:\w+"), gemini.models_action),
     ("GET", re.compile(r"/v1(?:beta|alpha)/models"), gemini.list_models),
     ("GET", re.compile(r"/v1(?:beta|alpha)/models/[^/:]+"), gemini.get_model),
+    # Augment's backend (Auggie): its endpoints sit at the tenant URL's root.
+    ("POST", augment.ENDPOINTS, augment.endpoint),
 ]
 
 
