@@ -24,6 +24,7 @@ from harvester.parsers import (
     opencode,
     pi,
     qwen_code,
+    vscode_copilot,
 )
 from harvester.parsers.base import Harness
 
@@ -61,6 +62,8 @@ HARNESSES: dict[str, Harness] = {
         Harness(cursor.CLI_NAME, cursor.cli_roots, cursor.CLI_SOURCES, cursor.parse, "Cursor CLI",
                 cursor.CLI_PROCESSES),
         Harness(cursor.IDE_NAME, cursor.ide_roots, cursor.IDE_SOURCES, cursor.parse, "Cursor", cursor.IDE_PROCESSES),
+        Harness(vscode_copilot.NAME, vscode_copilot.roots, vscode_copilot.SOURCES, vscode_copilot.parse,
+                "VS Code Copilot Chat", vscode_copilot.PROCESSES),
         Harness(antigravity.NAME, antigravity.roots, antigravity.SOURCES, antigravity.parse, "Antigravity CLI",
                 antigravity.PROCESSES),
         Harness(grok.NAME, grok.roots, grok.SOURCES, grok.parse, "Grok Build", grok.PROCESSES),

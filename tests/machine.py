@@ -41,6 +41,7 @@ PLACES = {
     "copilot_cli": ".copilot",
     "cursor-cli": ".cursor",
     "cursor": ".config/Cursor",
+    "vscode_copilot": ".config/Code/User",
     "grok": ".grok",
     "devin": ".local/share/devin/cli",
     "deepseek_harness": ".dsh",
