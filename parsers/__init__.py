@@ -25,6 +25,7 @@ from harvester.parsers import (
     pi,
     qwen_code,
     vscode_copilot,
+    windsurf,
 )
 from harvester.parsers.base import Harness
 
@@ -64,6 +65,8 @@ HARNESSES: dict[str, Harness] = {
         Harness(cursor.IDE_NAME, cursor.ide_roots, cursor.IDE_SOURCES, cursor.parse, "Cursor", cursor.IDE_PROCESSES),
         Harness(vscode_copilot.NAME, vscode_copilot.roots, vscode_copilot.SOURCES, vscode_copilot.parse,
                 "VS Code Copilot Chat", vscode_copilot.PROCESSES),
+        Harness(windsurf.NAME, windsurf.roots, windsurf.SOURCES, windsurf.parse, "Windsurf (Cascade)",
+                windsurf.PROCESSES, opaque=windsurf.OPAQUE),
         Harness(antigravity.NAME, antigravity.roots, antigravity.SOURCES, antigravity.parse, "Antigravity CLI",
                 antigravity.PROCESSES),
         Harness(grok.NAME, grok.roots, grok.SOURCES, grok.parse, "Grok Build", grok.PROCESSES),

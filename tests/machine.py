@@ -42,6 +42,7 @@ PLACES = {
     "cursor-cli": ".cursor",
     "cursor": ".config/Cursor",
     "vscode_copilot": ".config/Code/User",
+    "windsurf": ".codeium/windsurf",
     "grok": ".grok",
     "devin": ".local/share/devin/cli",
     "deepseek_harness": ".dsh",
