@@ -167,8 +167,8 @@ def _replay(reader: _Reader, raw: bytes) -> dict | None:
         try:
             entry = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            if number == len(lines):  # no newline yet: VS Code is appending it; the next change has it whole
-                break
+            if number == len(lines) and state is not None:
+                break  # no newline yet: VS Code is appending it; the next change has it whole
             reader.problem("malformed", f"invalid JSON: {exc}")
             continue
         kind = entry.get("kind") if isinstance(entry, dict) else None

@@ -185,6 +185,8 @@ def test_torn_last_line_waits_and_bad_lines_are_counted() -> None:
     assert [p.kind for p in batch.problems] == ["malformed", "malformed"] and len(batch.events) == 2
     batch = _parse(b'{"kind": 1, "k": ["customTitle"], "v": "x"}\n')
     assert [p.kind for p in batch.problems] == ["malformed"]  # an update with nothing to update
+    batch = _parse(b'{"kind": 0, "v": {"sessionId": "x", "requ')  # cut short, nothing whole before it
+    assert ([p.kind for p in batch.problems], batch.events) == (["malformed"], [])
 
 
 def test_unknown_kinds_are_drift() -> None:
