@@ -301,7 +301,8 @@ def status_text(data: dict[str, Any]) -> str:
             h["name"], h.get("version") or "-", str(len(h["roots"])), str(h["sources"]), str(h["sessions"]),
             str(h["events"]),
             _when(h["last_import"]), str(skipped), str(h["unknown_types"]), str(h["sources_failed"]),
-            "ok" if not (skipped or h["unknown_types"] or h["sources_failed"]) else "check",
+            "check" if skipped or h["unknown_types"] or h["sources_failed"]
+            else "not readable" if h.get("not_readable") and not h["sessions"] else "ok",
         ])
     parts.append(_table(["HARNESS", "VERSION", "ROOTS", "SOURCES", "SESSIONS", "EVENTS", "LAST IMPORT",
                          "MALFORMED", "DRIFT", "FAILED", "PARSE"], rows))
@@ -314,6 +315,10 @@ def status_text(data: dict[str, Any]) -> str:
                                 ("git_errors", "session", "whose git probe failed")):
             if h.get(key):
                 notes.append(f"{h[key]} {plural(h[key], noun)} {said}")
+        for store in h.get("not_readable", []):
+            n = store["files"]
+            notes.append(f"present, not readable: {n:,}{'+' if store.get('capped') else ''} {plural(n, 'file')} "
+                         f"in {store['path']} ({store['reason']})")
         if h.get("unlisted_directories"):
             n = len(h["unlisted_directories"])
             notes.append(f"{n} {plural(n, 'directory') if n == 1 else 'directories'} cannot be listed")

@@ -18,7 +18,7 @@ def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
     from harvester import retention
     from harvester.connect import registered
     from harvester.gitident import git_found
-    from harvester.parsers.base import harness_roots
+    from harvester.parsers.base import harness_roots, opaque_found
 
     home = config.home()
     stats = bank.harness_stats()
@@ -29,13 +29,15 @@ def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
         entry = {"name": name, "label": harness.label, "enabled": settings.enabled(name),
                  "roots": [str(r) for r in roots]}
         entry.update(stats.pop(name, None) or EMPTY_STATS)
+        # Present, not readable (encrypted): said, so that an agent in use never shows as an empty row.
+        entry["not_readable"] = opaque_found(harness, roots)
         # Made by a parser older than this version's: `harvester reparse` would make them again.
         entry["sessions_older_parser"] = sum(n for v, n in versions.get(name, {}).items()
                                              if v is None or v < harness.version)
         harnesses.append(entry)
     for name, leftover in stats.items():  # harnesses in the bank that this version lacks
         harnesses.append({"name": name, "label": name, "enabled": False, "roots": [], **leftover,
-                          "sessions_older_parser": 0})
+                          "sessions_older_parser": 0, "not_readable": []})
     connected = registered(home, os.environ, only_installed=True)
     for entry in harnesses:
         entry["mcp_registered"] = connected.get(entry["name"])  # None: an agent connect does not know

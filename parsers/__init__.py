@@ -29,6 +29,8 @@ from harvester.parsers import (
     opencode,
     pi,
     qwen_code,
+    vscode_copilot,
+    windsurf,
 )
 from harvester.parsers.base import Harness
 
@@ -66,6 +68,10 @@ HARNESSES: dict[str, Harness] = {
         Harness(cursor.CLI_NAME, cursor.cli_roots, cursor_transcripts.CLI_SOURCES, cursor_transcripts.parse,
                 "Cursor CLI", cursor.CLI_PROCESSES),
         Harness(cursor.IDE_NAME, cursor.ide_roots, cursor.IDE_SOURCES, cursor.parse, "Cursor", cursor.IDE_PROCESSES),
+        Harness(vscode_copilot.NAME, vscode_copilot.roots, vscode_copilot.SOURCES, vscode_copilot.parse,
+                "VS Code Copilot Chat", vscode_copilot.PROCESSES),
+        Harness(windsurf.NAME, windsurf.roots, windsurf.SOURCES, windsurf.parse, "Windsurf (Cascade)",
+                windsurf.PROCESSES, opaque=windsurf.OPAQUE),
         Harness(antigravity.NAME, antigravity.roots, antigravity.SOURCES, antigravity.parse, "Antigravity CLI",
                 antigravity.PROCESSES),
         Harness(auggie.NAME, auggie.roots, auggie.SOURCES, auggie.parse, "Auggie", auggie.PROCESSES),

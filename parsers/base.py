@@ -102,6 +102,16 @@ class Record:
     raw: bytes  # the line without its newline, the whole document, or a row as {"table", "row"} JSON
 
 
+@dataclass(frozen=True, slots=True)
+class OpaqueStore:
+    """Files that hold an agent's history but cannot be read (encrypted, or a private format with no
+    known schema). Never opened, never parsed: only counted, so that ``status`` says the store is
+    present and not readable instead of showing an agent with nothing, as if it had never been used."""
+
+    pattern: str  # glob relative to a root, as SourceSpec.pattern
+    reason: str  # why it cannot be read, in words for status
+
+
 Roots = Callable[[Mapping[str, str], Path], list[Path]]
 Parse = Callable[[SourceRef, Iterable[Record], dict[str, Any]], Batch]
 
@@ -128,6 +138,9 @@ class Harness:
     # Bumped when a change to the parser changes what it makes of records it read before: sessions made
     # by an older version are counted by status, and `harvester reparse` rebuilds them from the archive.
     version: int = 1
+    # Stores of the agent's that no parser can read (Windsurf's encrypted Cascade trajectories): a harness
+    # may have these only, and no sources.
+    opaque: tuple[OpaqueStore, ...] = ()
 
 
 def existing_roots(harness: Harness, env: Mapping[str, str], home: Path,
@@ -159,6 +172,27 @@ def harness_roots(harness: Harness, known_directories: Callable[[], list[str]], 
         dirs.append(root)
         dirs += [p.parent for p in (*root.glob("*/.git"), *root.glob("*/*/.git"))]
     return existing_roots(harness, env, home, tuple(dirs))
+
+
+OPAQUE_COUNT_CAP = 10_000  # files counted per store: enough to say "present", bounded on a huge folder
+
+
+def opaque_found(harness: Harness, roots: Iterable[Path]) -> list[dict[str, Any]]:
+    """Each opaque store of ``harness`` present under ``roots``: where, how many files (counting stops at
+    OPAQUE_COUNT_CAP: ``capped``), and why they cannot be read. Names are listed, no file is opened."""
+    out = []
+    for root in roots:
+        for store in harness.opaque:
+            files = 0
+            for path in Path(root).glob(store.pattern):
+                if path.is_file():
+                    files += 1
+                    if files >= OPAQUE_COUNT_CAP:
+                        break
+            if files:
+                out.append({"path": str(Path(root) / store.pattern), "files": files,
+                            "capped": files >= OPAQUE_COUNT_CAP, "reason": store.reason})
+    return out
 
 
 def json_objects(records: Iterable[Record], problems: list[Problem]) -> Iterator[tuple[Record, dict[str, Any]]]:

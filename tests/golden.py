@@ -129,6 +129,8 @@ LAYOUTS: dict[str, Layout] = {
     "cursor": Layout("cursor", _built("state.sql", "state.vscdb", _cursor_ide), "cursor/ide"),
     "cursor-transcripts": Layout("cursor-cli", _built("store.sql", "store.db", _env("CURSOR_CONFIG_DIR")),
                                  "cursor/transcripts"),
+    "vscode_copilot": Layout("vscode-copilot", _link(".config/Code/User")),
+    "windsurf": Layout("windsurf", _link(".codeium/windsurf")),
     "pi": Layout("pi", _env("PI_CODING_AGENT_DIR"), "pi/pi"),
     "prime-agent": Layout("prime-agent", _env("PRIME_AGENT_CODING_AGENT_DIR"), "pi/prime_agent"),
     "oh-my-pi": Layout("oh-my-pi", _env("PI_CODING_AGENT_DIR"), "pi/oh_my_pi"),

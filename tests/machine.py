@@ -43,6 +43,8 @@ PLACES = {
     "cursor-cli": ".cursor",
     "cursor": ".config/Cursor",
     "cursor-transcripts": ".cursor",
+    "vscode_copilot": ".config/Code/User",
+    "windsurf": ".codeium/windsurf",
     "grok": ".grok",
     "hermes": ".hermes",
     "kimi": ".kimi",

@@ -32,6 +32,9 @@ from harvester.validate import repair
 from tests.helpers import scan
 from tests.machine import lay_out_every_store
 
+# Harnesses with sources to read (a harness may only report a store it cannot read: Windsurf's).
+READ = sorted(name for name, harness in HARNESSES.items() if harness.sources)
+
 
 @dataclass(frozen=True)
 class Call:
@@ -72,7 +75,7 @@ def calls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Call]]:
 
 
 def test_every_harness_was_seen(calls: dict[str, list[Call]]) -> None:
-    assert all(calls.values()), [name for name, c in calls.items() if not c]
+    assert all(calls[n] for n in READ), [name for name in READ if not calls[name]]
 
 
 JSON = st.recursive(
@@ -132,7 +135,7 @@ def _mutated(call: Call, data: st.DataObject) -> list[Record]:
     return records
 
 
-@pytest.mark.parametrize("name", sorted(HARNESSES))
+@pytest.mark.parametrize("name", READ)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())

@@ -131,7 +131,7 @@ def poisoned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 
 def test_every_harness_has_a_poisoned_source(poisoned: tuple) -> None:
     _, sources, _ = poisoned
-    assert set(sources) == set(HARNESSES)
+    assert set(sources) == {name for name, harness in HARNESSES.items() if harness.sources}  # not Windsurf's: unread
 
 
 def test_every_good_session_is_imported(poisoned: tuple) -> None:
