@@ -23,6 +23,7 @@ from harvester.parsers import (
     grok,
     openclaw,
     opencode,
+    openhands,
     pi,
     qwen_code,
 )
@@ -57,6 +58,8 @@ HARNESSES: dict[str, Harness] = {
         Harness(pi.PRIME_NAME, pi.prime_roots, pi.PRIME_SOURCES, pi.parse, "Prime Agent", pi.PRIME_PROCESSES),
         Harness(pi.OMP_NAME, pi.omp_roots, pi.OMP_SOURCES, pi.parse, "oh-my-pi", pi.OMP_PROCESSES),
         Harness(openclaw.NAME, openclaw.roots, openclaw.SOURCES, openclaw.parse, "OpenClaw", openclaw.PROCESSES),
+        Harness(openhands.NAME, openhands.roots, openhands.SOURCES, openhands.parse, "OpenHands CLI",
+                openhands.PROCESSES),
         Harness(copilot_cli.NAME, copilot_cli.roots, copilot_cli.SOURCES, copilot_cli.parse, "Copilot CLI",
                 copilot_cli.PROCESSES),
         Harness(cursor.CLI_NAME, cursor.cli_roots, cursor.CLI_SOURCES, cursor.parse, "Cursor CLI",

@@ -127,6 +127,7 @@ LAYOUTS: dict[str, Layout] = {
     "pi": Layout("pi", _env("PI_CODING_AGENT_DIR"), "pi/pi"),
     "prime-agent": Layout("prime-agent", _env("PRIME_AGENT_CODING_AGENT_DIR"), "pi/prime_agent"),
     "oh-my-pi": Layout("oh-my-pi", _env("PI_CODING_AGENT_DIR"), "pi/oh_my_pi"),
+    "openhands": Layout("openhands", _env("OPENHANDS_CONVERSATIONS_DIR")),
     "openclaw": Layout("openclaw", _built("openclaw-agent.sql", "openclaw-agent.sqlite", _env("OPENCLAW_STATE_DIR")),
                        "pi/openclaw"),
 }

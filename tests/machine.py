@@ -38,6 +38,7 @@ PLACES = {
     "prime-agent": ".prime/agent",
     "oh-my-pi": ".omp/agent",
     "openclaw": ".openclaw",
+    "openhands": ".openhands/conversations",
     "copilot_cli": ".copilot",
     "cursor-cli": ".cursor",
     "cursor": ".config/Cursor",
