@@ -44,8 +44,8 @@ from harvester.parsers.base import (
 NAME = "openhands"
 # The CLI's console script runs as ``python .../bin/openhands``: its name is in the command line.
 PROCESSES = ("openhands",)
-# A tool call's line shows the first of these arguments that holds text (terminal, file_editor, task...).
-_CALL_KEYS = ("command", "path", "pattern", "query", "url", "prompt", "description")
+# A tool call's line shows the first of these arguments that holds text: file_editor's path, terminal's command.
+_CALL_KEYS = ("path", "command", "pattern", "query", "url", "prompt", "description")
 # EVENT_NAME_RE of persistence_const.py: the index has at least five digits; sort by its value.
 _EVENT_FILE = re.compile(r"^event-(\d{5,})-[0-9a-fA-F-]{8,}\.json$")
 # Kinds with nothing for a transcript: the system prompt (tens of KB, the same every conversation), state
