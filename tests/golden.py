@@ -122,6 +122,7 @@ LAYOUTS: dict[str, Layout] = {
                        "hand/roo"),
     "kilo-code": Layout("kilo-code", _link(".config/Code/User/globalStorage/kilocode.kilo-code"), "cline",
                         "hand/kilo"),
+    "crush": Layout("crush", _built("crush.sql", "crush.db", lambda tree, home: ({}, {"crush": [tree]}))),
     "cursor-cli": Layout("cursor-cli", _built("store.sql", "store.db", _env("CURSOR_CONFIG_DIR")), "cursor/cli"),
     "cursor": Layout("cursor", _built("state.sql", "state.vscdb", _cursor_ide), "cursor/ide"),
     "pi": Layout("pi", _env("PI_CODING_AGENT_DIR"), "pi/pi"),
