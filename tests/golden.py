@@ -125,6 +125,7 @@ LAYOUTS: dict[str, Layout] = {
                        "hand/roo"),
     "kilo-code": Layout("kilo-code", _link(".config/Code/User/globalStorage/kilocode.kilo-code"), "cline",
                         "hand/kilo"),
+    "crush": Layout("crush", _built("crush.sql", "crush.db", lambda tree, home: ({}, {"crush": [tree]}))),
     "cursor-cli": Layout("cursor-cli", _built("store.sql", "store.db", _env("CURSOR_CONFIG_DIR")), "cursor/cli"),
     "cursor": Layout("cursor", _built("state.sql", "state.vscdb", _cursor_ide), "cursor/ide"),
     "cursor-transcripts": Layout("cursor-cli", _built("store.sql", "store.db", _env("CURSOR_CONFIG_DIR")),
@@ -134,6 +135,7 @@ LAYOUTS: dict[str, Layout] = {
     "pi": Layout("pi", _env("PI_CODING_AGENT_DIR"), "pi/pi"),
     "prime-agent": Layout("prime-agent", _env("PRIME_AGENT_CODING_AGENT_DIR"), "pi/prime_agent"),
     "oh-my-pi": Layout("oh-my-pi", _env("PI_CODING_AGENT_DIR"), "pi/oh_my_pi"),
+    "openhands": Layout("openhands", _env("OPENHANDS_CONVERSATIONS_DIR")),
     "openclaw": Layout("openclaw", _built("openclaw-agent.sql", "openclaw-agent.sqlite", _env("OPENCLAW_STATE_DIR")),
                        "pi/openclaw"),
 }

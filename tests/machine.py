@@ -39,7 +39,9 @@ PLACES = {
     "prime-agent": ".prime/agent",
     "oh-my-pi": ".omp/agent",
     "openclaw": ".openclaw",
+    "openhands": ".openhands/conversations",
     "copilot_cli": ".copilot",
+    "crush": "src/crush-demo",  # Crush keeps its database in each project: configured as a root below
     "cursor-cli": ".cursor",
     "cursor": ".config/Cursor",
     "cursor-transcripts": ".cursor",
@@ -55,7 +57,7 @@ PLACES = {
 }
 # Hand-written databases are kept as SQL text; each becomes the file the agent writes.
 DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql": "sessions.db",
-             "store.sql": "store.db", "state.sql": "state.vscdb",
+             "store.sql": "store.db", "state.sql": "state.vscdb", "crush.sql": "crush.db",
              "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite"}
 
 
@@ -79,7 +81,7 @@ def harvester_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in env.items() if not any(k.startswith(p) for p in (
         "CLAUDE_", "CODEX_", "QWEN_", "GEMINI_", "CONTINUE_", "CLINE_", "PI_", "PRIME_", "OMP_", "OPENCLAW_",
         "COPILOT_", "CURSOR_", "AUGMENT_", "VSCODE_", "GROK_", "DSH_", "DEEPAGENTS_", "OPENCODE_", "KILO_",
-        "FACTORY_", "HERMES_", "KIMI_"))}
+        "FACTORY_", "HERMES_", "KIMI_", "OPENHANDS_", "CRUSH_"))}
     env.update(HOME=str(tmp / "home"), HARVESTER_BANK=str(tmp / "bank.sqlite"), HARVESTER_RUNTIME_DIR=str(tmp / "run"),
                PYTHONPATH=str(ROOT), TZ="UTC")
     if (tmp / "config.toml").exists():

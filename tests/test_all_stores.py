@@ -26,7 +26,9 @@ def status(tmp_path_factory: pytest.TempPathFactory) -> dict:
     home = tmp / "home"
     lay_out_every_store(home)
     repositories = sorted({str(p.parent) for p in (home / "src").rglob(".aider.chat.history.md")})
-    (tmp / "config.toml").write_text("[roots]\naider = " + orjson.dumps(repositories).decode() + "\n")
+    projects = sorted({str(p.parent.parent) for p in (home / "src").rglob(".crush/crush.db")})  # Crush's, likewise
+    (tmp / "config.toml").write_text("[roots]\naider = " + orjson.dumps(repositories).decode() + "\ncrush = "
+                                     + orjson.dumps(projects).decode() + "\n")
     scanned = harvester_cli(tmp, "scan", "--json")
     assert scanned.returncode == 0, scanned.stderr
     shown = harvester_cli(tmp, "status", "--json")

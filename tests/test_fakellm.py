@@ -150,6 +150,21 @@ def test_batch_reader_gets_one_file_entry() -> None:
     assert call is not None and (call.name, call.arguments) == ("read_files", {"files": [{"path": "/tmp/x/notes.txt"}]})
 
 
+def test_editor_with_a_view_command_is_preferred_to_the_shell() -> None:
+    """OpenHands offers terminal{command} before file_editor{command: enum, path, security_risk (required)}."""
+    from tests.fakellm.script import Tool, read_call
+
+    risk = {"type": "string", "enum": ["LOW", "MEDIUM", "HIGH"]}
+    terminal = Tool("terminal", {"properties": {"command": {"type": "string"}, "security_risk": risk},
+                                 "required": ["command", "security_risk"]})
+    editor = Tool("file_editor", {"properties": {"command": {"type": "string", "enum": ["view", "create"]},
+                                                 "path": {"type": "string"}, "security_risk": risk},
+                                  "required": ["command", "path", "security_risk"]})
+    call = read_call([terminal, editor], "/tmp/x/notes.txt")
+    assert call is not None and call.name == "file_editor"
+    assert call.arguments == {"command": "view", "path": "/tmp/x/notes.txt", "security_risk": "LOW"}
+
+
 def test_batch_task_tool_gets_one_task() -> None:
     from tests.fakellm.script import Conversation, Tool, decide
 

@@ -65,10 +65,11 @@ def calls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Call]]:
         return parse_and_note
 
     repositories = [p.parent for p in (home / "src").rglob(".aider.chat.history.md")]
+    projects = [p.parent.parent for p in (home / "src").rglob(".crush/crush.db")]  # Crush's, likewise
     try:
         for name in originals:
             HARNESSES[name] = replace(originals[name], parse=recording(name))
-        scan(home, tmp / "bank.sqlite", extra_roots={"aider": repositories})
+        scan(home, tmp / "bank.sqlite", extra_roots={"aider": repositories, "crush": projects})
     finally:
         HARNESSES.update(originals)
     return seen

@@ -64,7 +64,10 @@ EXPECT: dict[str, Expect] = {
     "kimi": Expect("kimi", kill=True),
     "pi": Expect("pi", kill=True),
     "oh-my-pi": Expect("oh-my-pi", kill=True),
-    "openclaw": Expect("openclaw", kill=True, prompt_after=120),  # transcripts in SQLite (polled); process title openclaw-agent
+    "openclaw": Expect("openclaw", kill=True, prompt_after=120),
+    # OpenHands writes each event as its own file as it happens (the prompt before the model answers). Its
+    # Python start-up alone takes a minute on a loaded machine: the killed turn's prompt may take as long.
+    "openhands": Expect("openhands", kill=True, prompt_after=180),  # transcripts in SQLite (polled); process title openclaw-agent
     "copilot-cli": Expect("copilot-cli", kill=True),
     # Droid appends each message as it comes (the prompt before the model answers): a killed turn is there.
     "droid": Expect("droid", kill=True),

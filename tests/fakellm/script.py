@@ -206,6 +206,13 @@ def read_call(tools: list[Tool], path: str) -> ToolCall | None:
             for key in PATH_KEYS:
                 if key in tool.properties:
                     return ToolCall(tool.name, {key: path})
+    for tool in tools:  # an editor with a view command: OpenHands' file_editor{command: view|create|..., path}
+        command = tool.properties.get("command")
+        if isinstance(command, dict) and "view" in (command.get("enum") or []) and "path" in tool.properties:
+            args: dict[str, Any] = {"command": "view", "path": path}
+            for key in tool.schema.get("required", []):  # OpenHands asks for a security_risk with each call
+                args.setdefault(key, schema_instance(tool.properties.get(key, {"type": "string"})))
+            return ToolCall(tool.name, args)
     for tool in tools:  # a batch reader: Cline's read_files{files: [{path, start_line?, end_line?}]}
         files = tool.properties.get("files")
         item = (files.get("items") or {}).get("properties") or {} if isinstance(files, dict) else {}
