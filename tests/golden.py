@@ -110,6 +110,7 @@ LAYOUTS: dict[str, Layout] = {
     "continue_cli": Layout("continue", _env("CONTINUE_GLOBAL_DIR")),
     "aider": Layout("aider", _repositories),
     "copilot_cli": Layout("copilot-cli", _env("COPILOT_HOME")),
+    "goose": Layout("goose", _built("sessions.sql", "sessions.db", _link(".local/share/goose/sessions"))),
     "grok": Layout("grok", _env("GROK_HOME")),
     "antigravity": Layout("antigravity", _link(".gemini/antigravity-cli")),
     "deepseek_harness": Layout("deepseek-harness", _env("DSH_HOME")),

@@ -41,6 +41,7 @@ PLACES = {
     "copilot_cli": ".copilot",
     "cursor-cli": ".cursor",
     "cursor": ".config/Cursor",
+    "goose": ".local/share/goose/sessions",
     "grok": ".grok",
     "devin": ".local/share/devin/cli",
     "deepseek_harness": ".dsh",
@@ -70,7 +71,7 @@ def harvester_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "HARVESTER_"))}
     env = {k: v for k, v in env.items() if not any(k.startswith(p) for p in (
         "CLAUDE_", "CODEX_", "QWEN_", "GEMINI_", "CONTINUE_", "CLINE_", "PI_", "PRIME_", "OMP_", "OPENCLAW_",
-        "COPILOT_", "CURSOR_", "VSCODE_", "GROK_", "DSH_", "DEEPAGENTS_", "OPENCODE_", "KILO_"))}
+        "COPILOT_", "CURSOR_", "VSCODE_", "GOOSE_", "GROK_", "DSH_", "DEEPAGENTS_", "OPENCODE_", "KILO_"))}
     env.update(HOME=str(tmp / "home"), HARVESTER_BANK=str(tmp / "bank.sqlite"), HARVESTER_RUNTIME_DIR=str(tmp / "run"),
                PYTHONPATH=str(ROOT), TZ="UTC")
     if (tmp / "config.toml").exists():
