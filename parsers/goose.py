@@ -81,8 +81,10 @@ QUERIES = (
     ),
     SqliteQuery(
         "message",
-        "SELECT m.*, s.session_type AS session_type, (SELECT f.id FROM messages f WHERE f.session_id = m.session_id "
-        "AND f.role = 'user' ORDER BY f.created_timestamp, f.id LIMIT 1) = m.id AS first_user "
+        # first_user: no user row before it (NOT EXISTS stops at the session's first prompt, a few rows in).
+        "SELECT m.*, s.session_type AS session_type, CASE WHEN m.role = 'user' THEN NOT EXISTS (SELECT 1 FROM "
+        "messages f WHERE f.session_id = m.session_id AND f.role = 'user' AND (f.created_timestamp < "
+        "m.created_timestamp OR (f.created_timestamp = m.created_timestamp AND f.id < m.id))) END AS first_user "
         "FROM messages m LEFT JOIN sessions s ON s.id = m.session_id "
         "WHERE m.id >= :since ORDER BY m.id",
         "id", ordered=True,
