@@ -46,10 +46,12 @@ PLACES = {
     "devin": ".local/share/devin/cli",
     "deepseek_harness": ".dsh",
     "dcode": ".deepagents",
+    "zed": ".local/share/zed/threads",
 }
 # Hand-written databases are kept as SQL text; each becomes the file the agent writes.
 DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql": "sessions.db",
-             "store.sql": "store.db", "state.sql": "state.vscdb", "openclaw-agent.sql": "openclaw-agent.sqlite"}
+             "store.sql": "store.db", "state.sql": "state.vscdb", "openclaw-agent.sql": "openclaw-agent.sqlite",
+             "threads.sql": "threads.db"}
 
 
 def lay_out_every_store(home: Path) -> None:
@@ -71,7 +73,7 @@ def harvester_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "HARVESTER_"))}
     env = {k: v for k, v in env.items() if not any(k.startswith(p) for p in (
         "CLAUDE_", "CODEX_", "QWEN_", "GEMINI_", "CONTINUE_", "CLINE_", "PI_", "PRIME_", "OMP_", "OPENCLAW_",
-        "COPILOT_", "CURSOR_", "VSCODE_", "GOOSE_", "GROK_", "DSH_", "DEEPAGENTS_", "OPENCODE_", "KILO_"))}
+        "COPILOT_", "CURSOR_", "VSCODE_", "FLATPAK_", "GOOSE_", "GROK_", "DSH_", "DEEPAGENTS_", "OPENCODE_", "KILO_"))}
     env.update(HOME=str(tmp / "home"), HARVESTER_BANK=str(tmp / "bank.sqlite"), HARVESTER_RUNTIME_DIR=str(tmp / "run"),
                PYTHONPATH=str(ROOT), TZ="UTC")
     if (tmp / "config.toml").exists():
