@@ -25,6 +25,7 @@ from harvester.parsers import (
     opencode,
     pi,
     qwen_code,
+    warp,
     zed,
 )
 from harvester.parsers.base import Harness
@@ -71,6 +72,7 @@ HARNESSES: dict[str, Harness] = {
         Harness(deepseek_harness.NAME, deepseek_harness.roots, deepseek_harness.SOURCES, deepseek_harness.parse,
                 "DeepSeek Harness", deepseek_harness.PROCESSES),
         Harness(dcode.NAME, dcode.roots, dcode.SOURCES, dcode.parse, "DeepAgents Code", dcode.PROCESSES),
+        Harness(warp.NAME, warp.roots, warp.SOURCES, warp.parse, "Warp agent mode", warp.PROCESSES),
         Harness(zed.NAME, zed.roots, zed.SOURCES, zed.parse, "Zed agent", zed.PROCESSES),
     )
 }

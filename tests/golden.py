@@ -129,6 +129,7 @@ LAYOUTS: dict[str, Layout] = {
     "oh-my-pi": Layout("oh-my-pi", _env("PI_CODING_AGENT_DIR"), "pi/oh_my_pi"),
     "openclaw": Layout("openclaw", _built("openclaw-agent.sql", "openclaw-agent.sqlite", _env("OPENCLAW_STATE_DIR")),
                        "pi/openclaw"),
+    "warp": Layout("warp", _built("warp.sql", "warp.sqlite", _link(".local/state/warp-terminal"))),
     "zed": Layout("zed", _built("threads.sql", "threads.db", _link(".local/share/zed/threads"))),
 }
 

@@ -46,12 +46,13 @@ PLACES = {
     "devin": ".local/share/devin/cli",
     "deepseek_harness": ".dsh",
     "dcode": ".deepagents",
+    "warp": ".local/state/warp-terminal",
     "zed": ".local/share/zed/threads",
 }
 # Hand-written databases are kept as SQL text; each becomes the file the agent writes.
 DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql": "sessions.db",
              "store.sql": "store.db", "state.sql": "state.vscdb", "openclaw-agent.sql": "openclaw-agent.sqlite",
-             "threads.sql": "threads.db"}
+             "threads.sql": "threads.db", "warp.sql": "warp.sqlite"}
 
 
 def lay_out_every_store(home: Path) -> None:
