@@ -94,7 +94,7 @@ def _query_rows(conn: sqlite3.Connection, queries: tuple[SqliteQuery, ...], mark
         try:
             rows = conn.execute(query.sql, {"since": marks.get(query.name, 0)})
         except sqlite3.OperationalError as exc:
-            if query.optional and "no such table" in str(exc):
+            if query.optional and ("no such table" in str(exc) or "no such column" in str(exc)):
                 continue
             raise
         for row in rows:

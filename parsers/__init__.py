@@ -23,6 +23,7 @@ from harvester.parsers import (
     devin,
     droid,
     gemini_cli,
+    goose,
     grok,
     hermes,
     kimi,
@@ -32,7 +33,9 @@ from harvester.parsers import (
     pi,
     qwen_code,
     vscode_copilot,
+    warp,
     windsurf,
+    zed,
 )
 from harvester.parsers.base import Harness
 
@@ -46,6 +49,7 @@ HARNESSES: dict[str, Harness] = {
                 qwen_code.PROCESSES),
         Harness(gemini_cli.NAME, gemini_cli.roots, gemini_cli.SOURCES, gemini_cli.parse, "Gemini CLI",
                 gemini_cli.PROCESSES),
+        Harness(goose.NAME, goose.roots, goose.SOURCES, goose.parse, "Goose", goose.PROCESSES),
         Harness(opencode.OPENCODE_NAME, opencode.opencode_roots, opencode.OPENCODE_SOURCES, opencode.parse,
                 "opencode", opencode.OPENCODE_PROCESSES),
         Harness(opencode.KILO_NAME, opencode.kilo_roots, opencode.KILO_SOURCES, opencode.parse, "Kilo CLI",
@@ -89,5 +93,7 @@ HARNESSES: dict[str, Harness] = {
                 "DeepSeek Harness", deepseek_harness.PROCESSES),
         Harness(dcode.NAME, dcode.roots, dcode.SOURCES, dcode.parse, "DeepAgents Code", dcode.PROCESSES),
         Harness(droid.NAME, droid.roots, droid.SOURCES, droid.parse, "Factory Droid", droid.PROCESSES),
+        Harness(warp.NAME, warp.roots, warp.SOURCES, warp.parse, "Warp agent mode", warp.PROCESSES),
+        Harness(zed.NAME, zed.roots, zed.SOURCES, zed.parse, "Zed agent", zed.PROCESSES),
     )
 }

@@ -49,8 +49,9 @@ class SqliteQuery:
     name: str  # handed to the parser as {"table": name, "row": {...}}
     sql: str
     watermark: str  # a column that grows whenever a row is written (time_updated, rowid)
-    # The table comes with a later version of the agent: a database without it has no such rows (rather
-    # than an unexpected shape). OpenClaw's agent database existed before it held transcripts.
+    # The table (or a column the query names) comes with a later version of the agent: a database without
+    # it has no such rows (rather than an unexpected shape). OpenClaw's agent database existed before it held
+    # transcripts; Zed's threads table grew columns (one query per shape, each optional).
     optional: bool = False
     # Rows come in watermark order (the SQL orders by it first): a page of a large read that ends inside
     # this query can keep the watermark its last row reached, and a read stopped there goes on from it.

@@ -111,6 +111,7 @@ LAYOUTS: dict[str, Layout] = {
     "aider": Layout("aider", _repositories),
     "auggie": Layout("auggie", _link(".augment")),  # no variable moves it: only a --augment-cache-dir flag
     "copilot_cli": Layout("copilot-cli", _env("COPILOT_HOME")),
+    "goose": Layout("goose", _built("sessions.sql", "sessions.db", _link(".local/share/goose/sessions"))),
     "grok": Layout("grok", _env("GROK_HOME")),
     "hermes": Layout("hermes", _built("hermes-state.sql", "state.db", _env("HERMES_HOME"))),
     "kimi": Layout("kimi", _env("KIMI_SHARE_DIR")),
@@ -138,6 +139,8 @@ LAYOUTS: dict[str, Layout] = {
     "openhands": Layout("openhands", _env("OPENHANDS_CONVERSATIONS_DIR")),
     "openclaw": Layout("openclaw", _built("openclaw-agent.sql", "openclaw-agent.sqlite", _env("OPENCLAW_STATE_DIR")),
                        "pi/openclaw"),
+    "warp": Layout("warp", _built("warp.sql", "warp.sqlite", _link(".local/state/warp-terminal"))),
+    "zed": Layout("zed", _built("threads.sql", "threads.db", _link(".local/share/zed/threads"))),
 }
 
 

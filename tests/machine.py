@@ -47,6 +47,7 @@ PLACES = {
     "cursor-transcripts": ".cursor",
     "vscode_copilot": ".config/Code/User",
     "windsurf": ".codeium/windsurf",
+    "goose": ".local/share/goose/sessions",
     "grok": ".grok",
     "hermes": ".hermes",
     "kimi": ".kimi",
@@ -54,11 +55,14 @@ PLACES = {
     "deepseek_harness": ".dsh",
     "dcode": ".deepagents",
     "droid": ".factory",
+    "warp": ".local/state/warp-terminal",
+    "zed": ".local/share/zed/threads",
 }
 # Hand-written databases are kept as SQL text; each becomes the file the agent writes.
 DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql": "sessions.db",
              "store.sql": "store.db", "state.sql": "state.vscdb", "crush.sql": "crush.db",
-             "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite"}
+             "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite",
+             "threads.sql": "threads.db", "warp.sql": "warp.sqlite"}
 
 
 def lay_out_every_store(home: Path) -> None:
@@ -80,8 +84,8 @@ def harvester_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "HARVESTER_"))}
     env = {k: v for k, v in env.items() if not any(k.startswith(p) for p in (
         "CLAUDE_", "CODEX_", "QWEN_", "GEMINI_", "CONTINUE_", "CLINE_", "PI_", "PRIME_", "OMP_", "OPENCLAW_",
-        "COPILOT_", "CURSOR_", "AUGMENT_", "VSCODE_", "GROK_", "DSH_", "DEEPAGENTS_", "OPENCODE_", "KILO_",
-        "FACTORY_", "HERMES_", "KIMI_", "OPENHANDS_", "CRUSH_"))}
+        "COPILOT_", "CURSOR_", "AUGMENT_", "VSCODE_", "FLATPAK_", "GOOSE_", "GROK_", "DSH_", "DEEPAGENTS_",
+        "OPENCODE_", "KILO_", "FACTORY_", "HERMES_", "KIMI_", "OPENHANDS_", "CRUSH_"))}
     env.update(HOME=str(tmp / "home"), HARVESTER_BANK=str(tmp / "bank.sqlite"), HARVESTER_RUNTIME_DIR=str(tmp / "run"),
                PYTHONPATH=str(ROOT), TZ="UTC")
     if (tmp / "config.toml").exists():

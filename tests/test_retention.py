@@ -299,6 +299,16 @@ def test_oh_my_pi_both_off(tmp_path: Path) -> None:
     assert found(home, "oh-my-pi") == []
 
 
+def test_warp_keeps_its_200_latest_conversations_once_installed(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    assert found(home, "warp") == []  # not installed: no warp.sqlite in any of its roots
+    write(home / ".local" / "state" / "warp-terminal" / "warp.sqlite", "")
+    (warning,) = found(home, "warp")
+    assert (warning.value, warning.default) == (200, True)
+    assert "200 most recent agent conversations" in lines(home, "warp")[0]
+
+
 def test_every_policy_names_a_harness() -> None:
     assert set(retention.harness_names()) <= set(HARNESSES)
 

@@ -318,6 +318,7 @@ POLICIES: tuple[Policy, ...] = (
     Policy(others.KILO_CODE, _roots_exist(others.KILO_CODE), others.kilo_code),
     Policy(others.OPENCLAW, others.openclaw_installed, others.openclaw),
     Policy(others.OH_MY_PI, others.oh_my_pi_installed, others.oh_my_pi),
+    Policy(others.WARP, others.warp_installed, others.warp),
 )
 
 

@@ -243,3 +243,18 @@ def oh_my_pi(env: Env, home: Path) -> list[Retention]:
     return [Retention(OH_MY_PI, "rewrites its session files, replacing " + " and ".join(what[s] for s in on)
                       + " with a one-line notice", " and ".join(on), origin, True, origin is None,
                       (str(config),) if origin is None and data is not None else (), tuple(files.problems))]
+
+
+WARP = "warp"
+WARP_KEPT_CONVERSATIONS = 200  # MAX_PERSISTED_CONVERSATION_COUNT (warpdotdev/warp app/src/persistence/agent.rs)
+
+
+def warp_installed(env: Env, home: Path) -> bool:
+    return any((root / "warp.sqlite").exists() for root in HARNESSES[WARP].roots(env, home))
+
+
+def warp(env: Env, home: Path) -> list[Retention]:
+    # No setting: every save prunes the oldest conversations (and their tasks) past the cap.
+    return [Retention(WARP, f"keeps only its {WARP_KEPT_CONVERSATIONS} most recent agent conversations: older ones "
+                      "are deleted, with their tasks, whenever a conversation is saved", "(none: a fixed limit)",
+                      None, WARP_KEPT_CONVERSATIONS, True)]
