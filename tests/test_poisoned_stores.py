@@ -73,15 +73,17 @@ def _concrete(pattern: str) -> str:
     return "/".join(parts)
 
 
-def poison_every_harness(home: Path, repositories: list[str]) -> dict[str, Path]:
-    """One poisoned source per harness, where the harness looks: harness -> its path."""
+def poison_every_harness(home: Path, roots: dict[str, list[str]]) -> dict[str, Path]:
+    """One poisoned source per harness, where the harness looks: harness -> its path. ``roots``: the configured
+    roots of the harnesses whose stores live in repositories (Aider, Crush), which a poisoned one joins."""
     env = {"HOME": str(home)}
     out: dict[str, Path] = {}
     for name, harness in HARNESSES.items():
-        if harness.roots_in_repositories:  # Aider: a repository of its own, added to the configured roots
-            repo = home / "src" / "poisoned-repo"
-            out[name] = repo / ".aider.chat.history.md"
-            repositories.append(str(repo))
+        if harness.roots_in_repositories:  # a repository of its own, added to the configured roots
+            repo = home / "src" / f"poisoned-{name}"
+            out[name] = repo / _concrete(harness.sources[0].pattern)
+            out[name].parent.mkdir(parents=True, exist_ok=True)
+            roots.setdefault(name, []).append(str(repo))
             _poison(out[name], harness.sources[0])
             continue
         root = next((r for r in harness.roots(env, home) if r.is_dir()), None)
@@ -100,6 +102,20 @@ def poison_every_harness(home: Path, repositories: list[str]) -> dict[str, Path]
     conn.commit()
     conn.close()
     out["dcode"] = store
+    # Zed and Warp likewise keep one database each, whose fixed name the good store holds: a thread whose blob does
+    # not decompress, a task whose protobuf does not decode.
+    for name, store, sql, args in (
+            ("zed", home / ".local/share/zed/threads/threads.db",
+             "INSERT INTO threads (id, summary, updated_at, data_type, data) VALUES ('poisoned-thread', 'poisoned', "
+             "'2026-11-02T10:00:00Z', 'zstd', ?)", (os.urandom(64),)),
+            ("warp", home / ".local/state/warp-terminal/warp.sqlite",
+             "INSERT INTO agent_tasks (conversation_id, task_id, task) VALUES ('poisoned-conversation', "
+             "'poisoned-task', ?)", (b"\xff" * 64,))):
+        conn = sqlite3.connect(store)
+        conn.execute(sql, args)
+        conn.commit()
+        conn.close()
+        out[name] = store
     return out
 
 
@@ -119,9 +135,11 @@ def poisoned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     tmp = tmp_path_factory.mktemp("poisoned")
     home = tmp / "home"
     lay_out_every_store(home)
-    repositories = sorted({str(p.parent) for p in (home / "src").rglob(".aider.chat.history.md")})
-    sources = poison_every_harness(home, repositories)
-    (tmp / "config.toml").write_text("[roots]\naider = " + orjson.dumps(repositories).decode() + "\n")
+    roots = {"aider": sorted({str(p.parent) for p in (home / "src").rglob(".aider.chat.history.md")}),
+             "crush": sorted({str(p.parent.parent) for p in (home / "src").rglob(".crush/crush.db")})}
+    sources = poison_every_harness(home, roots)
+    (tmp / "config.toml").write_text("[roots]\n" + "".join(f"{name} = {orjson.dumps(paths).decode()}\n"
+                                                            for name, paths in roots.items()))
     scanned = harvester_cli(tmp, "scan", "--json")
     assert scanned.returncode == 0, scanned.stderr
     status = harvester_cli(tmp, "status", "--json")
