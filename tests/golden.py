@@ -110,6 +110,7 @@ LAYOUTS: dict[str, Layout] = {
     "continue_cli": Layout("continue", _env("CONTINUE_GLOBAL_DIR")),
     "aider": Layout("aider", _repositories),
     "copilot_cli": Layout("copilot-cli", _env("COPILOT_HOME")),
+    "gptme": Layout("gptme", _env("GPTME_LOGS_HOME")),
     "grok": Layout("grok", _env("GROK_HOME")),
     "hermes": Layout("hermes", _built("hermes-state.sql", "state.db", _env("HERMES_HOME"))),
     "kimi": Layout("kimi", _env("KIMI_SHARE_DIR")),

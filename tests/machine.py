@@ -41,6 +41,7 @@ PLACES = {
     "copilot_cli": ".copilot",
     "cursor-cli": ".cursor",
     "cursor": ".config/Cursor",
+    "gptme": ".local/share/gptme/logs",
     "grok": ".grok",
     "hermes": ".hermes",
     "kimi": ".kimi",

@@ -57,6 +57,8 @@ EXPECT: dict[str, Expect] = {
     # Its LangGraph server child writes the store (WAL: liveness goes by the newer of the db and its -wal).
     "dcode": Expect("dcode", kill=True, prompt_after=60),  # its LangGraph server starts slowly on a busy machine
     # Hermes writes the prompt to state.db when the turn starts; its ended_at stays empty after `chat -q`.
+    # gptme appends the prompt to conversation.jsonl before it asks the model.
+    "gptme": Expect("gptme", kill=True),
     "hermes": Expect("hermes", kill=True),
     # Kimi CLI writes TurnBegin (the prompt) to wire.jsonl before it asks the model.
     "kimi": Expect("kimi", kill=True),
