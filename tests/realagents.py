@@ -349,8 +349,10 @@ def agent_env(agent: str | Agent, home: Path, port: int) -> dict[str, str]:
             "droid": {"FACTORY_API_BASE_URL": url, "FACTORY_TELEMETRY_INGEST_BASE_URL": url,
                       "FACTORY_DROID_AUTO_UPDATE_ENABLED": "false", "FACTORY_DISABLE_KEYRING": "1"},
             # Its "local" provider: an OpenAI-compatible server at $OPENAI_BASE_URL (llm/llm_openai.py); no
-            # tiktoken download (a timeout of 0 skips it: util/tokens.py).
-            "gptme": {"OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": DUMMY_KEY, "GPTME_TIKTOKEN_TIMEOUT": "0"},
+            # tiktoken download (a timeout of 0 skips it: util/tokens.py); a path in a prompt stays a path
+            # (else the file's text is appended to the stored prompt: util/context.py _include_paths).
+            "gptme": {"OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": DUMMY_KEY, "GPTME_TIKTOKEN_TIMEOUT": "0",
+                      "GPTME_DISABLE_PATH_INCLUDE": "1"},
             "hermes": {},  # config.yaml names the endpoint; nothing else of it reaches outside 127.0.0.1
             "kimi": {},  # config.toml: the endpoint, telemetry off
             "aider": {
