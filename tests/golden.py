@@ -112,6 +112,7 @@ LAYOUTS: dict[str, Layout] = {
     "auggie": Layout("auggie", _link(".augment")),  # no variable moves it: only a --augment-cache-dir flag
     "copilot_cli": Layout("copilot-cli", _env("COPILOT_HOME")),
     "goose": Layout("goose", _built("sessions.sql", "sessions.db", _link(".local/share/goose/sessions"))),
+    "gptme": Layout("gptme", _env("GPTME_LOGS_HOME")),
     "grok": Layout("grok", _env("GROK_HOME")),
     "hermes": Layout("hermes", _built("hermes-state.sql", "state.db", _env("HERMES_HOME"))),
     "kimi": Layout("kimi", _env("KIMI_SHARE_DIR")),

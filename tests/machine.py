@@ -48,6 +48,7 @@ PLACES = {
     "vscode_copilot": ".config/Code/User",
     "windsurf": ".codeium/windsurf",
     "goose": ".local/share/goose/sessions",
+    "gptme": ".local/share/gptme/logs",
     "grok": ".grok",
     "hermes": ".hermes",
     "kimi": ".kimi",

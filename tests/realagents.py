@@ -42,7 +42,7 @@ SCRUB_PREFIXES = (
     "XDG_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_", "GEMINI_", "GOOGLE_", "QWEN_", "OPENCODE_", "KILO_",
     "CONTINUE_", "AIDER_", "LITELLM_", "COPILOT_", "PI_", "OMP_", "OTEL_",
     "DEEPAGENTS_", "LANGSMITH_", "LANGCHAIN_", "OPENCLAW_", "CLINE_", "DSH_", "DEEPSEEK_", "FACTORY_", "DROID_",
-    "HERMES_", "KIMI_", "AUGMENT_", "AUGGIE_",
+    "HERMES_", "KIMI_", "AUGMENT_", "AUGGIE_", "GPTME_",
     "HARVESTER_",  # agents pass their environment on to the MCP servers they start: not the caller's bank
 )  # fmt: skip
 SCRUB_SUFFIXES = ("_API_KEY", "_BASE_URL", "_API_BASE", "_AUTH_TOKEN")
@@ -117,6 +117,8 @@ AGENTS: dict[str, Agent] = {
         Agent("aider", "aider-chat", "0.86.2", "aider", "", pip=True),
         # Closed source, one node script; it talks to Augment's backend only, which tests/fakellm/augment.py stands in for.
         Agent("auggie", "@augmentcode/auggie", "0.36.0", "auggie", ".augment"),
+        # The conversation logs: platformdirs' user data dir (dirs.py get_logs_dir).
+        Agent("gptme", "gptme", "0.35.1", "gptme", ".local/share/gptme/logs", pip=True),
         Agent("hermes", "hermes-agent", "0.19.0", "hermes", ".hermes", pip=True),
         # 1.52.0 (the newest) is a shim that only prints "no longer maintained" (kimi_cli/deprecation.py);
         # 1.51.0 is the last release that runs. It needs Python >= 3.12.
@@ -253,6 +255,7 @@ def store(agent: str | Agent, home: Path, repo: Path) -> list[Path]:
         "continue-cli": ["sessions/*.json"],
         "aider": [],
         "auggie": ["sessions/*.json"],
+        "gptme": ["*/conversation.jsonl", "*/config.toml"],
         "hermes": ["state.db", "state.db-wal", "state.db-shm"],
         "kimi": ["kimi.json", "sessions/*/*/wire.jsonl", "sessions/*/*/state.json", "sessions/*/*/subagents/*/wire.jsonl"],
         "pi": ["sessions/**/*.jsonl"],
@@ -362,6 +365,11 @@ def agent_env(agent: str | Agent, home: Path, port: int) -> dict[str, str]:
             # "no such session" to a resume (unreachable, `exec -s` fails: it asks the cloud first). No updates.
             "droid": {"FACTORY_API_BASE_URL": url, "FACTORY_TELEMETRY_INGEST_BASE_URL": url,
                       "FACTORY_DROID_AUTO_UPDATE_ENABLED": "false", "FACTORY_DISABLE_KEYRING": "1"},
+            # Its "local" provider: an OpenAI-compatible server at $OPENAI_BASE_URL (llm/llm_openai.py); no
+            # tiktoken download (a timeout of 0 skips it: util/tokens.py); a path in a prompt stays a path
+            # (else the file's text is appended to the stored prompt: util/context.py _include_paths).
+            "gptme": {"OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": DUMMY_KEY, "GPTME_TIKTOKEN_TIMEOUT": "0",
+                      "GPTME_DISABLE_PATH_INCLUDE": "1"},
             "hermes": {},  # config.yaml names the endpoint; nothing else of it reaches outside 127.0.0.1
             "kimi": {},  # config.toml: the endpoint, telemetry off
             "aider": {
@@ -545,6 +553,9 @@ def prompt_args(agent: str | Agent, prompt: str, resume: bool = False, home: Pat
         return [*AIDER_FLAGS, *(["--restore-chat-history"] if resume else []), "--message", prompt]
     if name == "auggie":  # --print: one turn and exit; --continue: the latest session (of this workspace)
         return ["--print", *(["--continue"] if resume else []), prompt]
+    if name == "gptme":  # -n: non-interactive; native tool calls; its read tool (not a default one); -r: latest here
+        return ["-n", "-m", f"local/{MODEL}", "--tool-format", "tool", "-t", "+read", *(["-r"] if resume else []),
+                prompt]
     if name == "hermes":  # chat -q is one turn (-Q: only the answer); -z, the one-shot mode, cannot resume
         return ["chat", "-Q", *(["--continue"] if resume else []), "-q", prompt]
     if name == "kimi":  # --print: non-interactive, tools approved; -C continues the latest session of this cwd

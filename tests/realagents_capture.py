@@ -69,12 +69,13 @@ def trim(value: Any) -> tuple[Any, int]:
     return value, 0
 
 
-# How agents serialize: compact (most JSONL), JSON.stringify(…, null, 2), Python's json.dumps default.
+# How agents serialize: compact (most JSONL), JSON.stringify(…, null, 2), Python's json.dumps (as is, or non-ASCII kept).
 STYLES: list[dict[str, Any]] = [
     {"separators": (",", ":"), "ensure_ascii": False},
     {"indent": 2, "ensure_ascii": False},
     {"indent": 2, "ensure_ascii": True},
     {"separators": (", ", ": "), "ensure_ascii": False},
+    {"separators": (", ", ": "), "ensure_ascii": True},  # json.dumps with no arguments (gptme)
 ]
 
 

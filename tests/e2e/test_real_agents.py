@@ -59,6 +59,8 @@ EXPECT: dict[str, Expect] = {
     # Its LangGraph server child writes the store (WAL: liveness goes by the newer of the db and its -wal).
     "dcode": Expect("dcode", kill=True, prompt_after=60),  # its LangGraph server starts slowly on a busy machine
     # Hermes writes the prompt to state.db when the turn starts; its ended_at stays empty after `chat -q`.
+    # gptme appends the prompt to conversation.jsonl before it asks the model.
+    "gptme": Expect("gptme", kill=True),
     "hermes": Expect("hermes", kill=True),
     # Kimi CLI writes TurnBegin (the prompt) to wire.jsonl before it asks the model.
     "kimi": Expect("kimi", kill=True),
@@ -156,9 +158,16 @@ def _transcript_gaps(events: list[tuple], expect: Expect, read_prompt: str) -> l
     return missing
 
 
+# gptme -n answers a reply without a tool call itself, twice a turn (tools/complete.py auto_reply_hook): the fake
+# model's answer to such a nudge repeats its last one, and is not a doubled event.
+NUDGE = "<system>No tool call detected in last message"
+
+
 def _duplicates(events: list[tuple]) -> list[tuple]:
     seen: dict[tuple, int] = {}
-    for e in events:
+    for i, e in enumerate(events):
+        if i and events[i - 1][2] == "meta" and events[i - 1][3].startswith(NUDGE):
+            continue
         if e[1] in ("user", "assistant", "tool") and e[2] in ("text", "tool_call", "tool_result"):
             key = (e[1], e[2], _unquote(e[3]))
             seen[key] = seen.get(key, 0) + 1

@@ -29,6 +29,7 @@ AIDER_ADDED = "I added these files to the chat:"
 ASK_FOR_FILE = "To answer I need to see"
 OPENCLAW_CONTEXT = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
 DSH_CONTEXT = "Current runtime context. This snapshot supersedes"  # dsh: a plugin snapshot after the prompt
+GPTME_TIME = "<system_info>The time is now "  # gptme: a time notice after a tool result (hooks/time_awareness.py)
 
 
 def chat_completions(req: Request) -> Response:
@@ -61,8 +62,8 @@ def chat_completions(req: Request) -> Response:
 
 def conversation(body: dict[str, Any]) -> Conversation:
     msgs = body["messages"]
-    while len(msgs) > 1 and msgs[-1].get("role") == "user" and _text(msgs[-1].get("content")).startswith(
-            (OPENCLAW_CONTEXT, DSH_CONTEXT)):  # OpenClaw sends its runtime context as a user message after the real one
+    while len(msgs) > 1 and msgs[-1].get("role") in ("user", "system") and _text(msgs[-1].get("content")).startswith(
+            (OPENCLAW_CONTEXT, DSH_CONTEXT, GPTME_TIME)):  # OpenClaw sends its runtime context as a user message after the real one
         msgs = msgs[:-1]
     last = msgs[-1] if msgs else {}
     prompt = _text(last.get("content")) if last.get("role") == "user" else ""

@@ -1,0 +1,104 @@
+"""gptme: what the hand-written logs dir must read as (fixtures/gptme/hand), the real runs' shape, roots, drift."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from harvester.parsers import gptme
+from harvester.parsers.base import Record, SourceRef
+from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
+
+HAND = FIXTURES / "gptme" / "hand"
+REAL = FIXTURES / "gptme" / "real"
+A, B = "2026-07-18-brave-red-fox", "2026-07-19-quiet-blue-owl"
+
+
+def read(tmp: Path, logs: Path, bank_name: str = "bank.sqlite") -> tuple[Path, int]:
+    bank = tmp / bank_name
+    report = scan(tmp, bank, (gptme.NAME,), env={"HOME": str(tmp), "GPTME_LOGS_HOME": str(logs)})
+    return bank, report.harnesses[gptme.NAME].problems
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(HAND, tmp_path / "gptme-logs"))
+
+
+def shape(bank: Path, sid: str) -> list[tuple]:
+    return [(e["role"], e["kind"], e["text"][:24]) for e in events_of(bank, sid)]
+
+
+def test_roots() -> None:
+    home = Path("/home/u")
+    assert gptme.roots({}, home, "linux") == [home / ".local/share/gptme/logs"]
+    assert gptme.roots({"GPTME_LOGS_HOME": "/srv/logs"}, home, "linux") == [Path("/srv/logs")]
+    assert gptme.roots({"XDG_DATA_HOME": "/x"}, home, "linux") == [Path("/x/gptme/logs"), home / ".local/share/gptme/logs"]
+    assert gptme.roots({}, home, "darwin")[-1] == home / "Library/Application Support/gptme/logs"
+    assert gptme.roots({"LOCALAPPDATA": "C:/Users/u/AppData/Local"}, home, "win32")[-1] == Path(
+        "C:/Users/u/AppData/Local/gptme/logs")
+
+
+def test_sessions_cwd_from_config_title_and_version(logs: Path, tmp_path: Path) -> None:
+    bank, problems = read(tmp_path, logs)
+    assert problems == 0
+    got = {s["native_id"]: (s["cwd"], s["title"], s["title_source"], s["model"]) for s in sessions_of(bank)}
+    assert got == {
+        A: ("/home/dev/src/demo-repo", "Fix the date test", "ai", "anthropic/claude-sonnet-4-6"),
+        B: (None, "what is in notes.txt?", "first-prompt", None),  # no config.toml beside it
+    }
+    assert session_of(bank, A)["agent_version"] == "0.35.1"
+
+
+def test_tool_calls_results_thinking_and_auto_replies(logs: Path, tmp_path: Path) -> None:
+    bank, _ = read(tmp_path, logs)
+    assert shape(bank, A) == [
+        ("user", "text", "fix the failing date tes"), ("assistant", "thinking", "Run the tests first."),
+        ("assistant", "text", "Running the tests."), ("assistant", "tool_call", "shell: pytest -q"),
+        ("tool", "tool_result", "Ran command: `pytest -q`"), ("assistant", "text", "Two reads at once."),
+        ("assistant", "tool_call", "read: tests/test_dates.p"), ("assistant", "tool_call", "read: src/dates.py"),
+        ("tool", "tool_result", "def test_parse(): ..."), ("tool", "tool_result", "def parse(s): ..."),
+        ("system", "meta", "<system_info>The time is"), ("assistant", "text", "The parser drops the tim"),
+        ("system", "meta", "<system>No tool call det"), ("assistant", "tool_call", "complete")]
+    events = events_of(bank, A)
+    assert events[7]["tool_input"] == {"path": "src/dates.py", "note": "a brace } in a string"}
+    assert events[9]["tool_name"] == "read" and events[9]["tool_call_id"] == "call_a3"
+    # Markdown tool format: the block stays in the text, its output is a plain system message.
+    assert shape(bank, B) == [("user", "text", "what is in notes.txt?"), ("assistant", "text", "Let me look.\n```shell\nca"),
+                              ("system", "meta", "Ran command: `cat notes."), ("assistant", "text", "It says the secret word ")]
+
+
+def test_appended_lines_are_read_once(logs: Path, tmp_path: Path) -> None:
+    bank, _ = read(tmp_path, logs)
+    log = logs / B / "conversation.jsonl"
+    with log.open("ab") as f:
+        f.write(orjson.dumps({"role": "user", "content": "thanks", "timestamp": "2026-07-19T08:01:00.000000"}) + b"\n")
+    read(tmp_path, logs)
+    read(tmp_path, logs)
+    assert shape(bank, B)[-1] == ("user", "text", "thanks") and len(shape(bank, B)) == 5
+    fresh, _ = read(tmp_path, logs, "fresh.sqlite")
+    assert [e["uid"] for e in events_of(fresh, B)] == [e["uid"] for e in events_of(bank, B)]
+
+
+def test_real_two_turns_read_whole() -> None:
+    (log,) = (REAL / "two_turns").glob("*/conversation.jsonl")
+    ref = SourceRef(log, log.parents[1], sidecar=log.with_name("config.toml").read_bytes())
+    batch = gptme.parse(ref, [Record(i, r) for i, r in enumerate(log.read_bytes().splitlines(), 1)], {})
+    assert batch.problems == []
+    session = batch.sessions[log.parent.name]
+    assert session.cwd and session.cwd.endswith("/demo-repo") and session.agent_version == "0.35.1"
+    kinds = [(e.role, e.kind) for e in batch.events]
+    assert kinds.count(("user", "text")) == 2 and ("assistant", "tool_call") in kinds and ("tool", "tool_result") in kinds
+    result = next(e for e in batch.events if e.kind == "tool_result")
+    assert "pelican" in result.text and result.tool_name == "read"
+
+
+def test_unknown_roles_are_drift_and_bad_shapes_malformed() -> None:
+    ref = SourceRef(Path("/l/c1/conversation.jsonl"), Path("/l"))
+    records = [Record(1, b'{"role": "developer", "content": "x", "timestamp": "2026-07-18T10:00:00"}'),
+               Record(2, b'{"content": "no role"}'), Record(3, b'not json')]
+    batch = gptme.parse(ref, records, {})
+    assert [(p.kind, p.line) for p in batch.problems] == [("unknown_type", 1), ("malformed", 2), ("malformed", 3)]
