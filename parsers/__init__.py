@@ -29,6 +29,7 @@ from harvester.parsers import (
     opencode,
     pi,
     qwen_code,
+    trae,
     vscode_copilot,
     windsurf,
 )
@@ -68,6 +69,7 @@ HARNESSES: dict[str, Harness] = {
         Harness(cursor.CLI_NAME, cursor.cli_roots, cursor_transcripts.CLI_SOURCES, cursor_transcripts.parse,
                 "Cursor CLI", cursor.CLI_PROCESSES),
         Harness(cursor.IDE_NAME, cursor.ide_roots, cursor.IDE_SOURCES, cursor.parse, "Cursor", cursor.IDE_PROCESSES),
+        Harness(trae.NAME, trae.roots, trae.SOURCES, trae.parse, "Trae IDE", trae.PROCESSES, opaque=trae.OPAQUE),
         Harness(codex.TRAEX_NAME, codex.traex_roots, codex.TRAEX_SOURCES, codex.parse, "TraeX (TRAE CLI)",
                 codex.TRAEX_PROCESSES),
         Harness(vscode_copilot.NAME, vscode_copilot.roots, vscode_copilot.SOURCES, vscode_copilot.parse,

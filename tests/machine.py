@@ -43,6 +43,7 @@ PLACES = {
     "cursor-cli": ".cursor",
     "cursor": ".config/Cursor",
     "cursor-transcripts": ".cursor",
+    "trae": ".config/Trae",
     "traex": ".trae/cli",
     "vscode_copilot": ".config/Code/User",
     "windsurf": ".codeium/windsurf",
