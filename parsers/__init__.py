@@ -11,6 +11,7 @@ from harvester.parsers import (
     antigravity,
     auggie,
     claude_code,
+    claude_cowork,
     cline,
     codex,
     continue_cli,
@@ -40,6 +41,8 @@ HARNESSES: dict[str, Harness] = {
     for h in (
         Harness(claude_code.NAME, claude_code.roots, claude_code.SOURCES, claude_code.parse, "Claude Code",
                 claude_code.PROCESSES, forks_copy_history=True),
+        Harness(claude_cowork.NAME, claude_cowork.roots, claude_cowork.SOURCES, claude_cowork.parse,
+                "Claude Cowork (Claude Desktop)", claude_cowork.PROCESSES),
         Harness(codex.NAME, codex.roots, codex.SOURCES, codex.parse, "Codex CLI", codex.PROCESSES),
         Harness(qwen_code.NAME, qwen_code.roots, qwen_code.SOURCES, qwen_code.parse, "Qwen Code",
                 qwen_code.PROCESSES),

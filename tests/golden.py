@@ -102,6 +102,7 @@ def _repositories(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, lis
 
 LAYOUTS: dict[str, Layout] = {
     "claude_code": Layout("claude-code", _env("CLAUDE_CONFIG_DIR")),
+    "claude_cowork": Layout("claude-cowork", _link(".config/Claude/local-agent-mode-sessions")),
     "codex": Layout("codex", _env("CODEX_HOME")),
     "qwen_code": Layout("qwen-code", _env("QWEN_HOME")),
     "gemini_cli": Layout("gemini-cli", _gemini),

@@ -22,6 +22,7 @@ EXTENSIONS = ".config/Code/User/globalStorage"
 # Layout key (tests/golden.py) -> where the agent keeps that store, relative to HOME, by default.
 PLACES = {
     "claude_code": ".claude",
+    "claude_cowork": ".config/Claude/local-agent-mode-sessions",
     "codex": ".codex",
     "qwen_code": ".qwen",
     "gemini_cli": ".gemini",
