@@ -16,6 +16,10 @@ Format facts and their sources: ``fixtures/codex/SOURCE.md`` (eras, upstream fil
   ``subagent_history_start_ordinal``: those inherited copies are skipped (the parent holds them).
 - Older eras: a TypeScript CLI's single ``rollout-*.json`` document; early Rust JSONL without the
   envelope (a header line, then bare items and ``{"record_type": "state"}`` lines).
+
+TraeX (ByteDance's TRAE CLI 2.0) is a closed-source fork of codex-rs that writes the same rollout JSONL
+under ``~/.trae/cli``: a member of this family with its own name, root and processes, read by this same
+``parse`` (``fixtures/traex/SOURCE.md``).
 """
 
 from __future__ import annotations
@@ -57,6 +61,22 @@ SOURCES = (
 
 # The npm package's node launcher (@openai/codex) starts a native binary named codex.
 PROCESSES = ("codex", "@openai/codex")
+
+TRAEX_NAME = "traex"
+
+
+def traex_roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    # TRAE CLI keeps its rollouts in ~/.trae/cli/{sessions,archived_sessions} (agentsview's registry). It
+    # is closed source: no override of its own is known, and CODEX_HOME is deliberately not honoured, so
+    # a rollout under $CODEX_HOME is never imported twice, once per member.
+    return [home / ".trae" / "cli"]
+
+
+# The same layout as Codex's (`traex archive` moves a rollout into archived_sessions/, as `codex archive`
+# does); TRAE CLI keeps SQLite state beside them in ~/.trae/cli, which these patterns never match.
+TRAEX_SOURCES = SOURCES
+# `traex resume` (agentsview's notes): the executable is named traex.
+TRAEX_PROCESSES = ("traex",)
 
 _UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.I)
 

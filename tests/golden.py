@@ -102,6 +102,7 @@ def _repositories(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, lis
 
 LAYOUTS: dict[str, Layout] = {
     "claude_code": Layout("claude-code", _env("CLAUDE_CONFIG_DIR")),
+    "claude_cowork": Layout("claude-cowork", _link(".config/Claude/local-agent-mode-sessions")),
     "codex": Layout("codex", _env("CODEX_HOME")),
     "qwen_code": Layout("qwen-code", _env("QWEN_HOME")),
     "gemini_cli": Layout("gemini-cli", _gemini),
@@ -132,6 +133,8 @@ LAYOUTS: dict[str, Layout] = {
     "cursor": Layout("cursor", _built("state.sql", "state.vscdb", _cursor_ide), "cursor/ide"),
     "cursor-transcripts": Layout("cursor-cli", _built("store.sql", "store.db", _env("CURSOR_CONFIG_DIR")),
                                  "cursor/transcripts"),
+    "trae": Layout("trae", _link(".config/Trae")),
+    "traex": Layout("traex", _link(".trae/cli")),  # no variable of TRAE CLI's own is known
     "vscode_copilot": Layout("vscode-copilot", _link(".config/Code/User")),
     "windsurf": Layout("windsurf", _link(".codeium/windsurf")),
     "pi": Layout("pi", _env("PI_CODING_AGENT_DIR"), "pi/pi"),

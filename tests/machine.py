@@ -22,6 +22,7 @@ EXTENSIONS = ".config/Code/User/globalStorage"
 # Layout key (tests/golden.py) -> where the agent keeps that store, relative to HOME, by default.
 PLACES = {
     "claude_code": ".claude",
+    "claude_cowork": ".config/Claude/local-agent-mode-sessions",
     "codex": ".codex",
     "qwen_code": ".qwen",
     "gemini_cli": ".gemini",
@@ -45,6 +46,8 @@ PLACES = {
     "cursor-cli": ".cursor",
     "cursor": ".config/Cursor",
     "cursor-transcripts": ".cursor",
+    "trae": ".config/Trae",
+    "traex": ".trae/cli",
     "vscode_copilot": ".config/Code/User",
     "windsurf": ".codeium/windsurf",
     "goose": ".local/share/goose/sessions",
