@@ -113,6 +113,7 @@ LAYOUTS: dict[str, Layout] = {
     "copilot_cli": Layout("copilot-cli", _env("COPILOT_HOME")),
     "grok": Layout("grok", _env("GROK_HOME")),
     "hermes": Layout("hermes", _built("hermes-state.sql", "state.db", _env("HERMES_HOME"))),
+    "iflow": Layout("iflow", _link(".iflow")),  # no variable of iFlow's own moves it
     "kimi": Layout("kimi", _env("KIMI_SHARE_DIR")),
     "antigravity": Layout("antigravity", _link(".gemini/antigravity-cli")),
     "deepseek_harness": Layout("deepseek-harness", _env("DSH_HOME")),

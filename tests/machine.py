@@ -47,6 +47,7 @@ PLACES = {
     "windsurf": ".codeium/windsurf",
     "grok": ".grok",
     "hermes": ".hermes",
+    "iflow": ".iflow",
     "kimi": ".kimi",
     "devin": ".local/share/devin/cli",
     "deepseek_harness": ".dsh",
