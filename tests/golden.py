@@ -103,6 +103,7 @@ def _repositories(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, lis
 LAYOUTS: dict[str, Layout] = {
     "claude_code": Layout("claude-code", _env("CLAUDE_CONFIG_DIR")),
     "codex": Layout("codex", _env("CODEX_HOME")),
+    "qoder": Layout("qoder", _link(".qoder")),  # no variable of Qoder's own moves it
     "qwen_code": Layout("qwen-code", _env("QWEN_HOME")),
     "gemini_cli": Layout("gemini-cli", _gemini),
     "opencode": Layout("opencode", _database("opencode", "opencode.db")),

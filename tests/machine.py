@@ -23,6 +23,7 @@ EXTENSIONS = ".config/Code/User/globalStorage"
 PLACES = {
     "claude_code": ".claude",
     "codex": ".codex",
+    "qoder": ".qoder",
     "qwen_code": ".qwen",
     "gemini_cli": ".gemini",
     "antigravity": ".gemini/antigravity-cli",
