@@ -12,6 +12,7 @@ from harvester.parsers import (
     auggie,
     claude_code,
     cline,
+    codebuff,
     codex,
     continue_cli,
     copilot_cli,
@@ -41,6 +42,7 @@ HARNESSES: dict[str, Harness] = {
     for h in (
         Harness(claude_code.NAME, claude_code.roots, claude_code.SOURCES, claude_code.parse, "Claude Code",
                 claude_code.PROCESSES, forks_copy_history=True),
+        Harness(codebuff.NAME, codebuff.roots, codebuff.SOURCES, codebuff.parse, "Codebuff", codebuff.PROCESSES),
         Harness(codex.NAME, codex.roots, codex.SOURCES, codex.parse, "Codex CLI", codex.PROCESSES),
         Harness(qoder.NAME, qoder.roots, qoder.SOURCES, qoder.parse, "Qoder CLI", qoder.PROCESSES,
                 forks_copy_history=True),

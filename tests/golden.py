@@ -102,6 +102,7 @@ def _repositories(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, lis
 
 LAYOUTS: dict[str, Layout] = {
     "claude_code": Layout("claude-code", _env("CLAUDE_CONFIG_DIR")),
+    "codebuff": Layout("codebuff", _link(".config/manicode")),  # no variable moves it
     "codex": Layout("codex", _env("CODEX_HOME")),
     "qoder": Layout("qoder", _link(".qoder")),  # no variable of Qoder's own moves it
     "qwen_code": Layout("qwen-code", _env("QWEN_HOME")),

@@ -22,6 +22,7 @@ EXTENSIONS = ".config/Code/User/globalStorage"
 # Layout key (tests/golden.py) -> where the agent keeps that store, relative to HOME, by default.
 PLACES = {
     "claude_code": ".claude",
+    "codebuff": ".config/manicode",
     "codex": ".codex",
     "qoder": ".qoder",
     "qwen_code": ".qwen",
