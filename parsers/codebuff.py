@@ -3,12 +3,13 @@
 Format facts and their sources: ``fixtures/codebuff/SOURCE.md``. In short:
 
 - ``chat-messages.json`` is the CLI's chat as it renders it, one JSON array rewritten whole: messages with
-  an ``id``, a ``variant`` (``user`` / ``ai`` / ``error``), ``content`` and a ``timestamp`` (ISO, or in older
+  an ``id``, a ``variant`` (``user`` / ``ai`` / ``agent`` / ``error``), ``isComplete`` once an answer finished, ``content`` and a ``timestamp`` (ISO, or in older
   files a bare ``03:04 PM`` wall-clock time with no date or zone, which is not turned into a time here).
 - An ``ai`` message holds ``blocks``: ``text`` (``textType: reasoning`` for thinking), ``tool`` (``toolName``,
   ``toolCallId``, ``input`` and, once it ran, ``output``), ``agent`` (a spawned subagent, inline: its
   ``agentType``, ``initialPrompt``, ``status`` and final ``content``; no file of its own), ``mode-divider``,
-  ``plan``, ``ask-user``, ``image``. Anything else is drift.
+  ``plan``, ``ask-user``, ``image``; UI-only ``agent-list`` / ``gate-state`` / ``html`` are skipped. Anything
+  else is drift. An ``agent`` block nests the spawned agent's own ``blocks``: read in place.
 - ``run-state.json`` beside it (the sidecar) gives the working dir and the agent template (``agentType``;
   Freebuff's templates contain ``free``) and the credits used. The LLM is chosen on Codebuff's servers
   and never stored.
@@ -49,6 +50,8 @@ PROCESSES = ("codebuff", "freebuff")
 _CALL_KEYS = ("command", "path", "paths", "pattern", "query", "prompt", "url")
 _FOLDER_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2})(\.\d+)?Z$")
 _BLOCK_KINDS = frozenset({"text", "tool", "agent", "mode-divider", "plan", "ask-user", "image"})
+# The CLI's own UI state, with nothing for a transcript: skipped on purpose (html is never serialized).
+_UI_BLOCKS = frozenset({"agent-list", "gate-state", "html"})
 
 
 class _Reader:
@@ -133,16 +136,22 @@ def _message(reader: _Reader, index: int, message: Any) -> None:
     variant = message.get("variant")
     if variant == "user":
         text = (message.get("content") or "").strip()
-        images = [_image(b) for b in message.get("blocks") or [] if isinstance(b, dict) and b.get("type") == "image"]
+        images = [_image(b) for b in [*(message.get("blocks") or []), *(message.get("attachments") or [])]
+                  if isinstance(b, dict) and (b.get("type") == "image" or "path" in b)]
         text = "\n".join([text, *images]).strip()
         if text:
             reader.event(uid, ts=ts, role="user", kind="text", text=text)
             reader.patch.offer_title(text.splitlines()[0][:80], "first-prompt")
-    elif variant == "ai":
+    elif variant in ("ai", "agent"):
+        # "agent" messages are a spawned agent's own replies shown in the chat (ChatVariant).
+        extra = {"meta": {"agent": (message.get("agent") or {}).get("agentType")}} if variant == "agent" else {}
         for number, block in enumerate(message.get("blocks") or []):
             _block(reader, f"{uid}:{number}", ts, block)
         if isinstance(message.get("content"), str) and message["content"].strip() and not message.get("blocks"):
-            reader.event(uid, ts=ts, role="assistant", kind="text", text=message["content"])
+            reader.event(uid, ts=ts, role="assistant", kind="text", text=message["content"], **extra)
+        if variant == "ai" and "isComplete" in message:
+            # Set when the response finished streaming: the one end-of-turn signal the file has.
+            reader.patch.note(last_turn="complete" if message["isComplete"] else "open")
     elif variant == "error":
         reader.event(uid, ts=ts, role="system", kind="meta", text=message.get("content") or "error",
                      meta={"error": True})
@@ -152,6 +161,8 @@ def _message(reader: _Reader, index: int, message: Any) -> None:
 
 def _block(reader: _Reader, uid: str, ts: str | None, block: Any) -> None:
     kind = block.get("type") if isinstance(block, dict) else None
+    if kind in _UI_BLOCKS:
+        return
     if kind not in _BLOCK_KINDS:
         reader.drift(f"ai block type={kind!r}")
         return
@@ -176,6 +187,8 @@ def _block(reader: _Reader, uid: str, ts: str | None, block: Any) -> None:
         reader.event(uid, ts=ts, role="assistant", kind="tool_call", tool_name=name, tool_input=tool_input,
                      tool_call_id=call, text=render_call(name, tool_input, ("initialPrompt", "agentName")),
                      meta={"subagent": True, "status": block.get("status") or "spawned"})
+        for number, inner in enumerate(block.get("blocks") or []):  # what the agent did, nested
+            _block(reader, f"{uid}:{number}", ts, inner)
         if isinstance(block.get("content"), str) and block["content"]:
             reader.event(f"{uid}:result", ts=ts, role="tool", kind="tool_result", tool_name=name,
                          tool_call_id=call, text=block["content"])

@@ -38,12 +38,14 @@ def test_every_block_kind_reads(tmp_path: Path) -> None:
     bank = _bank(tmp_path)
     assert shapes(events_of(bank, A)) == [
         ("user", "text"), ("assistant", "thinking"), ("assistant", "text"), ("assistant", "tool_call"),
-        ("tool", "tool_result"), ("assistant", "tool_call"), ("tool", "tool_result"), ("assistant", "tool_call"),
-        ("system", "meta"), ("assistant", "text"), ("assistant", "text"), ("system", "meta")]
+        ("tool", "tool_result"), ("assistant", "tool_call"), ("assistant", "tool_call"), ("tool", "tool_result"),
+        ("tool", "tool_result"), ("assistant", "tool_call"), ("system", "meta"), ("assistant", "text"),
+        ("assistant", "text"), ("assistant", "text"), ("system", "meta")]  # gate-state: UI only, skipped
     session = session_of(bank, A)
     assert (session["cwd"], session["title"], session["started_at"]) == (
         "/home/dev/src/demo-repo", "Fix the login bug", "2026-07-15T15:04:00.000Z")
     assert session["meta"]["agent_type"] == "base2-deepseek" and session["meta"]["product"] == "codebuff"
+    assert session["meta"]["last_turn"] == "complete"  # isComplete on the answer
 
 
 def test_freebuff_and_wall_clock_times(tmp_path: Path) -> None:
