@@ -103,7 +103,9 @@ def _repositories(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, lis
 LAYOUTS: dict[str, Layout] = {
     "claude_code": Layout("claude-code", _env("CLAUDE_CONFIG_DIR")),
     "claude_cowork": Layout("claude-cowork", _link(".config/Claude/local-agent-mode-sessions")),
+    "codebuff": Layout("codebuff", _link(".config/manicode")),  # no variable moves it
     "codex": Layout("codex", _env("CODEX_HOME")),
+    "qoder": Layout("qoder", _link(".qoder")),  # no variable of Qoder's own moves it
     "qwen_code": Layout("qwen-code", _env("QWEN_HOME")),
     "gemini_cli": Layout("gemini-cli", _gemini),
     "opencode": Layout("opencode", _database("opencode", "opencode.db")),
@@ -116,6 +118,7 @@ LAYOUTS: dict[str, Layout] = {
     "gptme": Layout("gptme", _env("GPTME_LOGS_HOME")),
     "grok": Layout("grok", _env("GROK_HOME")),
     "hermes": Layout("hermes", _built("hermes-state.sql", "state.db", _env("HERMES_HOME"))),
+    "iflow": Layout("iflow", _link(".iflow")),  # no variable of iFlow's own moves it
     "kimi": Layout("kimi", _env("KIMI_SHARE_DIR")),
     "antigravity": Layout("antigravity", _link(".gemini/antigravity-cli")),
     "deepseek_harness": Layout("deepseek-harness", _env("DSH_HOME")),

@@ -23,7 +23,9 @@ EXTENSIONS = ".config/Code/User/globalStorage"
 PLACES = {
     "claude_code": ".claude",
     "claude_cowork": ".config/Claude/local-agent-mode-sessions",
+    "codebuff": ".config/manicode",
     "codex": ".codex",
+    "qoder": ".qoder",
     "qwen_code": ".qwen",
     "gemini_cli": ".gemini",
     "antigravity": ".gemini/antigravity-cli",
@@ -54,6 +56,7 @@ PLACES = {
     "gptme": ".local/share/gptme/logs",
     "grok": ".grok",
     "hermes": ".hermes",
+    "iflow": ".iflow",
     "kimi": ".kimi",
     "devin": ".local/share/devin/cli",
     "deepseek_harness": ".dsh",
