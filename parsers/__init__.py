@@ -19,6 +19,7 @@ from harvester.parsers import (
     cursor_transcripts,
     dcode,
     deepseek_harness,
+    deepseek_tui,
     devin,
     droid,
     gemini_cli,
@@ -81,6 +82,8 @@ HARNESSES: dict[str, Harness] = {
         Harness(devin.NAME, devin.roots, devin.SOURCES, devin.parse, "Devin CLI", devin.PROCESSES),
         Harness(deepseek_harness.NAME, deepseek_harness.roots, deepseek_harness.SOURCES, deepseek_harness.parse,
                 "DeepSeek Harness", deepseek_harness.PROCESSES),
+        Harness(deepseek_tui.NAME, deepseek_tui.roots, deepseek_tui.SOURCES, deepseek_tui.parse, "DeepSeek TUI",
+                deepseek_tui.PROCESSES),
         Harness(dcode.NAME, dcode.roots, dcode.SOURCES, dcode.parse, "DeepAgents Code", dcode.PROCESSES),
         Harness(droid.NAME, droid.roots, droid.SOURCES, droid.parse, "Factory Droid", droid.PROCESSES),
     )

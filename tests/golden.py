@@ -116,6 +116,7 @@ LAYOUTS: dict[str, Layout] = {
     "kimi": Layout("kimi", _env("KIMI_SHARE_DIR")),
     "antigravity": Layout("antigravity", _link(".gemini/antigravity-cli")),
     "deepseek_harness": Layout("deepseek-harness", _env("DSH_HOME")),
+    "deepseek_tui": Layout("deepseek-tui", _link(".deepseek")),  # no variable moves it
     "devin": Layout("devin", _built("sessions.sql", "sessions.db", _link(".local/share/devin/cli"))),
     "dcode": Layout("dcode", _built("sessions.sql", "sessions.db", _env("DEEPAGENTS_HOME"))),
     "droid": Layout("droid", _link(".factory")),

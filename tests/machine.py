@@ -50,6 +50,7 @@ PLACES = {
     "kimi": ".kimi",
     "devin": ".local/share/devin/cli",
     "deepseek_harness": ".dsh",
+    "deepseek_tui": ".deepseek",
     "dcode": ".deepagents",
     "droid": ".factory",
 }
