@@ -86,5 +86,7 @@ HARNESSES: dict[str, Harness] = {
                 deepseek_tui.PROCESSES),
         Harness(dcode.NAME, dcode.roots, dcode.SOURCES, dcode.parse, "DeepAgents Code", dcode.PROCESSES),
         Harness(droid.NAME, droid.roots, droid.SOURCES, droid.parse, "Factory Droid", droid.PROCESSES),
+        Harness(opencode.ZCODE_NAME, opencode.zcode_roots, opencode.ZCODE_SOURCES, opencode.parse, "ZCode",
+                opencode.ZCODE_PROCESSES),
     )
 }

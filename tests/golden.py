@@ -130,6 +130,7 @@ LAYOUTS: dict[str, Layout] = {
     "cursor": Layout("cursor", _built("state.sql", "state.vscdb", _cursor_ide), "cursor/ide"),
     "cursor-transcripts": Layout("cursor-cli", _built("store.sql", "store.db", _env("CURSOR_CONFIG_DIR")),
                                  "cursor/transcripts"),
+    "zcode": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db"))),  # no variable moves it
     "vscode_copilot": Layout("vscode-copilot", _link(".config/Code/User")),
     "windsurf": Layout("windsurf", _link(".codeium/windsurf")),
     "pi": Layout("pi", _env("PI_CODING_AGENT_DIR"), "pi/pi"),

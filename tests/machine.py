@@ -53,11 +53,13 @@ PLACES = {
     "deepseek_tui": ".deepseek",
     "dcode": ".deepagents",
     "droid": ".factory",
+    "zcode": ".zcode/cli/db",
 }
 # Hand-written databases are kept as SQL text; each becomes the file the agent writes.
 DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql": "sessions.db",
              "store.sql": "store.db", "state.sql": "state.vscdb",
-             "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite"}
+             "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite",
+             "db.sql": "db.sqlite"}
 
 
 def lay_out_every_store(home: Path) -> None:
