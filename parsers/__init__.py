@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from harvester.parsers import (
     aider,
+    amp,
     antigravity,
     auggie,
     claude_code,
@@ -53,6 +54,7 @@ HARNESSES: dict[str, Harness] = {
                 continue_cli.PROCESSES),
         Harness(aider.NAME, aider.roots, aider.SOURCES, aider.parse, "Aider", aider.PROCESSES,
                 roots_in_repositories=True),
+        Harness(amp.NAME, amp.roots, amp.SOURCES, amp.parse, "Amp", amp.PROCESSES),
         Harness(cline.CLINE_NAME, cline.cline_roots, cline.CLINE_SOURCES, cline.parse, "Cline",
                 cline.CLINE_PROCESSES),
         Harness(cline.CLINE_LEGACY_NAME, cline.cline_legacy_roots, cline.CLINE_LEGACY_SOURCES, cline.parse,

@@ -109,6 +109,7 @@ LAYOUTS: dict[str, Layout] = {
     "kilo": Layout("kilo", _database("kilo", "kilo.db")),
     "continue_cli": Layout("continue", _env("CONTINUE_GLOBAL_DIR")),
     "aider": Layout("aider", _repositories),
+    "amp": Layout("amp", _link(".local/share/amp")),  # $XDG_DATA_HOME/amp: stripped in tests/machine.py
     "auggie": Layout("auggie", _link(".augment")),  # no variable moves it: only a --augment-cache-dir flag
     "copilot_cli": Layout("copilot-cli", _env("COPILOT_HOME")),
     "grok": Layout("grok", _env("GROK_HOME")),

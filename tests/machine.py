@@ -30,6 +30,7 @@ PLACES = {
     "kilo": ".local/share/kilo",
     "continue_cli": ".continue",
     "aider": "src",  # Aider keeps its history in each repository: configured as roots below
+    "amp": ".local/share/amp",
     "auggie": ".augment",
     "cline": ".cline/data",
     "cline-legacy": ".cline/data",
