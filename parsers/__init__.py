@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from harvester.parsers import (
     aider,
+    amp,
     antigravity,
     auggie,
     claude_code,
@@ -22,6 +23,7 @@ from harvester.parsers import (
     cursor_transcripts,
     dcode,
     deepseek_harness,
+    deepseek_tui,
     devin,
     droid,
     gemini_cli,
@@ -69,6 +71,7 @@ HARNESSES: dict[str, Harness] = {
                 continue_cli.PROCESSES),
         Harness(aider.NAME, aider.roots, aider.SOURCES, aider.parse, "Aider", aider.PROCESSES,
                 roots_in_repositories=True),
+        Harness(amp.NAME, amp.roots, amp.SOURCES, amp.parse, "Amp", amp.PROCESSES),
         Harness(cline.CLINE_NAME, cline.cline_roots, cline.CLINE_SOURCES, cline.parse, "Cline",
                 cline.CLINE_PROCESSES),
         Harness(cline.CLINE_LEGACY_NAME, cline.cline_legacy_roots, cline.CLINE_LEGACY_SOURCES, cline.parse,
@@ -108,9 +111,13 @@ HARNESSES: dict[str, Harness] = {
         Harness(devin.NAME, devin.roots, devin.SOURCES, devin.parse, "Devin CLI", devin.PROCESSES),
         Harness(deepseek_harness.NAME, deepseek_harness.roots, deepseek_harness.SOURCES, deepseek_harness.parse,
                 "DeepSeek Harness", deepseek_harness.PROCESSES),
+        Harness(deepseek_tui.NAME, deepseek_tui.roots, deepseek_tui.SOURCES, deepseek_tui.parse, "DeepSeek TUI",
+                deepseek_tui.PROCESSES),
         Harness(dcode.NAME, dcode.roots, dcode.SOURCES, dcode.parse, "DeepAgents Code", dcode.PROCESSES),
         Harness(droid.NAME, droid.roots, droid.SOURCES, droid.parse, "Factory Droid", droid.PROCESSES),
         Harness(warp.NAME, warp.roots, warp.SOURCES, warp.parse, "Warp agent mode", warp.PROCESSES),
         Harness(zed.NAME, zed.roots, zed.SOURCES, zed.parse, "Zed agent", zed.PROCESSES),
+        Harness(opencode.ZCODE_NAME, opencode.zcode_roots, opencode.ZCODE_SOURCES, opencode.parse, "ZCode",
+                opencode.ZCODE_PROCESSES),
     )
 }

@@ -1,6 +1,7 @@
-"""opencode and Kilo CLI (an opencode fork): one SQLite database, or the older ``storage/`` JSON tree.
+"""opencode, Kilo CLI (an opencode fork) and ZCode: one SQLite database, or the older ``storage/`` tree.
 
-Format facts and their sources: ``fixtures/opencode/SOURCE.md`` and ``fixtures/kilo/SOURCE.md``. In short:
+Format facts and their sources: ``fixtures/opencode/SOURCE.md``, ``fixtures/kilo/SOURCE.md`` and
+``fixtures/zcode/SOURCE.md``. In short:
 
 - Since opencode 1.2 every session lives in ``$XDG_DATA_HOME/opencode/opencode.db`` (Kilo:
   ``.../kilo/kilo.db``; ``$OPENCODE_DB`` / ``$KILO_DB`` move it; other release channels write
@@ -18,6 +19,9 @@ Format facts and their sources: ``fixtures/opencode/SOURCE.md`` and ``fixtures/k
   documents repeat inside). The JSON-to-SQLite migration (opencode 1.2 until it was
   dropped; Kilo still) copies them into the database with the file names as ids, so both layouts give
   the same uids: a migrated session is stored once, its database version winning.
+- ZCode (Z.ai, closed source) keeps ``~/.zcode/cli/db/db.sqlite`` with opencode's ``session`` /
+  ``message`` / ``part`` tables as far as its readers show (fewer columns known: ``ZCODE_QUERIES``), and
+  parts either opencode-shaped or Anthropic-shaped (``thinking``, ``tool_use``, ``tool_result``).
 - Text opencode writes on the user's behalf (``synthetic`` parts, command templates of subtasks)
   and the task a subagent gets from its parent are filed as ``system``, never as the user's words.
 """
@@ -45,6 +49,7 @@ from harvester.parsers.opencode_storage import Rows, legacy_rows, storage_relate
 
 OPENCODE_NAME = "opencode"
 KILO_NAME = "kilo"
+ZCODE_NAME = "zcode"
 
 
 def _data_dir(env: Mapping[str, str], home: Path, app: str) -> Path:
@@ -72,6 +77,12 @@ def opencode_roots(env: Mapping[str, str], home: Path) -> list[Path]:
 def kilo_roots(env: Mapping[str, str], home: Path) -> list[Path]:
     data = _data_dir(env, home, "kilo")
     return [data, *_db_override(env, "KILO_DB", data)]
+
+
+def zcode_roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    # ZCode (Z.ai): <home>/.zcode/cli/db/db.sqlite on every OS (%USERPROFILE% on Windows). Its
+    # config.json can move it (storage.sessionDbPath): a file, not a variable, so not followed here.
+    return [home / ".zcode" / "cli" / "db"]
 
 
 # json_remove: drop the heavy fields nothing here reads (a user message's file diffs and system prompt).
@@ -124,9 +135,43 @@ KILO_SOURCES = (
     SourceSpec("opencode-*.db", "sqlite", "db", watch=False, queries=QUERIES),
 )
 
+# ZCode's database: only the columns two readers of real stores agree on (fixtures/zcode/SOURCE.md). No
+# time_updated is known on message or part, so a row is read again while its session's time_updated
+# (or its message's time_created) is past the watermark: a session touched is read whole, uids dedupe.
+_ZCODE_MARK = "MAX(COALESCE(s.time_updated, 0), COALESCE(m.time_created, 0))"
+ZCODE_QUERIES = (
+    SqliteQuery(
+        "session",
+        "SELECT s.id, s.directory, s.title, s.time_created, s.time_updated FROM session s "
+        f"WHERE s.time_updated >= {_SINCE} ORDER BY s.time_updated, s.id",
+        "time_updated", ordered=True,
+    ),
+    SqliteQuery(
+        "message",
+        f"SELECT m.id, m.session_id, m.time_created, {_SLIM.format('m.data')} AS data, {_ZCODE_MARK} AS mark, "
+        "(SELECT l.id FROM message l WHERE l.session_id = m.session_id "
+        "ORDER BY l.time_created DESC, l.id DESC LIMIT 1) = m.id AS is_last "
+        f"FROM message m LEFT JOIN session s ON s.id = m.session_id WHERE {_ZCODE_MARK} >= {_SINCE} "
+        "ORDER BY mark, m.id",
+        "mark", ordered=True,
+    ),
+    SqliteQuery(
+        "part",
+        f"SELECT p.id, p.message_id, p.session_id, p.data, m.time_created AS message_time, "
+        f"{_SLIM.format('m.data')} AS message, {_ZCODE_MARK} AS mark, "
+        "(SELECT f.id FROM message f WHERE f.session_id = p.session_id "
+        "ORDER BY f.time_created, f.id LIMIT 1) AS first_message "
+        "FROM part p LEFT JOIN message m ON m.id = p.message_id LEFT JOIN session s ON s.id = p.session_id "
+        f"WHERE {_ZCODE_MARK} >= {_SINCE} ORDER BY mark, p.id",
+        "mark", ordered=True,
+    ),
+)
+ZCODE_SOURCES = (SourceSpec("db.sqlite", "sqlite", "db", watch=False, queries=ZCODE_QUERIES),)
+
 # npm's node launchers (opencode-ai, @kilocode/cli) start native binaries named opencode and kilo.
 OPENCODE_PROCESSES = ("opencode", "opencode.exe")
 KILO_PROCESSES = ("kilo", "kilocode", "kilo.exe", "@kilocode/cli")
+ZCODE_PROCESSES = ("zcode", "zcode.exe")
 
 # Parts with nothing for a transcript: a step's git snapshot hash. Skipped on purpose, not drift.
 BOOKKEEPING_PARTS = frozenset({"step-start", "snapshot"})
@@ -138,7 +183,7 @@ TABLES_NOT_READ = frozenset({
     "control_account", "credential", "data_migration", "migration", "kilo_board", "kilo_board_message",
 })
 _DEFAULT_TITLE = ("New session - ", "Child session - ")  # + ISO time: opencode's placeholder titles
-_CALL_KEYS = ("command", "filePath", "pattern", "path", "url", "query", "description", "prompt")
+_CALL_KEYS = ("command", "filePath", "pattern", "path", "url", "query", "description", "prompt", "file_path")
 
 
 class _Reader:
@@ -464,6 +509,29 @@ def _step_finish(part: _Part) -> None:
               usage=usage, meta={"part": "step-finish", "cost": data.get("cost")})
 
 
+def _thinking(part: _Part) -> None:
+    """ZCode's reasoning part, Anthropic-shaped (``{type: thinking, thinking}``; agentsview reads it)."""
+    text = part.data.get("thinking") or part.data.get("text") or ""
+    if text.strip():
+        part.emit("assistant", "thinking", text, ts=part.ts(), model=part.model)
+
+
+def _tool_use(part: _Part) -> None:
+    """ZCode's tool call part, Anthropic-shaped (``{type: tool_use, id, name, input}``)."""
+    data = part.data
+    name, call_id, tool_input = data.get("name"), data.get("id"), data.get("input")
+    part.emit("assistant", "tool_call", render_call(name, tool_input, _CALL_KEYS), ts=part.ts(), tool_name=name,
+              tool_input=tool_input, tool_call_id=call_id, model=part.model)
+
+
+def _tool_result(part: _Part) -> None:
+    """ZCode's tool result part (``{type: tool_result, tool_use_id, content, is_error?}``)."""
+    data = part.data
+    output = data.get("content")
+    part.emit("tool", "tool_result", output if isinstance(output, str) else orjson.dumps(output).decode(),
+              ts=part.ts(), tool_call_id=data.get("tool_use_id"), is_error=bool(data.get("is_error")))
+
+
 PART_HANDLERS: dict[str, Callable[[_Part], None]] = {
     "text": _text,
     "reasoning": _reasoning,
@@ -475,6 +543,9 @@ PART_HANDLERS: dict[str, Callable[[_Part], None]] = {
     "retry": _retry,
     "patch": _patch,
     "step-finish": _step_finish,
+    "thinking": _thinking,
+    "tool_use": _tool_use,
+    "tool_result": _tool_result,
 }
 
 

@@ -112,6 +112,7 @@ LAYOUTS: dict[str, Layout] = {
     "kilo": Layout("kilo", _database("kilo", "kilo.db")),
     "continue_cli": Layout("continue", _env("CONTINUE_GLOBAL_DIR")),
     "aider": Layout("aider", _repositories),
+    "amp": Layout("amp", _link(".local/share/amp")),  # $XDG_DATA_HOME/amp: stripped in tests/machine.py
     "auggie": Layout("auggie", _link(".augment")),  # no variable moves it: only a --augment-cache-dir flag
     "copilot_cli": Layout("copilot-cli", _env("COPILOT_HOME")),
     "goose": Layout("goose", _built("sessions.sql", "sessions.db", _link(".local/share/goose/sessions"))),
@@ -122,6 +123,7 @@ LAYOUTS: dict[str, Layout] = {
     "kimi": Layout("kimi", _env("KIMI_SHARE_DIR")),
     "antigravity": Layout("antigravity", _link(".gemini/antigravity-cli")),
     "deepseek_harness": Layout("deepseek-harness", _env("DSH_HOME")),
+    "deepseek_tui": Layout("deepseek-tui", _link(".deepseek")),  # no variable moves it
     "devin": Layout("devin", _built("sessions.sql", "sessions.db", _link(".local/share/devin/cli"))),
     "dcode": Layout("dcode", _built("sessions.sql", "sessions.db", _env("DEEPAGENTS_HOME"))),
     "droid": Layout("droid", _link(".factory")),
@@ -138,6 +140,7 @@ LAYOUTS: dict[str, Layout] = {
                                  "cursor/transcripts"),
     "trae": Layout("trae", _link(".config/Trae")),
     "traex": Layout("traex", _link(".trae/cli")),  # no variable of TRAE CLI's own is known
+    "zcode": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db"))),  # no variable moves it
     "vscode_copilot": Layout("vscode-copilot", _link(".config/Code/User")),
     "windsurf": Layout("windsurf", _link(".codeium/windsurf")),
     "pi": Layout("pi", _env("PI_CODING_AGENT_DIR"), "pi/pi"),

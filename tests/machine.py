@@ -33,6 +33,7 @@ PLACES = {
     "kilo": ".local/share/kilo",
     "continue_cli": ".continue",
     "aider": "src",  # Aider keeps its history in each repository: configured as roots below
+    "amp": ".local/share/amp",
     "auggie": ".augment",
     "cline": ".cline/data",
     "cline-legacy": ".cline/data",
@@ -60,16 +61,19 @@ PLACES = {
     "kimi": ".kimi",
     "devin": ".local/share/devin/cli",
     "deepseek_harness": ".dsh",
+    "deepseek_tui": ".deepseek",
     "dcode": ".deepagents",
     "droid": ".factory",
     "warp": ".local/state/warp-terminal",
     "zed": ".local/share/zed/threads",
+    "zcode": ".zcode/cli/db",
 }
 # Hand-written databases are kept as SQL text; each becomes the file the agent writes.
 DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql": "sessions.db",
              "store.sql": "store.db", "state.sql": "state.vscdb", "crush.sql": "crush.db",
              "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite",
-             "threads.sql": "threads.db", "warp.sql": "warp.sqlite"}
+             "threads.sql": "threads.db", "warp.sql": "warp.sqlite",
+             "db.sql": "db.sqlite"}
 
 
 def lay_out_every_store(home: Path) -> None:
