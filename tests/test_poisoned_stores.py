@@ -102,7 +102,7 @@ def poison_every_harness(home: Path, roots: dict[str, list[str]]) -> dict[str, P
     conn.commit()
     conn.close()
     out["dcode"] = store
-    # Zed and Warp likewise keep one database each, whose fixed name the good store holds: a thread whose blob does
+    # Zed, Warp and ZCode likewise keep one database each, whose fixed name the good store holds: a thread whose blob does
     # not decompress, a task whose protobuf does not decode.
     for name, store, sql, args in (
             ("zed", home / ".local/share/zed/threads/threads.db",
@@ -110,7 +110,10 @@ def poison_every_harness(home: Path, roots: dict[str, list[str]]) -> dict[str, P
              "'2026-11-02T10:00:00Z', 'zstd', ?)", (os.urandom(64),)),
             ("warp", home / ".local/state/warp-terminal/warp.sqlite",
              "INSERT INTO agent_tasks (conversation_id, task_id, task) VALUES ('poisoned-conversation', "
-             "'poisoned-task', ?)", (b"\xff" * 64,))):
+             "'poisoned-task', ?)", (b"\xff" * 64,)),
+            ("zcode", home / ".zcode/cli/db/db.sqlite",
+             "INSERT INTO message (id, session_id, time_created, data) VALUES ('poisoned-message', 'poisoned-session', "
+             "1790000099000, ?)", ("{not json",))):
         conn = sqlite3.connect(store)
         conn.execute(sql, args)
         conn.commit()
