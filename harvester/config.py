@@ -63,6 +63,7 @@ BANK_ID_TEMPLATE_ENV = "HARVESTER_BANK_ID_TEMPLATE"
 LOG_LEVEL_ENV = "HARVESTER_LOG_LEVEL"
 CONFIG_ENV = "HARVESTER_CONFIG"
 RUNTIME_ENV = "HARVESTER_RUNTIME_DIR"
+TEAM_BANK_ENV = "HARVESTER_TEAM_BANK"  # harvester/team/config.py
 
 
 class ConfigError(Exception):
@@ -292,9 +293,11 @@ def _apply_file(settings: Settings, path: Path) -> None:
 
 def _apply_team(settings: Settings, env: Mapping[str, str]) -> None:
     """``team_bank`` (the file; ``$HARVESTER_TEAM_BANK`` wins) and ``[team]``, checked once both are known."""
-    from harvester.team.config import TEAM_BANK_ENV, check_url, parse_team
-
     label, url, table = settings.team_file or ("", None, None)
+    if url is None and table is None and not env.get(TEAM_BANK_ENV):
+        return  # the normal case: no team bank, and nothing of harvester/team imported for it
+    from harvester.team.config import check_url, parse_team
+
     where_url = f"{label}: team_bank"
     if env.get(TEAM_BANK_ENV):
         url, where_url = env[TEAM_BANK_ENV], f"${TEAM_BANK_ENV}"

@@ -20,7 +20,6 @@ Format facts and their sources: ``fixtures/deepseek_tui/SOURCE.md``. In short:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -135,6 +134,7 @@ def _session(reader: _Reader, data: dict, metadata: dict) -> None:
         if not isinstance(message, dict) or not isinstance(message.get("content"), list | str):
             reader.batch.problems.append(Problem("malformed", reader.line, f"messages[{n}] is not a message"))
             continue
+        import hashlib  # here, not at the top: the registry's import (status) needs none of it
         digest = hashlib.sha1(orjson.dumps([message.get("role"), message.get("content")],
                                            option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
         seen[digest] = seen.get(digest, 0) + 1
@@ -158,6 +158,7 @@ def _system(reader: _Reader, prompt: Any) -> None:
     at = prompt.find(_SUMMARY)
     if at >= 0:
         summary = prompt[at:]
+        import hashlib  # here, not at the top: the registry's import (status) needs none of it
         digest = hashlib.sha1(summary.encode()).hexdigest()[:16]
         reader.emit(f"summary.{digest}", "system", "compaction", summary, meta={"summary": True})
 

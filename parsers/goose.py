@@ -25,7 +25,6 @@ Format facts and their sources: ``fixtures/goose/SOURCE.md``. In short:
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -266,6 +265,7 @@ class _Message:
     def uid(self, index: int, block: dict) -> str:
         """Stable over a rewrite of the session's rows and over the JSONL-to-database import: the message's
         time, role and the block's place and content (its row id and message_id are neither)."""
+        import hashlib  # here, not at the top: the registry's import (status) needs none of it
         digest = hashlib.sha256(orjson.dumps(block, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
         return f"{self.created}:{self.role[0]}{index}:{digest}"
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
-import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePath
 from typing import Any
@@ -112,6 +111,8 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
 def _config(reader: _Reader, text: bytes) -> None:
     """config.toml's [chat] (config/chat.py ChatConfig): ``workspace``, the folder the chat worked in;
     ``name``, the display name (an AI title, or the user's /rename: the file does not tell them apart)."""
+    import tomllib  # here, not at the top: the registry's import (status) needs none of it
+
     with contextlib.suppress(tomllib.TOMLDecodeError, UnicodeDecodeError):
         chat = tomllib.loads(text.decode()).get("chat")
         if not isinstance(chat, dict):

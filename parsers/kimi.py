@@ -19,7 +19,6 @@ Format facts and their sources: ``fixtures/kimi/SOURCE.md``. In short:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePath
 from typing import Any
@@ -127,6 +126,7 @@ def _cwd(reader: _Reader, index: bytes) -> None:
             path = entry.get("path") if isinstance(entry, dict) else None
             if not isinstance(path, str):
                 continue
+            import hashlib  # here, not at the top: the registry's import (status) needs none of it
             digest = hashlib.md5(path.encode("utf-8", "surrogatepass")).hexdigest()
             kaos = entry.get("kaos") or "local"
             if reader.folder == (digest if kaos == "local" else f"{kaos}_{digest}"):

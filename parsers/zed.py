@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import zstandard
 
 from harvester.model import Batch, Event, GitFacts, Kind, Problem, ProblemKind, Role, SessionPatch, Usage
 from harvester.parsers.base import (
@@ -109,6 +108,8 @@ def _document(reader: _Reader, row: dict) -> dict | None:
     if kind not in ("zstd", "json"):
         reader.problem("unknown_type", f"data_type={kind!r}")
         return None
+    import zstandard  # here, not at the top: the registry's import (status) needs none of it
+
     try:
         raw = bytes.fromhex(row.get("data") or "")
         if kind == "zstd":

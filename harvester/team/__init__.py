@@ -20,20 +20,24 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harvester.log import get_logger
-
 if TYPE_CHECKING:
     from harvester.bank.sqlite import SqliteBank
     from harvester.config import Settings
     from harvester.team.config import TeamSettings
     from harvester.team.push import Pusher, PushReport
 
-log = get_logger("harvester.team")
 T = TypeVar("T")
 CONNECT_SECONDS = 10.0
 IDLE_SECONDS = 30.0  # a pass this often with nothing woken: what `scan` (another process) wrote is pushed too
 MAX_WAIT = 60.0  # while the server is away, it is tried again at least this often
 RETRIES = 3  # a transaction PostgreSQL rolled back to break a deadlock or a serialization conflict
+
+
+def _log() -> Any:
+    """The logger, got when the push logs (harvester.config imports this package: reading commands log nothing)."""
+    from harvester.log import get_logger
+
+    return get_logger("harvester.team")
 
 
 class TeamBank:
@@ -251,7 +255,7 @@ class TeamThread:
         try:
             bank = open_bank(self.settings.bank, archive=False, repair=False)
         except Exception:
-            log.exception("team_bank_local_failed")
+            _log().exception("team_bank_local_failed")
             return
         push = pusher(bank, self.settings, self.env)  # type: ignore[arg-type]
         backoff, away = 1.0, False
@@ -262,20 +266,20 @@ class TeamThread:
                     report = push.push()
                     self.last = report
                 except Exception:  # one bad pass must not end pushing, nor the service
-                    log.exception("team_push_failed")
+                    _log().exception("team_push_failed")
                     report = None
                 if report is not None and report.stopped_by:
                     if not away:
-                        log.warning("team_bank_away", error=report.stopped_by)
+                        _log().warning("team_bank_away", error=report.stopped_by)
                     away = True
                     backoff = min(MAX_WAIT, max(1.0, backoff * 2))
                     self._stop.wait(backoff)  # the server is away: appends do not hurry it
                     continue
                 if away:
-                    log.info("team_bank_back")
+                    _log().info("team_bank_back")
                 backoff, away = 1.0, False
                 if report is not None and report.pushed:
-                    log.info("pushed", sessions=report.sessions, events=report.events, deleted=report.deleted)
+                    _log().info("pushed", sessions=report.sessions, events=report.events, deleted=report.deleted)
                 self._wake.wait(self._next_wait(push))
         finally:
             if push is not None:

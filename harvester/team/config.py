@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-TEAM_BANK_ENV = "HARVESTER_TEAM_BANK"
+from harvester.config import TEAM_BANK_ENV
+
 HOST_ENV = "HARVESTER_HOST_NAME"
 KEYS = ("bank", "host")
 BANK_KEYS = ("push",)
