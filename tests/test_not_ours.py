@@ -50,7 +50,9 @@ def snapshot(root: Path) -> dict[str, tuple]:
 
 
 def databases(home: Path) -> list[Path]:
-    return sorted(p for p in home.rglob("*") if p.suffix in SQLITE_SUFFIXES and p.is_file())
+    """The agents' SQLite databases (not a store of that name that is encrypted: Trae's database.db)."""
+    return sorted(p for p in home.rglob("*") if p.suffix in SQLITE_SUFFIXES and p.is_file()
+                  and p.read_bytes()[:16] == b"SQLite format 3\x00")
 
 
 def to_wal(paths: list[Path]) -> None:
