@@ -13,11 +13,11 @@ The entry points: :func:`forwarder` (one pass, for ``harvester sink backfill``) 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from harvester.log import get_logger
+from harvester.passes import BackgroundPasses
 
 if TYPE_CHECKING:
     from harvester.bank.sqlite import SqliteBank
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from harvester.sinks.forward import Forwarder, ForwardReport
 
 log = get_logger("harvester.sinks")
-IDLE_SECONDS = 30.0  # a pass this often with nothing woken: what scan (another process) wrote is sent too
-MAX_WAIT = 60.0  # while the server is away, it is tried again at least this often
 
 
 def forwarder(bank: SqliteBank, settings: Settings, env: Mapping[str, str] = os.environ) -> Forwarder | None:
@@ -40,64 +38,26 @@ def forwarder(bank: SqliteBank, settings: Settings, env: Mapping[str, str] = os.
     return Forwarder(bank, options, Hindsight(options.url, options.token(env)))
 
 
-class SinkThread:
-    """Forwards in the background, on its own bank connection: after :meth:`wake` (an import), every
-    ``IDLE_SECONDS`` otherwise, and while the server is away with a wait that doubles up to a minute."""
+class SinkThread(BackgroundPasses):
+    """Forwards in the background (harvester/passes.py: woken by imports, idle passes, back-off while the server
+    is away)."""
 
-    def __init__(self, settings: Settings, env: Mapping[str, str] = os.environ,
-                 idle_seconds: float = IDLE_SECONDS) -> None:
-        self.settings, self.env, self.idle_seconds = settings, env, idle_seconds
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="harvester-sinks", daemon=True)
-        self.last: ForwardReport | None = None
+    name = "sinks"
 
-    def start(self) -> None:
-        self._thread.start()
+    def open(self, bank: SqliteBank) -> Forwarder | None:
+        return forwarder(bank, self.settings, self.env)
 
-    def wake(self) -> None:
-        self._wake.set()
+    def run_pass(self, forward: Forwarder) -> ForwardReport:
+        return forward.forward()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout)
+    def done(self, report: ForwardReport) -> None:
+        if report.forwarded:
+            log.info("forwarded", sink="hindsight", documents=report.forwarded, lines=report.lines)
 
-    def _run(self) -> None:
-        from harvester.bank import open_bank
-
-        try:
-            bank = open_bank(self.settings.bank, archive=False, repair=False)
-        except Exception:
-            log.exception("sink_bank_failed")
-            return
-        forward = forwarder(bank, self.settings, self.env)  # type: ignore[arg-type]
-        backoff = 1.0
-        try:
-            while forward is not None and not self._stop.is_set():
-                self._wake.clear()
-                try:
-                    report = forward.forward()
-                    self.last = report
-                except Exception:  # one bad pass must not end forwarding, nor the service
-                    log.exception("sink_pass_failed", sink="hindsight")
-                    report = None
-                if report is not None and report.stopped_by:
-                    backoff = min(MAX_WAIT, max(1.0, backoff * 2))
-                    self._stop.wait(backoff)  # the server is away: appends do not hurry it
-                    continue
-                backoff = 1.0
-                if report is not None and report.forwarded:
-                    log.info("forwarded", sink="hindsight", documents=report.forwarded, lines=report.lines)
-                self._wake.wait(self._next_wait(forward))
-        finally:
-            if forward is not None:
-                forward.client.close()
-            bank.close()
-
-    def _next_wait(self, forward: Forwarder) -> float:
-        """Until the next retry that is due, at most the idle period."""
+    def next_retry(self, forward: Forwarder) -> str | None:
         from harvester.sinks import outbox
 
-        due = outbox.next_retry(forward.bank, "hindsight")
-        return self.idle_seconds if due is None else max(0.2, min(self.idle_seconds, outbox.seconds_until(due)))
+        return outbox.next_retry(forward.bank, "hindsight")
+
+    def close(self, forward: Forwarder) -> None:
+        forward.client.close()

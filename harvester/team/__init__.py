@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from harvester.passes import BackgroundPasses
 
 if TYPE_CHECKING:
     from harvester.bank.sqlite import SqliteBank
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 CONNECT_SECONDS = 10.0
-IDLE_SECONDS = 30.0  # a pass this often with nothing woken: what `scan` (another process) wrote is pushed too
-MAX_WAIT = 60.0  # while the server is away, it is tried again at least this often
 RETRIES = 3  # a transaction PostgreSQL rolled back to break a deadlock or a serialization conflict
 
 
@@ -226,69 +225,26 @@ def pusher(bank: SqliteBank, settings: Settings, env: Mapping[str, str] = os.env
     return Pusher(bank, TeamBank(settings.team, env))
 
 
-class TeamThread:
-    """Pushes in the background, on its own bank connection: after :meth:`wake` (an import), every
-    ``IDLE_SECONDS`` otherwise, and while the server is away with a wait that doubles up to a minute."""
+class TeamThread(BackgroundPasses):
+    """Pushes in the background (harvester/passes.py: woken by imports, idle passes, back-off while the server
+    is away)."""
 
-    def __init__(self, settings: Settings, env: Mapping[str, str] = os.environ,
-                 idle_seconds: float = IDLE_SECONDS) -> None:
-        self.settings, self.env, self.idle_seconds = settings, env, idle_seconds
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="harvester-team", daemon=True)
-        self.last: PushReport | None = None
+    name = "team"
 
-    def start(self) -> None:
-        self._thread.start()
+    def open(self, bank: SqliteBank) -> Pusher | None:
+        return pusher(bank, self.settings, self.env)
 
-    def wake(self) -> None:
-        self._wake.set()
+    def run_pass(self, push: Pusher) -> PushReport:
+        return push.push()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout)
+    def done(self, report: PushReport) -> None:
+        if report.pushed:
+            _log().info("pushed", sessions=report.sessions, events=report.events, deleted=report.deleted)
 
-    def _run(self) -> None:
-        from harvester.bank import open_bank
-
-        try:
-            bank = open_bank(self.settings.bank, archive=False, repair=False)
-        except Exception:
-            _log().exception("team_bank_local_failed")
-            return
-        push = pusher(bank, self.settings, self.env)  # type: ignore[arg-type]
-        backoff, away = 1.0, False
-        try:
-            while push is not None and not self._stop.is_set():
-                self._wake.clear()
-                try:
-                    report = push.push()
-                    self.last = report
-                except Exception:  # one bad pass must not end pushing, nor the service
-                    _log().exception("team_push_failed")
-                    report = None
-                if report is not None and report.stopped_by:
-                    if not away:
-                        _log().warning("team_bank_away", error=report.stopped_by)
-                    away = True
-                    backoff = min(MAX_WAIT, max(1.0, backoff * 2))
-                    self._stop.wait(backoff)  # the server is away: appends do not hurry it
-                    continue
-                if away:
-                    _log().info("team_bank_back")
-                backoff, away = 1.0, False
-                if report is not None and report.pushed:
-                    _log().info("pushed", sessions=report.sessions, events=report.events, deleted=report.deleted)
-                self._wake.wait(self._next_wait(push))
-        finally:
-            if push is not None:
-                push.team.close()
-            bank.close()
-
-    def _next_wait(self, push: Pusher) -> float:
-        from harvester.sinks.outbox import seconds_until
+    def next_retry(self, push: Pusher) -> str | None:
         from harvester.team import outbox
 
-        due = outbox.next_retry(push.bank)
-        return self.idle_seconds if due is None else max(0.2, min(self.idle_seconds, seconds_until(due)))
+        return outbox.next_retry(push.bank)
+
+    def close(self, push: Pusher) -> None:
+        push.team.close()
