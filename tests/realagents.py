@@ -42,7 +42,7 @@ SCRUB_PREFIXES = (
     "XDG_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_", "GEMINI_", "GOOGLE_", "QWEN_", "OPENCODE_", "KILO_",
     "CONTINUE_", "AIDER_", "LITELLM_", "COPILOT_", "PI_", "OMP_", "OTEL_",
     "DEEPAGENTS_", "LANGSMITH_", "LANGCHAIN_", "OPENCLAW_", "CLINE_", "DSH_", "DEEPSEEK_", "FACTORY_", "DROID_",
-    "HERMES_", "KIMI_", "AUGMENT_", "AUGGIE_", "GPTME_",
+    "HERMES_", "KIMI_", "AUGMENT_", "AUGGIE_", "GPTME_", "VIBE_", "MISTRAL_",
     "HARVESTER_",  # agents pass their environment on to the MCP servers they start: not the caller's bank
 )  # fmt: skip
 SCRUB_SUFFIXES = ("_API_KEY", "_BASE_URL", "_API_BASE", "_AUTH_TOKEN")
@@ -123,6 +123,8 @@ AGENTS: dict[str, Agent] = {
         # 1.52.0 (the newest) is a shim that only prints "no longer maintained" (kimi_cli/deprecation.py);
         # 1.51.0 is the last release that runs. It needs Python >= 3.12.
         Agent("kimi", "kimi-cli", "1.51.0", "kimi", ".kimi", pip=True, python="3.13"),
+        # A Python launcher that execs the bundled Rust TUI, which runs the Python host (vibe-app-server).
+        Agent("mistral-vibe", "mistral-vibe", "3.0.2", "vibe", ".vibe", pip=True),
         # 0.1.88 is the newest for Python < 3.14 (0.2.x requires >= 3.14, which this machine lacks).
         Agent("dcode", "deepagents-code", "0.1.88", "dcode", ".deepagents", pip=True, python="3.13"),
         # Factory Droid: the platform package itself (the loader @factory/cli is at 0.225.1 in the registry, its
@@ -258,6 +260,9 @@ def store(agent: str | Agent, home: Path, repo: Path) -> list[Path]:
         "gptme": ["*/conversation.jsonl", "*/config.toml"],
         "hermes": ["state.db", "state.db-wal", "state.db-shm"],
         "kimi": ["kimi.json", "sessions/*/*/wire.jsonl", "sessions/*/*/state.json", "sessions/*/*/subagents/*/wire.jsonl"],
+        "mistral-vibe": [f"logs/session/unified/*/{p}" for p in (
+            "meta.json", "CURRENT", "generations/*/manifest.json", "generations/*/projection-state.json",
+            "chunks/*.json", "journal/*.jsonl")] + ["logs/session/session_*/messages.jsonl", "logs/session/session_*/meta.json"],
         "pi": ["sessions/**/*.jsonl"],
         "oh-my-pi": ["sessions/**/*.jsonl"],  # subagents in sessions/<cwd>/<session>/
         "openclaw": [f"agents/*/agent/openclaw-agent.sqlite{s}" for s in ("", "-wal", "-shm")]
@@ -372,6 +377,7 @@ def agent_env(agent: str | Agent, home: Path, port: int) -> dict[str, str]:
                       "GPTME_DISABLE_PATH_INCLUDE": "1"},
             "hermes": {},  # config.yaml names the endpoint; nothing else of it reaches outside 127.0.0.1
             "kimi": {},  # config.toml: the endpoint, telemetry off
+            "mistral-vibe": {"FAKELLM_API_KEY": DUMMY_KEY},  # the provider's api_key_env_var (config.toml)
             "aider": {
                 "OPENAI_API_BASE": f"{url}/v1",
                 "OPENAI_API_KEY": DUMMY_KEY,
@@ -497,6 +503,24 @@ def config_files(agent: str | Agent, home: Path, port: int) -> dict[Path, str]:
             model = "{MODEL}"
             max_context_size = 128000
         """)}  # fmt: skip
+    if spec.name == "mistral-vibe":  # a generic OpenAI-compatible provider and its model (vibe/core/config)
+        return {root / "config.toml": textwrap.dedent(f"""\
+            active_model = "fake"
+            enable_telemetry = false
+            enable_update_checks = false
+            enable_notifications = false
+
+            [[providers]]
+            name = "fakellm"
+            api_base = "{url}/v1"
+            api_key_env_var = "FAKELLM_API_KEY"
+            backend = "generic"
+
+            [[models]]
+            name = "{MODEL}"
+            provider = "fakellm"
+            alias = "fake"
+        """)}  # fmt: skip
     if spec.name == "cline":  # what `cline auth -p openai-compatible -k -m -b` writes; telemetry, updates off
         settings = {"provider": "openai-compatible", "apiKey": DUMMY_KEY, "model": MODEL, "baseUrl": f"{url}/v1"}
         provider = {"settings": settings, "updatedAt": "2026-01-01T00:00:00.000Z", "tokenSource": "manual"}
@@ -560,6 +584,8 @@ def prompt_args(agent: str | Agent, prompt: str, resume: bool = False, home: Pat
         return ["chat", "-Q", *(["--continue"] if resume else []), "-q", prompt]
     if name == "kimi":  # --print: non-interactive, tools approved; -C continues the latest session of this cwd
         return [*(["-C"] if resume else []), "-p", prompt, "--print"]
+    if name == "mistral-vibe":  # -p: programmatic, one turn; -c: the latest session (of this cwd off a terminal)
+        return [*(["-c"] if resume else []), "-p", prompt, "--auto-approve"]
     if name == "copilot-cli":  # --help: the flag is "required for non-interactive mode" (reads in cwd need none)
         return [*(["--continue"] if resume else []), "-p", prompt, "--allow-all-tools"]
     if name in ("pi", "oh-my-pi"):  # --continue: the latest session of this cwd

@@ -291,7 +291,30 @@ def openhands(path: Path) -> Counter[str]:
     return Counter({f"{data.get('kind')}" + (f" observation={observation.get('kind')}" if observation else ""): 1})
 
 
+def mistral_vibe(path: Path) -> Counter[str]:
+    """Mistral Vibe 3.x: journal record types and projection ops, history entry types in the chunks (a chunk
+    of the model's context or of runtime state is counted as such), the documents by name."""
+    counts: Counter[str] = Counter()
+    if path.suffix == ".jsonl":
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            counts[f"journal type={rec.get('type')}"] += 1
+            for op in (rec.get("payload") or {}).get("delta") or []:
+                entry = op.get("entry") or {}
+                counts[f"projection op={op.get('op')}" + (f" {entry.get('type')}" if entry else "")] += 1
+        return counts
+    data = json.loads(path.read_text())
+    if path.parent.name != "chunks":
+        return Counter({path.name: 1})
+    for item in data:
+        kind = item.get("type") if isinstance(item, dict) and "sessionId" in item else "(context or state item)"
+        counts[f"chunk entry type={kind}" + (f" {item.get('kind') or item.get('role')}" if kind == "effect" or
+                                                 kind == "message" else "")] += 1
+    return counts
+
+
 READERS = {
+    "mistral_vibe": (mistral_vibe, ("meta.json", "CURRENT", "manifest.json", "*.jsonl", "chunks/*.json")),
     "auggie": (auggie, ("*.json",)),
     "deepseek_harness": (deepseek_harness, ("session*.jsonl", "session*.jsonl.zstd")),
     "cline": (cline, ("*.messages.json", "sessions/*/*_?????.json", "sessions.db")),

@@ -64,6 +64,8 @@ EXPECT: dict[str, Expect] = {
     "hermes": Expect("hermes", kill=True),
     # Kimi CLI writes TurnBegin (the prompt) to wire.jsonl before it asks the model.
     "kimi": Expect("kimi", kill=True),
+    # Mistral Vibe journals the prompt (a projection_delta) before it asks the model.
+    "mistral-vibe": Expect("mistral-vibe", kill=True),
     "pi": Expect("pi", kill=True),
     "oh-my-pi": Expect("oh-my-pi", kill=True),
     "openclaw": Expect("openclaw", kill=True, prompt_after=120),
