@@ -121,6 +121,7 @@ LAYOUTS: dict[str, Layout] = {
     "hermes": Layout("hermes", _built("hermes-state.sql", "state.db", _env("HERMES_HOME"))),
     "iflow": Layout("iflow", _link(".iflow")),  # no variable of iFlow's own moves it
     "kimi": Layout("kimi", _env("KIMI_SHARE_DIR")),
+    "kimi_code": Layout("kimi-code", _env("KIMI_CODE_HOME")),
     "mistral_vibe": Layout("mistral-vibe", _env("VIBE_HOME")),
     "antigravity": Layout("antigravity", _link(".gemini/antigravity-cli")),
     "deepseek_harness": Layout("deepseek-harness", _env("DSH_HOME")),

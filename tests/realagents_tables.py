@@ -282,6 +282,30 @@ def auggie(path: Path) -> Counter[str]:
     return counts
 
 
+def kimi_code(path: Path) -> Counter[str]:
+    """Kimi Code: wire.jsonl record types (loop events and context messages by kind), or state.json keys."""
+    if path.name == "state.json":
+        data = json.loads(path.read_text())
+        return Counter(f"state.json has {key}" for key in ("title", "titleKind", "forkedFrom", "cwd", "lastTurnReason")
+                       if key in data)
+    counts: Counter[str] = Counter()
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        kind = rec.get("type")
+        counts["(lines)"] += 1
+        counts[f"type={kind}" + (" (kind=event)" if rec.get("kind") == "event" else "")] += 1
+        if kind == "context.append_loop_event":
+            event = rec.get("event") or {}
+            part = (event.get("part") or {}).get("type")
+            counts[f"loop event {event.get('type')}" + (f" part={part}" if part else "")] += 1
+        if kind == "context.append_message":
+            message = rec.get("message") or {}
+            counts[f"context message role={message.get('role')} origin={(message.get('origin') or {}).get('kind')}"] += 1
+        if kind == "turn.ended":
+            counts[f"turn.ended reason={rec.get('reason')}"] += 1
+    return counts
+
+
 def openhands(path: Path) -> Counter[str]:
     """One event file (its kind, and an observation's kind), or base_state.json (its execution_status)."""
     data = json.loads(path.read_text())
@@ -328,6 +352,7 @@ READERS = {
     "opencode": (sqlite_store, ("*.db",)),
     "openhands": (openhands, ("base_state.json", "event-*.json")),
     "kilo": (sqlite_store, ("*.db",)),
+    "kimi_code": (kimi_code, ("wire.jsonl", "state.json")),
 }
 
 

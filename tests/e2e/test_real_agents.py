@@ -64,6 +64,8 @@ EXPECT: dict[str, Expect] = {
     "hermes": Expect("hermes", kill=True),
     # Kimi CLI writes TurnBegin (the prompt) to wire.jsonl before it asks the model.
     "kimi": Expect("kimi", kill=True),
+    # Kimi Code writes turn.prompt to agents/main/wire.jsonl before it asks the model.
+    "kimi-code": Expect("kimi-code", kill=True),
     # Mistral Vibe journals the prompt (a projection_delta) before it asks the model.
     "mistral-vibe": Expect("mistral-vibe", kill=True),
     "pi": Expect("pi", kill=True),

@@ -30,6 +30,8 @@ ASK_FOR_FILE = "To answer I need to see"
 OPENCLAW_CONTEXT = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
 DSH_CONTEXT = "Current runtime context. This snapshot supersedes"  # dsh: a plugin snapshot after the prompt
 GPTME_TIME = "<system_info>The time is now "  # gptme: a time notice after a tool result (hooks/time_awareness.py)
+# Kimi Code: reminders (date, permission mode) as user messages of their own after the prompt (injection origin).
+KIMI_CODE_REMINDER = "<system-reminder>"
 
 
 def chat_completions(req: Request) -> Response:
@@ -63,7 +65,7 @@ def chat_completions(req: Request) -> Response:
 def conversation(body: dict[str, Any]) -> Conversation:
     msgs = body["messages"]
     while len(msgs) > 1 and msgs[-1].get("role") in ("user", "system") and _text(msgs[-1].get("content")).startswith(
-            (OPENCLAW_CONTEXT, DSH_CONTEXT, GPTME_TIME)):  # OpenClaw sends its runtime context as a user message after the real one
+            (OPENCLAW_CONTEXT, DSH_CONTEXT, GPTME_TIME, KIMI_CODE_REMINDER)):  # OpenClaw sends its runtime context as a user message after the real one
         msgs = msgs[:-1]
     last = msgs[-1] if msgs else {}
     prompt = _text(last.get("content")) if last.get("role") == "user" else ""
