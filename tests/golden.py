@@ -121,6 +121,10 @@ LAYOUTS: dict[str, Layout] = {
     "hermes": Layout("hermes", _built("hermes-state.sql", "state.db", _env("HERMES_HOME"))),
     "iflow": Layout("iflow", _link(".iflow")),  # no variable of iFlow's own moves it
     "kimi": Layout("kimi", _env("KIMI_SHARE_DIR")),
+    "kiro": Layout("kiro", _link(".config/Kiro/User/globalStorage/kiro.kiroagent")),  # no variable moves it
+    "kiro_cli": Layout("kiro-cli", _env("KIRO_HOME"), "kiro_cli", "hand/home"),
+    "kiro_cli_db": Layout("kiro-cli", _built("kiro-cli-data.sql", "data.sqlite3", _link(".local/share/kiro-cli")),
+                          "kiro_cli", "hand/db"),
     "kimi_code": Layout("kimi-code", _env("KIMI_CODE_HOME")),
     "mistral_vibe": Layout("mistral-vibe", _env("VIBE_HOME")),
     "antigravity": Layout("antigravity", _link(".gemini/antigravity-cli")),

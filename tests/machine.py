@@ -59,6 +59,9 @@ PLACES = {
     "hermes": ".hermes",
     "iflow": ".iflow",
     "kimi": ".kimi",
+    "kiro": ".config/Kiro/User/globalStorage/kiro.kiroagent",
+    "kiro_cli": ".kiro",
+    "kiro_cli_db": ".local/share/kiro-cli",
     "kimi_code": ".kimi-code",
     "mistral_vibe": ".vibe",
     "devin": ".local/share/devin/cli",
@@ -74,7 +77,7 @@ PLACES = {
 DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql": "sessions.db",
              "store.sql": "store.db", "state.sql": "state.vscdb", "crush.sql": "crush.db",
              "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite",
-             "threads.sql": "threads.db", "warp.sql": "warp.sqlite",
+             "threads.sql": "threads.db", "warp.sql": "warp.sqlite", "kiro-cli-data.sql": "data.sqlite3",
              "db.sql": "db.sqlite"}
 
 
@@ -98,7 +101,7 @@ def harvester_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in env.items() if not any(k.startswith(p) for p in (
         "CLAUDE_", "CODEX_", "QWEN_", "GEMINI_", "CONTINUE_", "CLINE_", "PI_", "PRIME_", "OMP_", "OPENCLAW_",
         "COPILOT_", "CURSOR_", "AUGMENT_", "VSCODE_", "FLATPAK_", "GOOSE_", "GROK_", "DSH_", "DEEPAGENTS_",
-        "OPENCODE_", "KILO_", "FACTORY_", "HERMES_", "KIMI_", "OPENHANDS_", "CRUSH_"))}
+        "OPENCODE_", "KILO_", "KIRO_", "FACTORY_", "HERMES_", "KIMI_", "OPENHANDS_", "CRUSH_"))}
     env.update(HOME=str(tmp / "home"), HARVESTER_BANK=str(tmp / "bank.sqlite"), HARVESTER_RUNTIME_DIR=str(tmp / "run"),
                PYTHONPATH=str(ROOT), TZ="UTC")
     if (tmp / "config.toml").exists():

@@ -102,7 +102,7 @@ def poison_every_harness(home: Path, roots: dict[str, list[str]]) -> dict[str, P
     conn.commit()
     conn.close()
     out["dcode"] = store
-    # Zed, Warp and ZCode likewise keep one database each, whose fixed name the good store holds: a thread whose blob does
+    # Zed, Warp, Kiro CLI (its v1 engine's) and ZCode likewise keep one database each, whose fixed name the good store holds: a thread whose blob does
     # not decompress, a task whose protobuf does not decode.
     for name, store, sql, args in (
             ("zed", home / ".local/share/zed/threads/threads.db",
@@ -111,6 +111,9 @@ def poison_every_harness(home: Path, roots: dict[str, list[str]]) -> dict[str, P
             ("warp", home / ".local/state/warp-terminal/warp.sqlite",
              "INSERT INTO agent_tasks (conversation_id, task_id, task) VALUES ('poisoned-conversation', "
              "'poisoned-task', ?)", (b"\xff" * 64,)),
+            ("kiro-cli", home / ".local/share/kiro-cli/data.sqlite3",
+             "INSERT INTO conversations_v2 (key, conversation_id, value, created_at, updated_at) VALUES ('/poisoned', "
+             "'poisoned-conversation', ?, 1790000099000, 1790000099000)", ("{not json",)),
             ("zcode", home / ".zcode/cli/db/db.sqlite",
              "INSERT INTO message (id, session_id, time_created, data) VALUES ('poisoned-message', 'poisoned-session', "
              "1790000099000, ?)", ("{not json",))):
