@@ -213,6 +213,8 @@ def _agent(reader: _Reader, record: Record, data: dict, ts: str | None) -> None:
         reader.emit(sid, uid, ts, role="assistant", kind="text", text=text, meta={"question": True})
     elif kind == "SubagentSpawnedEvent":
         tool_input = {"name": event.get("name"), "task": event.get("task")}
+        if isinstance(event.get("name"), str) and isinstance(event.get("task"), str):  # the child's prompt, until it runs
+            reader.state.setdefault("spawns", {})[event["name"]] = [uid, event["task"], ts]
         reader.emit(sid, uid, ts, role="assistant", kind="tool_call", tool_name="subagent", tool_input=tool_input,
                     tool_call_id=uid, text=render_call("subagent", tool_input, _CALL_KEYS))
     elif kind == "CustomAgentBlockUpdatedEvent":
@@ -242,6 +244,10 @@ def _owner(reader: _Reader, agent: Any) -> str:
         patch.cwd = reader.patch().cwd
         if isinstance(agent.get("name"), str) and agent["name"]:
             patch.offer_title(agent["name"], "summary")
+    spawn = reader.state.get("spawns", {}).pop(agent.get("name"), None)
+    if spawn:  # the custom agent of that name takes the task its spawn gave (the spawn names no agent id)
+        reader.emit(child, f"task:{spawn[0]}", spawn[2], role="user", kind="text", text=spawn[1])
+        patch.note(spawned_by=spawn[0])
     return child
 
 

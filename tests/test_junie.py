@@ -73,7 +73,9 @@ def test_a_custom_agent_is_a_subagent_session(bank: Path) -> None:
     child = session_of(bank, f"{C}:agent-1")
     assert (child["parent_native_id"], child["parent_kind"], child["cwd"]) == (C, "subagent", "/home/dev/src/docs-site")
     assert child["title"] == "docs-reader" and child["model"] == "gemini-3.1-flash-lite"
-    assert shapes(events_of(bank, f"{C}:agent-1")) == [("assistant", "tool_call"), ("assistant", "text")]
+    events = events_of(bank, f"{C}:agent-1")
+    assert shapes(events) == [("user", "text"), ("assistant", "tool_call"), ("assistant", "text")]
+    assert events[0]["text"] == "Read docs/ and list the topics."  # the spawn's task
     parent = events_of(bank, C)
     assert [e["tool_name"] for e in parent if e["kind"] == "tool_call"] == ["subagent"]
     assert {s["native_id"] for s in sessions_of(bank)} == {A, B, C, f"{C}:agent-1"}
