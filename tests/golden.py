@@ -107,6 +107,7 @@ LAYOUTS: dict[str, Layout] = {
     "codex": Layout("codex", _env("CODEX_HOME")),
     "qoder": Layout("qoder", _link(".qoder")),  # no variable of Qoder's own moves it
     "qwen_code": Layout("qwen-code", _env("QWEN_HOME")),
+    "rovo_dev": Layout("rovo-dev", _link(".rovodev/sessions")),  # no variable: config.yml's persistenceDir moves it
     "gemini_cli": Layout("gemini-cli", _gemini),
     "opencode": Layout("opencode", _database("opencode", "opencode.db")),
     "kilo": Layout("kilo", _database("kilo", "kilo.db")),
@@ -120,6 +121,7 @@ LAYOUTS: dict[str, Layout] = {
     "grok": Layout("grok", _env("GROK_HOME")),
     "hermes": Layout("hermes", _built("hermes-state.sql", "state.db", _env("HERMES_HOME"))),
     "iflow": Layout("iflow", _link(".iflow")),  # no variable of iFlow's own moves it
+    "junie": Layout("junie", _env("JUNIE_HOME")),
     "kimi": Layout("kimi", _env("KIMI_SHARE_DIR")),
     "kiro": Layout("kiro", _link(".config/Kiro/User/globalStorage/kiro.kiroagent")),  # no variable moves it
     "kiro_cli": Layout("kiro-cli", _env("KIRO_HOME"), "kiro_cli", "hand/home"),

@@ -27,6 +27,7 @@ PLACES = {
     "codex": ".codex",
     "qoder": ".qoder",
     "qwen_code": ".qwen",
+    "rovo_dev": ".rovodev/sessions",
     "gemini_cli": ".gemini",
     "antigravity": ".gemini/antigravity-cli",
     "opencode": ".local/share/opencode",
@@ -58,6 +59,7 @@ PLACES = {
     "grok": ".grok",
     "hermes": ".hermes",
     "iflow": ".iflow",
+    "junie": ".junie",
     "kimi": ".kimi",
     "kiro": ".config/Kiro/User/globalStorage/kiro.kiroagent",
     "kiro_cli": ".kiro",
@@ -101,7 +103,8 @@ def harvester_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in env.items() if not any(k.startswith(p) for p in (
         "CLAUDE_", "CODEX_", "QWEN_", "GEMINI_", "CONTINUE_", "CLINE_", "PI_", "PRIME_", "OMP_", "OPENCLAW_",
         "COPILOT_", "CURSOR_", "AUGMENT_", "VSCODE_", "FLATPAK_", "GOOSE_", "GROK_", "DSH_", "DEEPAGENTS_",
-        "OPENCODE_", "KILO_", "KIRO_", "FACTORY_", "HERMES_", "KIMI_", "OPENHANDS_", "CRUSH_"))}
+        "OPENCODE_", "KILO_", "KIRO_", "FACTORY_", "HERMES_", "JUNIE_", "KIMI_", "OPENHANDS_", "CRUSH_",
+        "VIBE_"))}
     env.update(HOME=str(tmp / "home"), HARVESTER_BANK=str(tmp / "bank.sqlite"), HARVESTER_RUNTIME_DIR=str(tmp / "run"),
                PYTHONPATH=str(ROOT), TZ="UTC")
     if (tmp / "config.toml").exists():
