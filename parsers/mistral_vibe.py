@@ -132,8 +132,11 @@ def _unified(r: _Reader, records: list[Record]) -> None:
             continue  # an empty journal segment: the tail after a turn that just ended
         try:
             doc = orjson.loads(record.raw)
-        except orjson.JSONDecodeError:  # a journal segment of several records (or one being written)
-            journal.extend(_journal_lines(r, record))
+        except orjson.JSONDecodeError:
+            if record.line == 1:  # meta.json, replaced atomically (vibe/core/session/metadata.py): never torn
+                r.problem("malformed", "meta.json: invalid JSON")
+                continue
+            journal.extend(_journal_lines(r, record))  # a journal segment of several records, or one being written
             continue
         if isinstance(doc, list):
             chunks[_digest(record.raw)] = doc

@@ -110,3 +110,12 @@ def test_unknown_types_are_drift_and_a_missing_chunk_reads_nothing() -> None:
     batch = mistral_vibe.parse(_ref("/r/unified/x/meta.json"), [meta, manifest], {})
     assert batch.events == [] and [p.kind for p in batch.problems] == ["unreadable"]
 
+
+
+def test_a_meta_json_that_does_not_parse_is_malformed_not_waited_for() -> None:
+    """Vibe replaces meta.json atomically (vibe/core/session/metadata.py), so one that does not parse is broken,
+    not half written; a journal segment's torn last line is the one that waits."""
+    torn_meta = Record(1, b'{"session_id": "x", "start_ti')
+    torn_journal = Record(2, b'{"recovery_journal_record_version":1,"sequ')
+    batch = mistral_vibe.parse(_ref("/r/unified/x/meta.json"), [torn_meta, torn_journal], {})
+    assert [(p.kind, p.detail) for p in batch.problems] == [("malformed", "meta.json: invalid JSON")]
