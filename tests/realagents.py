@@ -211,7 +211,8 @@ def install_all(say: Callable[[str], None] = print, names: list[str] | None = No
     done; returns how many failed (their tests say why, when they install again)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    missing = [AGENTS[n] for n in (names or list(AGENTS)) if not AGENTS[n].executable.exists()]
+    # In the order the e2e tests run (by name): the first tests' agents arrive first.
+    missing = [AGENTS[n] for n in sorted(names or AGENTS) if not AGENTS[n].executable.exists()]
     if not missing:
         return 0
     say(f"installing {len(missing)} agent CLIs into .cache/agents, {INSTALLS_AT_ONCE} at a time ...")
