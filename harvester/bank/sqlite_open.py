@@ -65,39 +65,56 @@ def check_bank(path: str) -> None:
     with _HELD_LOCK:
         if key is not None and key in _HELD:
             return
+    # A bank another process is creating can look, for a moment, like a database with some tables and no stamp:
+    # a copy of its file taken while the creator's last close checkpoints it mixes pages from before and after.
+    # What is not ours stays so: look again for a while before saying so.
+    for look in range(UNSTAMPED_LOOKS):
+        reason = _not_a_bank(path)
+        if reason is None:
+            return
+        if not reason.startswith(UNSTAMPED) or look == UNSTAMPED_LOOKS - 1:
+            raise NotABank(path, reason)
+        time.sleep(0.1)
+
+
+UNSTAMPED = "it is another program's SQLite database (no harvester tables)"
+UNSTAMPED_LOOKS = 20  # two seconds: a creating bank is stamped (or seen in its WAL) in milliseconds
+
+
+def _not_a_bank(path: str) -> str | None:
+    """Why the file at ``path`` is not a bank, or None when it is one (or about to be)."""
     try:
         header = read_header(path)
     except FileNotFoundError:
-        return
+        return None
     except OSError as exc:
         raise BankError(f"cannot open the bank at {path}: {exc}") from exc
     if not header:
-        return
+        return None
     if len(header) < 100 or not header.startswith(HEADER):
-        raise NotABank(path, "it is not a SQLite database")
+        return "it is not a SQLite database"
     if int.from_bytes(header[68:72], "big") == APPLICATION_ID:
-        return  # stamped: the one byte range that says so (the schema version is checked when opened)
+        return None  # stamped: the one byte range that says so (the schema version is checked when opened)
     for attempt in range(50):
         try:
             with open_readonly(path, timeout=30.0) as conn:
                 app, version = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("application_id", "user_version"))
                 tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             break
-        except NotADatabase as exc:
-            raise NotABank(path, "it is not a SQLite database") from exc
+        except NotADatabase:
+            return "it is not a SQLite database"
         except sqlite3.OperationalError as exc:
             # Another process is creating this bank right now (its -shm not yet set up): look again.
             if attempt == 49:
                 raise BankError(f"cannot open the bank at {path}: {exc}") from exc
             time.sleep(0.1)
         except (sqlite3.Error, OSError) as exc:
-            raise NotABank(path, f"it cannot be read as a SQLite database ({exc})") from exc
+            return f"it cannot be read as a SQLite database ({exc})"
     if app == APPLICATION_ID or (app == 0 and not tables and version == 0):
-        return  # stamped (its header not yet checkpointed), or an empty database: a bank being created
+        return None  # stamped (its header not yet checkpointed), or an empty database: a bank being created
     if app == 0 and tables >= _BANK_TABLES and 1 <= version <= len(MIGRATIONS):
-        return  # written before banks were stamped
-    owner = f"application id {app:#x}" if app else "no harvester tables"
-    raise NotABank(path, f"it is another program's SQLite database ({owner})")
+        return None  # written before banks were stamped
+    return f"it is another program's SQLite database (application id {app:#x})" if app else UNSTAMPED
 
 
 def _statements(script: str) -> list[str]:
