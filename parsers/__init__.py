@@ -78,6 +78,8 @@ HARNESSES: dict[str, Harness] = {
                 continue_cli.PROCESSES),
         Harness(aider.NAME, aider.roots, aider.SOURCES, aider.parse, "Aider", aider.PROCESSES,
                 roots_in_repositories=True),
+        Harness(kiro_cli.AMAZON_Q_NAME, kiro_cli.amazon_q_roots, kiro_cli.AMAZON_Q_SOURCES, kiro_cli.parse,
+                "Amazon Q Developer CLI", kiro_cli.AMAZON_Q_PROCESSES),
         Harness(amp.NAME, amp.roots, amp.SOURCES, amp.parse, "Amp", amp.PROCESSES),
         Harness(cline.CLINE_NAME, cline.cline_roots, cline.CLINE_SOURCES, cline.parse, "Cline",
                 cline.CLINE_PROCESSES),

@@ -17,6 +17,11 @@ real stores and from recordings of real sessions. In short:
   (``{timestamp, payload: {type, ...}}``) + ``session.json``; known from one reader only.
 - v1 (legacy, the Amazon Q lineage): ``data.sqlite3`` in ``kiro-cli`` under the data-local directory; read in
   :mod:`harvester.parsers.kiro_cli_db`.
+
+The family's other member, Amazon Q Developer CLI (``amazon-q``, ``q chat``; ``fixtures/amazon_q/SOURCE.md``),
+keeps only that database, in ``amazon-q`` under the same data-local directory: a folder of its own, so no file
+is read under both harnesses. Kiro may copy it into ``kiro-cli`` at its first start (UNCONFIRMED, see
+SOURCE.md): the copy is then Kiro's file and the original Amazon Q's, each read once, under its own harness.
 """
 
 from __future__ import annotations
@@ -55,6 +60,12 @@ _TOOLS_KEPT = 64  # call ids -> tool names carried in the state, for results rea
 ROUTING_MODELS = frozenset({"auto"})  # Kiro's own routing label, not a model
 
 
+AMAZON_Q_NAME = "amazon-q"
+# `q chat` runs the chat binary qchat (crates/chat-cli util/consts.rs: CLI_BINARY_NAME "q", CHAT_BINARY_NAME
+# "qchat"); the delegate tool starts its agents as `q chat --non-interactive` children.
+AMAZON_Q_PROCESSES = ("q", "qchat", "q.exe", "qchat.exe")
+
+
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
     return roots_for(sys.platform, env, home)
 
@@ -64,16 +75,31 @@ def roots_for(platform: str, env: Mapping[str, str], home: Path) -> list[Path]:
     # value cannot be resolved from here and is ignored.
     override = Path((env.get("KIRO_HOME") or "").strip()).expanduser()
     out = [override if override.is_absolute() else home / ".kiro"]
-    # The data dir is Rust's dirs::data_local_dir() joined with the app's name (Amazon Q: "amazon-q").
-    if platform == "win32":
-        local = Path(env.get("LOCALAPPDATA") or home / "AppData" / "Local")
-        roaming = Path(env.get("APPDATA") or home / "AppData" / "Roaming")
-        data = [local, roaming]  # %LOCALAPPDATA% by the code; one reader says %APPDATA%: both
-    elif platform == "darwin":
-        data = [home / "Library" / "Application Support"]
-    else:
-        data = [Path(env.get("XDG_DATA_HOME") or home / ".local" / "share")]
+    data = _data_local(platform, env, home)
+    if platform == "win32":  # %LOCALAPPDATA% by the code; one reader says %APPDATA%: both
+        data.append(Path(env.get("APPDATA") or home / "AppData" / "Roaming"))
     return [*out, *(base / "kiro-cli" for base in data)]
+
+
+def amazon_q_roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    return amazon_q_roots_for(sys.platform, env, home)
+
+
+def amazon_q_roots_for(platform: str, env: Mapping[str, str], home: Path) -> list[Path]:
+    # GlobalPaths::database_path_static: dirs::data_local_dir()/amazon-q/data.sqlite3, no variable moves it
+    # (Q_CLI_DATA_DIR is read only by the agent crate's data_dir, whose database_path nothing calls).
+    return [base / "amazon-q" for base in _data_local(platform, env, home)]
+
+
+def _data_local(platform: str, env: Mapping[str, str], home: Path) -> list[Path]:
+    """Rust's dirs::data_local_dir(): %LOCALAPPDATA%, ~/Library/Application Support, $XDG_DATA_HOME (when
+    absolute) or ~/.local/share."""
+    if platform == "win32":
+        return [Path(env.get("LOCALAPPDATA") or home / "AppData" / "Local")]
+    if platform == "darwin":
+        return [home / "Library" / "Application Support"]
+    xdg = Path((env.get("XDG_DATA_HOME") or "").strip())
+    return [xdg if xdg.is_absolute() else home / ".local" / "share"]
 
 
 def _meta_of(path: PurePath) -> PurePath:
@@ -88,6 +114,9 @@ SOURCES = (
     SourceSpec("sessions/cli/*.jsonl", "jsonl", "v2", sidecar=_meta_of),
     SourceSpec("sessions/*/sess_*/messages.jsonl", "jsonl", "v3", sidecar=_session_of),
     SourceSpec("data.sqlite3", "sqlite", "db", watch=False, queries=kiro_cli_db.QUERIES),
+)
+AMAZON_Q_SOURCES = (
+    SourceSpec("data.sqlite3", "sqlite", "db", watch=False, queries=kiro_cli_db.AMAZON_Q_QUERIES),
 )
 
 

@@ -1,19 +1,21 @@
-"""Kiro CLI's v1 engine: ``data.sqlite3`` (the Amazon Q Developer CLI lineage), read by :mod:`kiro_cli`.
+"""Kiro CLI's v1 engine and Amazon Q Developer CLI: ``data.sqlite3``, read by :mod:`kiro_cli` for both.
 
-Format facts and their sources: ``fixtures/kiro_cli/SOURCE.md``. A conversation is one row holding the
-whole ``ConversationState`` as JSON, rewritten at every turn's end:
+Format facts and their sources: ``fixtures/kiro_cli/SOURCE.md`` and ``fixtures/amazon_q/SOURCE.md``. A
+conversation is one row holding the whole ``ConversationState`` as JSON, rewritten at every turn's end:
 
 - ``conversations_v2`` (Kiro): ``key`` (the working directory), ``conversation_id``, ``value``, ``created_at``
   and ``updated_at`` (epoch milliseconds). One conversation may sit under several keys: each is read, the
   uids are the same, the bank keeps one.
-- ``conversations`` (Amazon Q's migration 007, still in older Kiro databases): ``key`` (the working
-  directory), ``value``; written with INSERT OR REPLACE, so a new conversation in the same directory
+- ``conversations`` (Amazon Q's migration 007: its only one, and still in older Kiro databases): ``key`` (the
+  working directory), ``value``; written with INSERT OR REPLACE, so a new conversation in the same directory
   replaces the row (the bank keeps the old one's events) and every write takes a new rowid.
-- ``value``: ``conversation_id``, ``history`` (``{user, assistant, request_metadata}`` per exchange: the user
-  side is ``{"Prompt": {prompt}}``, ``{"ToolUseResults": {tool_use_results}}`` or ``{"CancelledToolUses":
-  {prompt, tool_use_results}}`` with ``timestamp`` and ``env_context.env_state.current_working_directory``;
-  the assistant side ``{"Response": {message_id, content}}`` or ``{"ToolUse": {message_id, content,
-  tool_uses: [{id, name, args}]}}``), ``latest_summary`` (``/compact``'s ``[summary, metadata]``), ``model_info``.
+- ``value``: ``conversation_id``, ``history`` (``{user, assistant, request_metadata}`` per exchange, ``[user,
+  assistant]`` pairs in Amazon Q 1.10 to 1.12; the user side is ``{"Prompt": {prompt}}``,
+  ``{"ToolUseResults": {tool_use_results}}`` or ``{"CancelledToolUses": {prompt, tool_use_results}}`` with
+  ``timestamp`` (not before 1.13) and ``env_context.env_state.current_working_directory``; the assistant side
+  ``{"Response": {message_id, content}}`` or ``{"ToolUse": {message_id, content, tool_uses: [{id, name,
+  args}]}}``), ``latest_summary`` (``/compact``'s ``[summary, metadata]``, a bare summary before 1.13),
+  ``model_info`` (``model`` up to 1.13.3).
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ from harvester.parsers.base import (
     render_call,
 )
 
-QUERIES = (
-    SqliteQuery("conversation", "SELECT key, conversation_id, value, created_at, updated_at FROM conversations_v2 "
-                "WHERE updated_at >= :since ORDER BY updated_at, conversation_id, key", "updated_at",
-                optional=True, ordered=True),
-    SqliteQuery("legacy", "SELECT rowid AS row_id, key, value FROM conversations WHERE rowid >= :since ORDER BY rowid",
-                "row_id", optional=True, ordered=True),
-)
+_V2 = SqliteQuery("conversation", "SELECT key, conversation_id, value, created_at, updated_at FROM conversations_v2 "
+                  "WHERE updated_at >= :since ORDER BY updated_at, conversation_id, key", "updated_at",
+                  optional=True, ordered=True)
+# Optional in Amazon Q's own database too: one older than migration 007 (May 2025) has no conversations.
+_LEGACY = SqliteQuery("legacy", "SELECT rowid AS row_id, key, value FROM conversations WHERE rowid >= :since "
+                      "ORDER BY rowid", "row_id", optional=True, ordered=True)
+QUERIES = (_V2, _LEGACY)  # Kiro CLI's
+AMAZON_Q_QUERIES = (_LEGACY,)  # Amazon Q never had conversations_v2
 # Tables of data.sqlite3 never read: settings, auth, telemetry state, the old shell history.
 TABLES_NOT_READ = frozenset({"migrations", "history", "state", "auth_kv"})
 USER_CONTENT = frozenset({"Prompt", "ToolUseResults", "CancelledToolUses"})
@@ -103,6 +106,8 @@ def _conversation(batch: Batch, line: int, row: dict) -> None:
     history = value.get("history") if isinstance(value.get("history"), list) else []
     last = None
     for index, entry in enumerate(history):
+        if isinstance(entry, list) and len(entry) == 2:  # Amazon Q 1.10-1.12: (UserMessage, AssistantMessage)
+            entry = {"user": entry[0], "assistant": entry[1]}
         if not isinstance(entry, dict):
             reader.problem("malformed", f"history entry {index} is not an object")
             continue
@@ -112,8 +117,10 @@ def _conversation(batch: Batch, line: int, row: dict) -> None:
     if last is not None:
         patch.note(last_turn=last)
     summary = value.get("latest_summary")
-    if isinstance(summary, list) and summary and isinstance(summary[0], str) and summary[0].strip():
-        reader.emit(record_uid(summary[0].encode(), "summary"), role="system", kind="compaction", text=summary[0])
+    if isinstance(summary, list):  # (summary, RequestMetadata) since 1.13; the summary alone before
+        summary = summary[0] if summary else None
+    if isinstance(summary, str) and summary.strip():
+        reader.emit(record_uid(summary.encode(), "summary"), role="system", kind="compaction", text=summary)
 
 
 def _cwd(user: Any) -> str | None:

@@ -113,6 +113,7 @@ LAYOUTS: dict[str, Layout] = {
     "kilo": Layout("kilo", _database("kilo", "kilo.db")),
     "continue_cli": Layout("continue", _env("CONTINUE_GLOBAL_DIR")),
     "aider": Layout("aider", _repositories),
+    "amazon_q": Layout("amazon-q", _built("amazon-q-data.sql", "data.sqlite3", _link(".local/share/amazon-q"))),
     "amp": Layout("amp", _link(".local/share/amp")),  # $XDG_DATA_HOME/amp: stripped in tests/machine.py
     "auggie": Layout("auggie", _link(".augment")),  # no variable moves it: only a --augment-cache-dir flag
     "copilot_cli": Layout("copilot-cli", _env("COPILOT_HOME")),

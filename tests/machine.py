@@ -34,6 +34,7 @@ PLACES = {
     "kilo": ".local/share/kilo",
     "continue_cli": ".continue",
     "aider": "src",  # Aider keeps its history in each repository: configured as roots below
+    "amazon_q": ".local/share/amazon-q",
     "amp": ".local/share/amp",
     "auggie": ".augment",
     "cline": ".cline/data",
@@ -80,7 +81,7 @@ DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql
              "store.sql": "store.db", "state.sql": "state.vscdb", "crush.sql": "crush.db",
              "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite",
              "threads.sql": "threads.db", "warp.sql": "warp.sqlite", "kiro-cli-data.sql": "data.sqlite3",
-             "db.sql": "db.sqlite"}
+             "db.sql": "db.sqlite", "amazon-q-data.sql": "data.sqlite3"}
 
 
 def lay_out_every_store(home: Path) -> None:

@@ -102,9 +102,12 @@ def poison_every_harness(home: Path, roots: dict[str, list[str]]) -> dict[str, P
     conn.commit()
     conn.close()
     out["dcode"] = store
-    # Zed, Warp, Kiro CLI (its v1 engine's) and ZCode likewise keep one database each, whose fixed name the good store holds: a thread whose blob does
-    # not decompress, a task whose protobuf does not decode.
+    # Amazon Q, Zed, Warp, Kiro CLI (its v1 engine's) and ZCode likewise keep one database each, whose fixed name
+    # the good store holds: a conversation that is not JSON, a thread whose blob does not decompress, a task whose
+    # protobuf does not decode.
     for name, store, sql, args in (
+            ("amazon-q", home / ".local/share/amazon-q/data.sqlite3",
+             "INSERT INTO conversations (key, value) VALUES ('/poisoned', ?)", ("{not json",)),
             ("zed", home / ".local/share/zed/threads/threads.db",
              "INSERT INTO threads (id, summary, updated_at, data_type, data) VALUES ('poisoned-thread', 'poisoned', "
              "'2026-11-02T10:00:00Z', 'zstd', ?)", (os.urandom(64),)),
