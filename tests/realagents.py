@@ -168,11 +168,10 @@ def install(agent: str | Agent, timeout: float = 900) -> Path:
     ``<cache>/aider-chat@<version>/venv`` so its ~700 MB of pins never meet the project's.
     """
     spec = _agent(agent)
-    if spec.executable.exists():
-        return spec.executable
     CACHE.mkdir(parents=True, exist_ok=True)
     # One installer per agent: `.ci/run` warms the cache in the background (python -m tests.realagents install)
-    # while the e2e suite's own fixture may ask for the same agent; the second waits, then finds it there.
+    # while the e2e tests ask for the same agent; the second waits, then finds it there. The lock is taken even
+    # when the executable is there: npm links it before the package's install scripts have run.
     with open(CACHE / f"{spec.package.replace('/', '+')}@{spec.version}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not spec.executable.exists():

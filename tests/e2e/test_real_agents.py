@@ -86,13 +86,20 @@ EXPECT: dict[str, Expect] = {
 
 
 @pytest.fixture(scope="module", autouse=True)
-def installed(request: pytest.FixtureRequest) -> None:
-    """Every agent installed up front, in parallel, saying which as each is done (on a fresh clone this
-    takes minutes: a person running the tests must see it is not stuck; `.ci/run` starts it before the
-    other tests, and this waits for what it has not finished). A failure here is left for that agent's own
-    test, whose install (one at a time, now) fails it with the reason."""
+def installed(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every agent installing in the background, several at once, saying which as each is done (on a fresh
+    clone this takes minutes: a person running the tests must see it is not stuck; `.ci/run` starts it before
+    the other tests). Each test waits for its own agent only (realagents.install, under that agent's lock), so
+    the first agents run while the last still install. A failure here is left for that agent's own test,
+    whose install fails it with the reason."""
+    import threading
+
     capture = request.config.pluginmanager.get_plugin("capturemanager")
-    realagents.install_all(lambda text: _say(capture, text), list(EXPECT))
+    worker = threading.Thread(target=realagents.install_all, args=(lambda text: _say(capture, text), list(EXPECT)),
+                              name="install-agents", daemon=True)
+    worker.start()
+    yield
+    worker.join()  # every test has had its agent by now: nothing is left to wait for
 
 
 def _say(capture: Any, text: str) -> None:
