@@ -147,7 +147,7 @@ LAYOUTS: dict[str, Layout] = {
     "cursor": Layout("cursor", _built("state.sql", "state.vscdb", _cursor_ide), "cursor/ide"),
     "cursor-transcripts": Layout("cursor-cli", _built("store.sql", "store.db", _env("CURSOR_CONFIG_DIR")),
                                  "cursor/transcripts"),
-    "trae": Layout("trae", _link(".config/Trae")),
+    "trae": Layout("trae", _built("state.sql", "state.vscdb", _link(".config/Trae"))),
     "traex": Layout("traex", _link(".trae/cli")),  # no variable of TRAE CLI's own is known
     "zcode": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db"))),  # no variable moves it
     "vscode_copilot": Layout("vscode-copilot", _link(".config/Code/User")),

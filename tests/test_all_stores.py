@@ -57,7 +57,9 @@ def test_status_lists_every_harness_with_sessions_and_no_drift(status: dict) -> 
             assert row["sessions"] == 0 and row["not_readable"], f"{name}: {row}"
             continue
         assert row["sessions"] > 0, f"{name}: nothing imported from {row['roots']}"
-        assert row["not_readable"] == [], f"{name}: {row['not_readable']}"
+        # A harness may read one store and only report another it cannot read (Trae's encrypted one).
+        declared = {store.reason for store in HARNESSES[name].opaque}
+        assert all(n["reason"] in declared for n in row["not_readable"]), f"{name}: {row['not_readable']}"
         assert row["unknown_types"] == 0 and row["drift"] == {}, f"{name}: drift {row['drift']}"
         assert (row["malformed"], row["oversize"], row["unreadable"]) == (0, 0, 0), f"{name}: {row}"
         assert (row["sources_failed"], row["sources_unreadable"]) == (0, 0), f"{name}: {row}"
