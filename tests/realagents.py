@@ -184,7 +184,9 @@ def _install(spec: Agent, timeout: float) -> None:
     if spec.pip:
         venv = spec.install_dir / "venv"
         _quiet([python_for(spec.python), "-m", "venv", str(venv)], timeout)
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
+        # --no-compile: byte-compiling every module of a ~700 MB venv is most of pip's CPU; the agent compiles
+        # what it imports on its first run.
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "--no-compile"]
         _quiet([*pip, f"{spec.package}=={spec.version}"], timeout)
     else:
         npm = shutil.which("npm")
