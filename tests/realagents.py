@@ -299,8 +299,25 @@ def clean_env(home: Path) -> dict[str, str]:
     # (native libraries unpacked by compiled CLIs, Node's compile cache, lock folders) goes with the test.
     tmp = home.parent / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
-    env.update({"TMPDIR": str(tmp), "TMP": str(tmp), "TEMP": str(tmp)})
+    # tmux (OpenHands' terminal) puts its server's socket in $TMUX_TMPDIR, else /tmp.
+    env.update({"TMPDIR": str(tmp), "TMP": str(tmp), "TEMP": str(tmp), "TMUX_TMPDIR": str(tmp)})
     return env
+
+
+def kill_leftovers(home: Path) -> list[str]:
+    """Kill what the agent runs of a test left running (OpenHands' tmux server daemonizes, out of the process
+    group :func:`kill` ends): every process whose environment has this test's HOME. Returns their names."""
+    import psutil
+
+    killed = []
+    for proc in psutil.process_iter(["name"]):
+        try:
+            if proc.pid != os.getpid() and proc.environ().get("HOME") == str(home):
+                proc.kill()
+                killed.append(proc.info["name"])
+        except (psutil.Error, OSError):
+            continue
+    return killed
 
 
 def agent_env(agent: str | Agent, home: Path, port: int) -> dict[str, str]:

@@ -112,8 +112,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             assert connected.returncode == 0, connected.stdout + connected.stderr
             yield World(tmp, daemon, repo, llm, marker, claude()[0][0], wrapper)
         finally:
-            if daemon.proc is not None:
-                assert daemon.stop() == 0, daemon.log.read_text()[-3000:]
+            try:
+                if daemon.proc is not None:
+                    assert daemon.stop() == 0, daemon.log.read_text()[-3000:]
+            finally:
+                realagents.kill_leftovers(daemon.home)  # the service is stopped: the rest is the agents'
 
 
 def _all_events(daemon: Daemon) -> list[tuple]:

@@ -237,8 +237,11 @@ def test_two_turns_are_captured_live_and_by_a_clean_scan(name: str, tmp_path: Pa
         assert watch.samples > 10 and watch.offenders == set(), watch.offenders
     finally:
         watch.__exit__()
-        if daemon.proc is not None:
-            assert daemon.stop() == 0, daemon.log.read_text()[-3000:]
+        try:
+            if daemon.proc is not None:
+                assert daemon.stop() == 0, daemon.log.read_text()[-3000:]
+        finally:
+            realagents.kill_leftovers(home)  # the service is stopped: what is left with this HOME is the agent's
 
 
 def _wait_equal(daemon: Daemon, harness: str, reference: list[tuple], what: str) -> None:
