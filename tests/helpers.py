@@ -6,6 +6,7 @@ import os
 import shutil
 import sqlite3
 import uuid as uuidlib
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -205,3 +206,21 @@ def make_repo(path: Path, origin: str | None = None) -> Path:
     if origin:
         git(path, "remote", "add", "origin", origin)
     return path
+
+
+
+class KillPoints:
+    """Fractions of a reference scan's time at which to kill a scan: the planned ones, then earlier ones while
+    fewer than ``needed`` kills have landed mid-scan (count them in ``landed``). A kill is timed by a reference
+    measured once, and a loaded machine (a CI run installing agents beside the tests) can make the next scan
+    faster than it was."""
+
+    def __init__(self, planned: Iterable[float], needed: int = 2) -> None:
+        self.planned, self.needed, self.landed = tuple(planned), needed, 0
+
+    def __iter__(self) -> Iterator[float]:
+        yield from self.planned
+        for fraction in (0.2, 0.1, 0.05, 0.02):
+            if self.landed >= self.needed:
+                return
+            yield fraction

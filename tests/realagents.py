@@ -33,6 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.venv_install import install_command
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CACHE = REPO_ROOT / ".cache" / "agents"
 DUMMY_KEY = "dummy"
@@ -184,10 +186,7 @@ def _install(spec: Agent, timeout: float) -> None:
     if spec.pip:
         venv = spec.install_dir / "venv"
         _quiet([python_for(spec.python), "-m", "venv", str(venv)], timeout)
-        # --no-compile: byte-compiling every module of a ~700 MB venv is most of pip's CPU; the agent compiles
-        # what it imports on its first run.
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "--no-compile"]
-        _quiet([*pip, f"{spec.package}=={spec.version}"], timeout)
+        _quiet(install_command(venv / "bin" / "python", [f"{spec.package}=={spec.version}"]), timeout)
     else:
         npm = shutil.which("npm")
         if npm is None:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from tests.fakeembed import MODEL as EMBED_MODEL
 from tests.fakeembed import FakeEmbed
+from tests.venv_install import install_command
 
 if TYPE_CHECKING:
     import pytest
@@ -81,10 +82,7 @@ def install(timeout: float = 1800) -> Path:
             with open(INSTALL_LOG, "w") as log:
                 for argv in (
                     [_base_python(), "-m", "venv", str(VENV)],
-                    # --no-compile: byte-compiling every module is half of pip's CPU here (1.5 of 2.6 CPU-minutes,
-                    # cold); the servers compile what they import when first started.
-                    [str(VENV / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check",
-                     "--no-input", "--no-compile", *PINS],
+                    install_command(VENV / "bin" / "python", list(PINS)),
                 ):  # fmt: skip
                     log.write(f"$ {' '.join(argv)}\n")
                     log.flush()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ClaudeSession, bank_rows, sessions_of
+from tests.helpers import ClaudeSession, KillPoints, bank_rows, sessions_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,16 +78,16 @@ def test_sigkill_during_scan_then_rescan_equals_clean_import(tmp_path: Path) -> 
     assert len(expected) > 30_000
 
     # Killed at several independent points of a scan, each time followed by a full scan.
-    interrupted = 0
-    for n, fraction in enumerate((0.35, 0.55, 0.75, 0.9)):
+    kills = KillPoints((0.35, 0.55, 0.75, 0.9))
+    for n, fraction in enumerate(kills):
         bank = tmp_path / f"killed-{n}.sqlite"
         if _kill_after(bank, home, clean_seconds * fraction):
             partial = _rows_so_far(bank)
-            interrupted += partial < len(expected)
+            kills.landed += partial < len(expected)
         subprocess.run(_scan_cmd(bank), env=_env(home), check=True, capture_output=True)
         assert bank_rows(bank) == expected, f"kill at {fraction:.0%} of a scan"
         assert _sessions_without_times(bank) == _sessions_without_times(clean)
-    assert interrupted >= 2, "the scans finished before they could be killed: make the tree bigger"
+    assert kills.landed >= 2, "the scans finished before they could be killed: make the tree bigger"
 
     # Killed again and again while resuming, then finished.
     chained = tmp_path / "chained.sqlite"
@@ -128,17 +128,17 @@ def test_sigkill_with_the_archive_on_then_rescan_and_reparse_equal_a_clean_impor
     clean_seconds = time.monotonic() - started
     expected = bank_rows(clean)
     _archive_holds_every_file_once(clean)
-    interrupted = 0
-    for n, fraction in enumerate((0.3, 0.6, 0.85)):
+    kills = KillPoints((0.3, 0.6, 0.85))
+    for n, fraction in enumerate(kills):
         bank = tmp_path / f"killed-{n}.sqlite"
-        interrupted += _kill_after(bank, home, clean_seconds * fraction, parallel)
+        kills.landed += _kill_after(bank, home, clean_seconds * fraction, parallel)
         subprocess.run(_scan_cmd(bank), env=_env(home, parallel), check=True, capture_output=True)
         assert bank_rows(bank) == expected, f"kill at {fraction:.0%} of a scan"
         _archive_holds_every_file_once(bank)
         reparse = [sys.executable, "-m", "harvester", "--bank", str(bank), "reparse"]
         subprocess.run(reparse, env=_env(home), check=True, capture_output=True)
         assert bank_rows(bank) == expected, "reparse after a kill"
-    assert interrupted >= 2
+    assert kills.landed >= 2
 
 
 def test_a_reparse_killed_midway_goes_on_where_it_stood(tmp_path: Path) -> None:

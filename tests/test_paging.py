@@ -25,7 +25,7 @@ from harvester.parsers.base import Harness, Record, SourceRef, SourceSpec, Sqlit
 from harvester.reading import Outcome, ReadLimits, read_source
 from harvester.sources import Found
 from tests.golden import LAYOUTS, dumps, expected_path, reading, trees
-from tests.helpers import bank_rows
+from tests.helpers import KillPoints, bank_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 SQLITE_TREES = [t for t in trees() if any(s.format == "sqlite" for s in HARNESSES[LAYOUTS[t[0]].harness].sources)]
@@ -176,15 +176,15 @@ def test_sigkill_between_pages_then_rescan_equals_one_read(tmp_path: Path) -> No
     subprocess.run(_scan_cmd(clean), env=_env(home), check=True, capture_output=True)
     clean_seconds = time.monotonic() - started
     expected = bank_rows(clean)
-    interrupted = 0
-    for n, fraction in enumerate((0.5, 0.7, 0.85)):
+    kills = KillPoints((0.5, 0.7, 0.85))
+    for n, fraction in enumerate(kills):
         bank = tmp_path / f"killed-{n}.sqlite"
         proc = subprocess.Popen(_scan_cmd(bank), env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(clean_seconds * fraction)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
-            interrupted += 1
+            kills.landed += 1
         proc.wait()
         subprocess.run(_scan_cmd(bank), env=_env(home), check=True, capture_output=True)
         assert bank_rows(bank) == expected, f"kill at {fraction:.0%} of a scan"
-    assert interrupted >= 2, "the scans finished before they could be killed: make the store bigger"
+    assert kills.landed >= 2, "the scans finished before they could be killed: make the store bigger"

@@ -10,7 +10,7 @@ Each protocol module turns its request into a :class:`Conversation` and renders 
 ``SPAWN_AGENT [prompt]``
     Call the agent's sub-agent tool (Claude Code ``Agent``/``Task``) with ``prompt`` (default: say hi).
 ``SLOW <seconds>``
-    Wait that long before answering (to observe an agent mid-turn).
+    Wait that long before answering (to observe an agent mid-turn); the default answer then says it was slow.
 ``TOKENS <n>``
     Report ``n`` input tokens in the usage of this answer (to push an agent into auto-compaction).
 ``USE_TOOL_NAMED:<substring>:<json object>``
@@ -102,6 +102,8 @@ def decide(conv: Conversation) -> Reply:
     reply = _answer(conv)
     if m := SLOW.search(conv.prompt):
         reply = replace(reply, delay=float(m.group(1)))
+        if reply.text == DEFAULT_TEXT:  # an answer of its own: one that does arrive is no repeat of an earlier one
+            reply = replace(reply, text=f"Hi! I am the fake model, and slow ({m.group(1)} s).")
     if m := TOKENS.search(conv.prompt):
         reply = replace(reply, input_tokens=int(m.group(1)))
     return reply
