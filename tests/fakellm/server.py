@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import sys
 import threading
 import time
 import zlib
@@ -19,6 +20,14 @@ from tests.fakellm.wire import JsonResponse, Request, Response, SseResponse, err
 
 Handler = Callable[[Request], Response]
 MODEL_IDS = ("fake-model", "claude-sonnet-4-5", "gpt-5")
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """An agent killed mid-answer (the e2e kill turns) hangs up on its stream: not an error of the server."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 def list_models(req: Request) -> Response:
@@ -76,7 +85,7 @@ class FakeLLM:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> FakeLLM:
-        self._server = ThreadingHTTPServer(("127.0.0.1", self._wanted_port), _make_handler(self))
+        self._server = _QuietServer(("127.0.0.1", self._wanted_port), _make_handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="fakellm", daemon=True)
         self._thread.start()
