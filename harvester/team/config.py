@@ -59,7 +59,8 @@ class TeamSettings:
         return connection_floor(self.url, self.insecure, env)
 
 
-FLOOR_AUTH = "!password,!md5"  # libpq >= 16 (psycopg's wheel bundles a newer one)
+FLOOR_AUTH = "!password,!md5"
+REQUIRE_AUTH_LIBPQ = 160000  # the libpq version (PQlibVersion) that knows require_auth
 _SOCKET_PREFIXES = ("/", "@")  # a unix socket's directory, or an abstract one (Linux)
 
 
@@ -69,7 +70,7 @@ def connection_floor(url: str, insecure: bool = False, env: Mapping[str, str] = 
     A parameter the URL or libpq's environment (``$PGSSLMODE``, ``$PGREQUIREAUTH``) sets is the user's choice
     and kept; a service (``service=``, ``$PGSERVICE``) keeps its own settings; ``insecure`` adds nothing.
     ``env``: the environment libpq reads (this process's)."""
-    from psycopg import conninfo
+    from psycopg import conninfo, pq
 
     if insecure:
         return {}
@@ -80,7 +81,9 @@ def connection_floor(url: str, insecure: bool = False, env: Mapping[str, str] = 
     if params.get("service") or env.get("PGSERVICE"):
         return {}
     floor = {}
-    if not params.get("require_auth") and not env.get("PGREQUIREAUTH"):
+    # require_auth is libpq 16's: psycopg's wheel bundles a newer one; a psycopg on an older system libpq, which
+    # would refuse the unknown option (every connection would fail), goes without.
+    if not params.get("require_auth") and not env.get("PGREQUIREAUTH") and pq.version() >= REQUIRE_AUTH_LIBPQ:
         floor["require_auth"] = FLOOR_AUTH
     if not params.get("sslmode") and not env.get("PGSSLMODE") and not _on_this_machine(params, env):
         floor["sslmode"] = "verify-full"
