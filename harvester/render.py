@@ -242,6 +242,12 @@ def service_text(service: dict[str, Any]) -> list[str]:
     else:
         lines = [f"Service: not running; {unit_text}",
                  "  `harvester install` starts it at login; `harvester run` runs it in the foreground"]
+    again = service.get("bank_made_again")
+    if again:
+        times = f" ({again.get('times')} times so far)" if (again.get("times") or 0) > 1 else ""
+        lines.append(f"  the bank was {again.get('why', 'deleted')} at {_when(again.get('at'))} while the service ran "
+                     f"(pid {again.get('pid', '?')}): made again, and re-scanned from the agents' stores (what they "
+                     f"no longer hold is not in it){times}")
     return lines
 
 

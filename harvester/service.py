@@ -13,6 +13,10 @@ What keeps the bank complete without any help from the agents:
 - every ``unfinished_seconds``: the sources of unfinished sessions are re-read, agent processes
   are looked at, and sessions whose agent is gone are marked ended or abandoned;
 - every ``poll_seconds``: sources whose store file events cannot follow (``SourceSpec.watch``).
+
+And the bank itself, deleted or replaced while the service holds it open (``rm -rf`` of the data directory):
+noticed at the next turn of the loop, made again and re-scanned (harvester/bank_gone.py), or, when no bank
+can be made there, the service stops with an error and its login unit starts it again later.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from harvester import __version__
+from harvester import __version__, bank_gone
 from harvester.bank import Bank, open_bank
 from harvester.config import Settings, runtime_dir
 from harvester.heartbeat import HEARTBEAT_NAME, epoch
@@ -146,6 +150,8 @@ class Service:
         self.scheduler: BackgroundScheduler | None = None
         self.sinks: Any = None  # harvester.sinks.SinkThread when a sink is configured
         self.team: Any = None  # harvester.team.TeamThread when a team bank is set
+        self._bank_file: tuple[int, int] | None = None  # the file the bank was opened from (bank_gone.identity)
+        self.exit_code = 0
 
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> int:
@@ -153,11 +159,7 @@ class Service:
         lock.acquire()  # raises AlreadyRunning
         self._install_signal_handlers()
         try:
-            self.bank = open_bank(self.settings.bank, archive=self.settings.archive)
-            # Reading stays in this process (no reader process, as scan uses for large imports): a
-            # service's imports are small after the first, and an idle service should be one process.
-            self.ingestor = Ingestor(self.bank, self.settings.bank_id_template, exclude=self.settings.excluded,
-                                     parallel_bytes=sys.maxsize, limits=self.settings.read_limits())
+            self._open_bank()
             log.info("service starting", pid=os.getpid(), bank=str(self.settings.bank),
                      harnesses=[h.name for h in self.harnesses])
             self.observer = Observer()
@@ -182,8 +184,48 @@ class Service:
         finally:
             self._shutdown()
             lock.release()
-        log.info("service stopped")
-        return 0
+        log.info("service stopped", exit_code=self.exit_code)
+        return self.exit_code
+
+    def _open_bank(self) -> None:
+        self.bank = open_bank(self.settings.bank, archive=self.settings.archive)
+        self._bank_file = bank_gone.identity(self.settings.bank)
+        # Reading stays in this process (no reader process, as scan uses for large imports): a
+        # service's imports are small after the first, and an idle service should be one process.
+        self.ingestor = Ingestor(self.bank, self.settings.bank_id_template, exclude=self.settings.excluded,
+                                 parallel_bytes=sys.maxsize, limits=self.settings.read_limits())
+
+    def _bank_again(self) -> bool:
+        """The file at the bank's path is not the one opened (deleted, or another): everything that holds the old
+        one is closed, the path opened anew, every store re-scanned into it (harvester/bank_gone.py). False when
+        no bank can be opened there: the service then stops with an error (its login unit restarts it)."""
+        assert self.bank is not None and self.ingestor is not None
+        why = "replaced" if os.path.exists(self.settings.bank) else "deleted"
+        log.warning("bank_gone", bank=str(self.settings.bank), why=why)
+        self._busy = ("the bank, made again", _now())
+        self._stop_sinks()  # their own connections hold the old file too
+        carried, previous = bank_gone.facts(self.bank), bank_gone.recorded(self.bank)
+        self.ingestor.close()
+        self.bank.close()
+        self.bank = self.ingestor = None
+        try:
+            self._open_bank()
+            assert self.bank is not None
+            bank_gone.record(self.bank, why, carried, previous)
+        except Exception:
+            log.exception("bank_cannot_be_made_again", bank=str(self.settings.bank))
+            self.exit_code = 1
+            return False
+        finally:
+            self._busy = None
+        self._first_check = True
+        self._run_job("reconcile", self.reconcile)
+        self._run_job("sessions", self.check_sessions)
+        self._first_check = False
+        self._start_sinks()
+        self.bank.limit_cache(IDLE_CACHE_KIB)
+        log.info("bank made again", bank=str(self.settings.bank), why=why)
+        return True
 
     def stop(self, *_: object) -> None:
         self.stop_event.set()
@@ -214,11 +256,15 @@ class Service:
         if self.team is not None:
             self.team.wake()
 
-    def _shutdown(self) -> None:
+    def _stop_sinks(self) -> None:
         if self.sinks is not None:
             self.sinks.stop()
         if self.team is not None:
             self.team.stop()
+        self.sinks = self.team = None
+
+    def _shutdown(self) -> None:
+        self._stop_sinks()
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=False)
         if self.observer is not None:
@@ -255,6 +301,9 @@ class Service:
 
     def _loop(self) -> None:
         while not self.stop_event.is_set():
+            # A stat a turn (at least one a second): the bank deleted under the service costs it a second.
+            if bank_gone.identity(self.settings.bank) != self._bank_file and not self._bank_again():
+                return
             with self._cond:
                 now = time.monotonic()
                 due = [p for p in self._pending.values() if p.due <= now]

@@ -101,6 +101,7 @@ def archive_status(bank: Bank, settings: Settings) -> dict[str, Any]:
 
 def service_status(bank: Bank, settings: Settings) -> dict[str, Any]:
     from harvester import units
+    from harvester.bank_gone import recorded
     from harvester.heartbeat import read_heartbeat, responding, service_alive
 
     beat = read_heartbeat()
@@ -118,4 +119,6 @@ def service_status(bank: Bank, settings: Settings) -> dict[str, Any]:
         "watched": beat.get("watched", []) if running and beat else [],
         "live_sessions": bank.live_count(),
         "unit": units.service_state(),
+        # The bank deleted (or replaced) under a running service, which made it again: when, why, by which pid.
+        "bank_made_again": recorded(bank),
     }

@@ -3,8 +3,9 @@
 It keeps documents per bank as the real server does (1.1.0, /work/shared/hindsight.md): ``replace``
 rewrites a document, ``append`` joins new content with "\\n", an item's tags and metadata replace the
 document's, and a request whose ``operation_id`` it has seen is not applied again. It records every request,
-and answers a queue of scripted failures first (``fail(status, times, headers)``) or none at all while
-``down``. tests/test_sink_real.py proves the same behaviour against the real server.
+and answers a queue of scripted failures first (``fail(status, times, headers)``), or what ``broken`` says
+(a server that answers wrong: any status, a body that is bytes or JSON). tests/test_sink_real.py proves the
+same behaviour against the real server.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -38,6 +40,8 @@ class FakeHindsight:
     repeats: int = 0  # retains whose operation_id was seen before (sent again after a crash)
     pending_polls: int = 0  # a retain stays "pending" (not applied) for this many status reads
     lose: int = 0  # the next retains are acknowledged and then lost (a server killed before it wrote them)
+    # (method, path) -> None (answer as the API does) or (status, body: bytes as they are or JSON, headers)
+    broken: Callable[[str, str], tuple[int, Any, dict[str, str]] | None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     server: ThreadingHTTPServer | None = None
 
@@ -61,11 +65,11 @@ class FakeHindsight:
                 raw = self.rfile.read(length) if length else b""
                 body = json.loads(raw) if raw else None
                 status, payload, headers = fake.handle(self.command, self.path, body, dict(self.headers))
-                data = json.dumps(payload).encode()
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", "text/html" if isinstance(payload, bytes) else "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -100,6 +104,9 @@ class FakeHindsight:
             if self.failures:
                 status, extra = self.failures.pop(0)
                 return status, {"detail": f"scripted {status}"}, extra
+            answer = self.broken(method, path) if self.broken is not None else None
+            if answer is not None:
+                return answer
             if path == "/v1/version":
                 return 200, {"api_version": "1.1.0", "features": {"observations": False}}, {}
             if path == "/v1/default/banks":

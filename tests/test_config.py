@@ -328,7 +328,9 @@ def test_scan_with_a_mistyped_harness_exits_2_as_a_process(tmp_path: Path) -> No
     ('team_bank = "mysql://u:pw@h/db"\n', 'team_bank: expected a postgresql:// URL, got "mysql://u:*****@h/db"'),
     ('[team]\nhost = "x"\n', "team: set team_bank (or $HARVESTER_TEAM_BANK) to the PostgreSQL URL it is for"),
     ('team_bank = "postgresql://h/db"\n[team]\nhots = "x"\n', 'team: unknown key "hots" (did you mean "host"? valid: '
-                                                             "bank, host)"),
+                                                             "bank, host, insecure)"),
+    ('team_bank = "postgresql://h/db"\n[team]\ninsecure = "yes"\n',
+     'team.insecure: expected true or false, got "yes" (a string)'),
     ('team_bank = "postgresql://h/db"\n[team.bank."coding-agent::x"]\npush = "no"\n',
      'team.bank."coding-agent::x".push: expected true or false, got "no" (a string)'),
 ])

@@ -247,3 +247,55 @@ def test_a_change_to_a_related_document_alone_reads_its_source(daemon: Daemon) -
     (task / "ui_messages.json").write_bytes(orjson.dumps(ui))
     assert wait_for(lambda: last_turn() == "complete", 2, "the completion to be read") < 2
     assert daemon.stop() == 0
+
+
+@pytest.mark.parametrize("then", ["nothing", "another command makes a bank there"])
+def test_a_bank_deleted_under_the_service_is_made_again_and_status_says_so(daemon: Daemon, then: str) -> None:
+    """rm -rf of the data directory: the service, which held the bank open, notices that the file at the bank's
+    path is gone (or another one), makes the bank and its archive again, re-scans every agent's store into it,
+    and forwarding (its own thread and bank connection) follows it there."""
+    from tests.hindsight_fake import FakeHindsight
+
+    fake = FakeHindsight().start()
+    try:
+        data = daemon.tmp / "data"
+        daemon.bank = data / "bank.sqlite"
+        daemon.config.write_text(FAST + f'\n[sinks.hindsight]\nurl = "{fake.url}"\n')
+        s = ClaudeSession(daemon.home, "/work/app")
+        s.write(*s.conversation(1))
+        daemon.start()
+        wait_for(lambda: len(daemon.texts()) == 2, 10, "the first import")
+        shutil.rmtree(data)
+        if then != "nothing":
+            assert daemon.cli("sessions").returncode == 0  # opens (makes) a bank at the path: empty
+        s.write(*s.conversation(1, start=1))
+        wait_for(lambda: len(daemon.texts()) == 4, 20, "the bank made again, with all the agent's store holds")
+        assert (data / "bank.archive").is_dir()
+        wait_for(lambda: daemon.query("SELECT state FROM sink_documents") == [("sent",)], 20,
+                 "forwarding from the new bank")
+        assert daemon.proc.poll() is None
+        status = orjson.loads(daemon.cli("status", "--json").stdout)
+        again = status["service"]["bank_made_again"]
+        assert again["why"] in ("deleted", "replaced") and again["at"] and again["pid"] == daemon.proc.pid
+        text = daemon.cli("status").stdout
+        assert "made again" in text and "re-scanned" in text, text
+        assert daemon.stop() == 0
+    finally:
+        fake.stop()
+
+
+def test_a_bank_that_cannot_be_made_again_stops_the_service_with_an_error(daemon: Daemon) -> None:
+    """Its login unit restarts it on a non-zero exit (Restart=on-failure, KeepAlive/SuccessfulExit): a service
+    that went on failing every import, for ever, would never be."""
+    data = daemon.tmp / "data"
+    daemon.bank = data / "bank.sqlite"
+    s = ClaudeSession(daemon.home, "/work/app")
+    s.write(*s.conversation(1))
+    daemon.start()
+    wait_for(lambda: len(daemon.texts()) == 2, 10, "the first import")
+    shutil.rmtree(data)
+    data.write_text("a file where the bank's directory was\n")  # no bank can be made under it
+    wait_for(lambda: daemon.proc.poll() is not None, 20, "the service to stop")
+    assert daemon.proc.returncode not in (0, None)
+    daemon.proc = None
+    assert "bank_cannot_be_made_again" in daemon.log.read_text()

@@ -29,11 +29,11 @@ from harvester.log import get_logger
 from harvester.sinks import outbox
 from harvester.sinks.config import HindsightSettings, bank_for
 from harvester.sinks.document import Document, build, fingerprint, their_document_ids
-from harvester.sinks.hindsight import Hindsight, SinkError
+from harvester.sinks.hindsight import MAX_WAIT_SECONDS, Hindsight, SinkError
 
 SINK = "hindsight"
 NAMESPACE = uuid.UUID("6f1b0c1e-4a47-4c55-9a53-6861727665a7")  # operation ids: uuid5(NAMESPACE, what is sent)
-MAX_BACKOFF = 600.0
+MAX_BACKOFF = MAX_WAIT_SECONDS
 SETTLE_SECONDS = 20.0  # how long one pass follows an operation before it moves on to other documents
 log = get_logger("harvester.sinks")
 
@@ -192,9 +192,13 @@ class Forwarder:
                     report.lines += f["lines"]
                 return True
             if status in ("failed", "cancelled") or (status == "not_found" and f["mode"] != "append"):
-                # Not applied: what it carried is sent again, built anew, under another operation id.
+                # Not applied: what it carried is sent again, built anew, under another operation id; after the
+                # back-off when the server just took and dropped it (a server that fails every retain is not
+                # sent one after another), at once when a crash may have lost it before the server had it.
                 error = found.get("error_message") or f"operation {status}"
-                put(in_flight=None, attempts=(row.get("attempts") or 0) + 1, last_error=f"server: {error}")
+                attempts = (row.get("attempts") or 0) + 1
+                put(in_flight=None, attempts=attempts, last_error=f"server: {str(error)[:300]}",
+                    next_try_at=None if resend else outbox.now_iso(backoff(attempts)))
                 report.retry += status != "not_found"
                 return True
             if status == "not_found":  # an append the server never had: again, exactly as it was
@@ -224,7 +228,8 @@ class Forwarder:
             report.retry += 1
         elif exc.retryable:
             attempts = (row.get("attempts") or 0) + 1
-            wait = exc.retry_after if exc.retry_after is not None else min(MAX_BACKOFF, 2.0 ** min(attempts, 10))
+            # The server may ask for a longer wait (capped when its Retry-After was parsed), never a shorter one.
+            wait = max(backoff(attempts), exc.retry_after or 0.0)
             outbox.update(self.bank, SINK, row["harness"], row["native_id"], attempts=attempts,
                           next_try_at=outbox.now_iso(wait), last_error=message)
             report.retry += 1
@@ -237,3 +242,7 @@ class Forwarder:
         log.warning("sink_failed", sink=SINK, harness=row["harness"], session=row["native_id"], error=message,
                     retryable=exc.retryable)
 
+
+def backoff(attempts: int) -> float:
+    """Seconds before a document's next try after ``attempts`` failed ones: 2, 4, 8, ... up to MAX_BACKOFF."""
+    return min(MAX_BACKOFF, 2.0 ** min(attempts, 10))

@@ -66,16 +66,17 @@ class TeamBank:
             return self._pool
         # One connection first: a server that refuses (down, no such database) is said at once in libpq's words;
         # the pool would try again in the background until its timeout, then say only that it timed out.
+        floor = self.settings.connect_options(os.environ)  # what libpq reads: this process's environment
         try:
             psycopg.connect(self.settings.url, connect_timeout=int(CONNECT_SECONDS),
-                            application_name="harvester").close()
+                            application_name="harvester", **floor).close()
         except psycopg.Error as exc:
             raise self._unreachable(exc) from None
         # The pool's own warnings would repeat what the push records (and logs once) as the server's absence.
         logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
         pool = ConnectionPool(self.settings.url, min_size=1, max_size=self.max_size, open=False, name="harvester-team",
                               kwargs={"autocommit": True, "application_name": "harvester",
-                                      "connect_timeout": int(CONNECT_SECONDS)},
+                                      "connect_timeout": int(CONNECT_SECONDS), **floor},
                               check=ConnectionPool.check_connection, timeout=CONNECT_SECONDS)
         try:
             pool.open(wait=True, timeout=CONNECT_SECONDS)
@@ -94,12 +95,13 @@ class TeamBank:
             import psycopg
 
             try:
-                psycopg.connect(self.settings.url, connect_timeout=5).close()
+                psycopg.connect(self.settings.url, connect_timeout=5, **self.settings.connect_options(os.environ)).close()
             except psycopg.Error as probe:
                 reason = str(probe)
             else:
                 reason = reason or "no connection within the time allowed"
-        return Unreachable(self.scrub(reason.strip().splitlines()[0] if reason.strip() else "unreachable"))
+        first = reason.strip().splitlines()[0] if reason.strip() else "unreachable"
+        return Unreachable(self.scrub(first + _floor_hint(first, self.settings.connect_options(os.environ))))
 
     def close(self) -> None:
         if self._pool is not None:
@@ -205,6 +207,17 @@ class TeamBank:
         if number > len(schema.MIGRATIONS):
             raise schema.TeamSchemaNewer(number, len(schema.MIGRATIONS))
         return number
+
+
+def _floor_hint(reason: str, floor: dict[str, str]) -> str:
+    """What to do when the connection floor (team/config.py: connection_floor) is what refused the server."""
+    if "require_auth" in floor and "authentication method requirement" in reason:
+        return (" (harvester sends the password only inside SCRAM, never in clear text nor as MD5: let the server "
+                "use scram-sha-256, or choose with require_auth= in team_bank's URL, or [team] insecure = true)")
+    if "sslmode" in floor and ("SSL" in reason or "certificate" in reason):
+        return (" (a team bank on another machine is reached over TLS with a verified certificate: put its authority"
+                " in ~/.postgresql/root.crt or sslrootcert= in team_bank's URL, or choose with sslmode=)")
+    return ""
 
 
 def _lost(exc: Exception) -> bool:
