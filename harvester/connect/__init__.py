@@ -7,8 +7,8 @@ as the commands do it. Why this is safe to run on a person's real files:
 - Only the files named in :mod:`harvester.connect.agents` are read, and only our entry (``harvester``)
   and our approval item change in them: each editor proves, by parsing its result, that the document
   says exactly the old one plus (or minus) ours. No session-history store is ever opened.
-- A file that does not parse in the agent's own dialect is refused whole: the agent is reported, none
-  of its files is written, and the other agents go on.
+- A file that does not parse in the agent's own dialect, or is no regular file of a sane size, is
+  refused whole: the agent is reported, none of its files is written, and the other agents go on.
 - An agent is planned all at once: its server file and its approval file both change, or neither.
 - A second run computes the same text and writes nothing (files keep their bytes and mtime).
 """
@@ -38,7 +38,14 @@ def _edit_errors() -> tuple[type[Exception], ...]:
     """What an editor raises for a file it cannot edit (only asked once one did raise)."""
     from harvester.connect import jsonc, toml_edit, yaml_edit
 
-    return jsonc.JsoncError, toml_edit.TomlEditError, yaml_edit.YamlEditError, UnicodeDecodeError
+    # RecursionError: the editors bound their depth; this is for what nests deeper than Python's stack anyway.
+    return jsonc.JsoncError, toml_edit.TomlEditError, yaml_edit.YamlEditError, UnicodeDecodeError, RecursionError
+
+
+def _said(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "the document is nested too deeply to read"
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _dialect(fmt: Format) -> Any:
@@ -120,7 +127,7 @@ def _plan_agent(agent: Agent, entry: dict[str, Any], remove: bool, env: Env, hom
             if before is None:
                 after = after if after.endswith("\n") else after + "\n"
         except _edit_errors() as exc:
-            return AgentPlan(agent, problem=f"cannot edit {file}: {exc}; left untouched")
+            return AgentPlan(agent, problem=f"cannot edit {file}: {_said(exc)}; left untouched")
         except OSError as exc:
             return AgentPlan(agent, problem=f"cannot read {file}: {exc.strerror or exc}; left untouched")
         changes.append(FileChange(file, before, after))

@@ -1,5 +1,9 @@
 """Reading and replacing an agent's config file: atomically, with a backup, and only if unchanged.
 
+Reading (:func:`read`): the path is stat'ed and opened without blocking (``O_NONBLOCK``), and anything
+but a regular file (a FIFO, a device, a socket, a directory) or a file over :data:`MAX_CONFIG_BYTES` is
+refused unread: a FIFO at ``~/.claude.json`` never hangs ``connect`` or ``status``.
+
 The order is what keeps a file whole whatever happens: the backup (``<file>.harvester-backup``, the
 previous bytes, mode kept) is written and renamed into place first; the new content goes to a temporary
 file in the same directory, is fsynced, given the old file's mode, and renamed over the file (one
@@ -16,23 +20,91 @@ import contextlib
 import os
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 BACKUP_SUFFIX = ".harvester-backup"
 NEW_FILE_MODE = 0o600  # agents keep tokens beside their servers in some of these files
+# A bound against what is no config at all, not against big configs: ~/.claude.json keeps every project's
+# prompt history, and reports of 65-101 MB ones are common (anthropics/claude-code#6394, #2593).
+MAX_CONFIG_BYTES = 256 * 1024 * 1024
+EDIT_ATTEMPTS = 5  # reads of a file an agent keeps rewriting while we read it, then we say so
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
 
 
-class ChangedMeanwhile(RuntimeError):
+class ChangedMeanwhile(OSError):
     pass
 
 
+class NotAConfigFile(OSError):
+    """A path that is not a regular file, or is too large to be a config: refused, never read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A file's text as read, and what must still hold for us to replace it."""
+
+    text: str
+    identity: tuple[int, ...]  # st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns
+    uid: int
+    gid: int
+    mode: int
+
+
+def read(path: Path) -> Snapshot | None:
+    """The file's text exactly (no newline translation) with its identity; None when it does not exist.
+    Raises :class:`NotAConfigFile` (an ``OSError``) for what is not a regular file of a sane size, and
+    ``UnicodeDecodeError`` (a ``ValueError``) for what is not UTF-8: the caller refuses the file."""
+    for _ in range(EDIT_ATTEMPTS):
+        try:
+            _refuse(path, os.stat(path))  # before opening: opening a device can do things
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return None
+        try:
+            info = os.fstat(fd)
+            _refuse(path, info)  # something else may have been put there since the stat
+            data = _read_bounded(path, fd)
+            after = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if _identity(after) == _identity(info):  # else it was written while we read: read it again
+            return Snapshot(data.decode("utf-8"), _identity(info), info.st_uid, info.st_gid,
+                            stat.S_IMODE(info.st_mode))
+    raise ChangedMeanwhile(0, "it kept changing while we read it", str(path))
+
+
 def read_text(path: Path) -> str | None:
-    """The file's text exactly (no newline translation), or None when it does not exist."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    return data.decode("utf-8")  # UnicodeDecodeError is a ValueError: the caller refuses the file
+    snapshot = read(path)
+    return None if snapshot is None else snapshot.text
+
+
+def _refuse(path: Path, info: os.stat_result) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((name for test, name in _KINDS if test(info.st_mode)), "an unknown kind of file")
+        raise NotAConfigFile(0, f"{kind}, not a regular file", str(path))
+    if info.st_size > MAX_CONFIG_BYTES:
+        raise NotAConfigFile(0, _too_large(info.st_size), str(path))
+
+
+def _too_large(size: int) -> str:
+    return f"{size // (1 << 20)} MiB, larger than the {MAX_CONFIG_BYTES >> 20} MiB a config may be"
+
+
+def _read_bounded(path: Path, fd: int) -> bytes:
+    chunks, total = [], 0
+    while chunk := os.read(fd, 1 << 20):
+        total += len(chunk)
+        if total > MAX_CONFIG_BYTES:  # grown since the fstat
+            raise NotAConfigFile(0, _too_large(total), str(path))
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _identity(info: os.stat_result) -> tuple[int, ...]:
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def backup_path(path: Path) -> Path:
