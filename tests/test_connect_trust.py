@@ -1,5 +1,6 @@
 """``connect`` / ``disconnect`` / ``status`` on files that are the user's (issue 23, item 6): a FIFO, a device
-or an oversized file where a config should be, and a document nested thousands deep.
+or an oversized file where a config should be, a document nested thousands deep, their owner and mode, and an
+agent rewriting the file while we edit it.
 
 Every test here reproduces a way the user's file was lost, changed or hung on; see tests/test_connect.py for
 what connect writes on ordinary files.
@@ -12,6 +13,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from harvester import connect
 from harvester.cli import cli
-from harvester.connect import files
+from harvester.connect import files, jsonc, toml_edit, yaml_edit
 from harvester.connect.agents import AGENTS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,10 +41,35 @@ def config_path(agent: str, home: Path) -> Path:
     return AGENTS[agent].file(env_for(home), home)
 
 
+def run(agent: str, home: Path, remove: bool = False) -> tuple[int, str]:
+    lines: list[str] = []
+    code = connect.run((agent,), all_agents=False, remove=remove, dry_run=False, env=env_for(home), home=home,
+                       out=lines.append, command=COMMAND)
+    return code, "\n".join(lines)
+
+
 def cli_run(home: Path, *args: str) -> Any:
     env: dict[str, str | None] = {name: None for name in OVERRIDES}
     env.update({"HOME": str(home), "PATH": "", "HARVESTER_BANK": str(home / "bank.db")})
     return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def config_text(agent: str, servers: dict[str, dict[str, Any]]) -> str:
+    """A config of ``agent`` holding ``servers`` (name → entry), written by the editors connect uses."""
+    spec = AGENTS[agent]
+    text = {"toml": "", "continue-yaml": CONTINUE_HEAD}.get(spec.format, "{}")
+    for name, entry in servers.items():
+        if spec.format == "toml":
+            text = toml_edit.set_table(text, ("mcp_servers", name), entry)
+        elif spec.format == "continue-yaml":
+            text = yaml_edit.set_item(text, {"name": name, **entry})
+        else:
+            text = jsonc.set_member(text, (*spec.servers_key, name), entry)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def ours(agent: str, command: list[str] = COMMAND, *extra: str) -> dict[str, Any]:
+    return AGENTS[agent].entry([*command, "mcp", "--harness", agent, *extra])
 
 
 def backups(home: Path) -> list[Path]:
@@ -50,6 +78,38 @@ def backups(home: Path) -> list[Path]:
 
 def tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# ------------------------------------------------------------------------------- owner and mode
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another uid takes root")
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "continue"])
+def test_root_editing_a_users_file_keeps_its_owner_and_mode(tmp_path: Path, agent: str) -> None:
+    home = tmp_path / "home"
+    path = config_path(agent, home)
+    path.parent.mkdir(parents=True)
+    path.write_text(config_text(agent, {"docs": {"command": "d"}}))
+    os.chown(path, 4242, 4343)
+    path.chmod(0o640)
+    assert run(agent, home)[0] == 0
+    for edited in (path, *backups(home)):
+        info = edited.stat()
+        assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (4242, 4343, 0o640), edited
+    assert run(agent, home, remove=True)[0] == 0
+    info = path.stat()
+    assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (4242, 4343, 0o640)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another uid takes root")
+def test_root_creating_a_file_in_a_users_home_gives_it_to_them(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, 4242, 4343)
+    assert run("cursor", home)[0] == 0
+    for made in (home / ".cursor", home / ".cursor" / "mcp.json"):
+        assert (made.stat().st_uid, made.stat().st_gid) == (4242, 4343), made
+    assert stat.S_IMODE((home / ".cursor" / "mcp.json").stat().st_mode) == files.NEW_FILE_MODE
 
 
 # ------------------------------------------------------------------ what is not a config file
@@ -151,3 +211,66 @@ def test_status_says_a_deeply_nested_config_holds_no_server(tmp_path: Path) -> N
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert {"claude-code", "continue"} <= set(json.loads(result.output)["mcp"]["not_registered"])
+
+
+# ------------------------------------------------------------- an agent writing while we edit
+
+
+def agent_rewrites(path: Path, in_place: bool) -> Callable[[], None]:
+    """Claude Code's own save of ``~/.claude.json``: one more startup counted, the rest as it was."""
+    def write() -> None:
+        data = json.loads(path.read_text())
+        data["numStartups"] = data.get("numStartups", 0) + 1
+        text = json.dumps(data, indent=2)
+        if in_place:
+            with open(path, "r+") as handle:
+                handle.truncate(0)
+                handle.write(text)
+        else:
+            other = path.with_name(".claude.json.agent-tmp")
+            other.write_text(text)
+            os.replace(other, path)
+    return write
+
+
+def _while_we_write(monkeypatch: pytest.MonkeyPatch, path: Path, writes: list[Callable[[], None]]) -> None:
+    """Run the agent's next write when we start writing the new ``path`` (after we read it, before our rename)."""
+    real = tempfile.mkstemp
+
+    def mkstemp(*args: Any, **kwargs: Any) -> Any:
+        if Path(kwargs.get("dir", "")) == path.parent and kwargs.get("prefix") == f".{path.name}." and writes:
+            writes.pop(0)()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(files.tempfile, "mkstemp", mkstemp)
+
+
+@pytest.mark.parametrize("in_place", [False, True], ids=["renamed", "in-place"])
+def test_an_agents_write_between_read_and_rename_is_kept_and_the_edit_redone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place: bool) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    path = home / ".claude.json"
+    path.write_text('{\n  "numStartups": 1,\n  "mcpServers": {}\n}')
+    _while_we_write(monkeypatch, path, [agent_rewrites(path, in_place)])
+    code, out = run("claude-code", home)
+    assert code == 0, out
+    data = json.loads(path.read_text())
+    assert data["numStartups"] == 2 and data["mcpServers"]["harvester"] == ours("claude-code")
+    assert [p.name for p in home.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_an_agent_writing_on_every_attempt_gets_a_one_line_error_and_its_file_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    path = home / ".claude.json"
+    path.write_text('{\n  "numStartups": 1\n}')
+    _while_we_write(monkeypatch, path, [agent_rewrites(path, False)] * 100)
+    code, out = run("claude-code", home)
+    assert code == 1
+    assert out.splitlines() == [f"harvester: claude-code (Claude Code): {path} changed while we were editing it "
+                                f"({files.EDIT_ATTEMPTS} attempts); nothing written, run again"], out
+    data = json.loads(path.read_text())
+    assert data["numStartups"] == 1 + files.EDIT_ATTEMPTS and "mcpServers" not in data
+    assert [p.name for p in home.iterdir() if p.name.endswith(".tmp")] == []

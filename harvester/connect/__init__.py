@@ -9,7 +9,9 @@ as the commands do it. Why this is safe to run on a person's real files:
   says exactly the old one plus (or minus) ours. No session-history store is ever opened.
 - A file that does not parse in the agent's own dialect, or is no regular file of a sane size, is
   refused whole: the agent is reported, none of its files is written, and the other agents go on.
-- An agent is planned all at once: its server file and its approval file both change, or neither.
+- An agent is planned all at once: its server file and its approval file both change, or neither is
+  planned. A file an agent rewrote between our read and our rename is not replaced: the agent is
+  planned again from what its files hold now, up to ``files.EDIT_ATTEMPTS`` times.
 - A second run computes the same text and writes nothing (files keep their bytes and mtime).
 """
 
@@ -20,6 +22,7 @@ import shutil
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +60,12 @@ def _dialect(fmt: Format) -> Any:
 @dataclass(frozen=True, slots=True)
 class FileChange:
     path: Path
-    before: str | None  # None: the file does not exist
+    read: files.Snapshot | None  # None: the file does not exist
     after: str
+
+    @property
+    def before(self) -> str | None:
+        return None if self.read is None else self.read.text
 
     @property
     def changed(self) -> bool:
@@ -74,6 +81,7 @@ class AgentPlan:
     changes: tuple[FileChange, ...] = ()
     problem: str = ""  # a file we refuse to touch; then nothing of this agent is written
     skipped: str = ""  # why this agent is left alone (not installed, …)
+    again: Callable[[], AgentPlan] | None = None  # the same plan made from what the files hold now
 
 
 def server_command(env: Env = os.environ, argv0: str | None = None) -> list[str]:
@@ -102,6 +110,7 @@ def plan(names: Iterable[str], *, remove: bool, env: Env, home: Path, command: l
 
 
 def _plan_agent(agent: Agent, entry: dict[str, Any], remove: bool, env: Env, home: Path) -> AgentPlan:
+    again = partial(_plan_agent, agent, entry, remove, env, home)
     path = agent.file(env, home)
     edits: list[tuple[Path, Format, Callable[[str, Format], str]]] = []
     if agent.format == "continue-yaml" and not path.exists() and not remove:
@@ -120,18 +129,18 @@ def _plan_agent(agent: Agent, entry: dict[str, Any], remove: bool, env: Env, hom
     changes = []
     for file, fmt, change in edits:
         try:
-            before = files.read_text(file)
-            if before is None and remove:
+            read = files.read(file)
+            if read is None and remove:
                 continue
-            after = change(_empty(fmt) if before is None else before, fmt)
-            if before is None:
+            after = change(_empty(fmt) if read is None else read.text, fmt)
+            if read is None:
                 after = after if after.endswith("\n") else after + "\n"
         except _edit_errors() as exc:
             return AgentPlan(agent, problem=f"cannot edit {file}: {_said(exc)}; left untouched")
         except OSError as exc:
             return AgentPlan(agent, problem=f"cannot read {file}: {exc.strerror or exc}; left untouched")
-        changes.append(FileChange(file, before, after))
-    return AgentPlan(agent, tuple(changes))
+        changes.append(FileChange(file, read, after))
+    return AgentPlan(agent, tuple(changes), again=again)
 
 
 def _empty(fmt: Format) -> str:
@@ -183,41 +192,59 @@ def _server(text: str, fmt: Format, key: tuple[str, ...]) -> Any:
 def apply(plans: list[AgentPlan], *, remove: bool, dry_run: bool, out: Callable[[str], None]) -> int:
     """Write (or, with ``dry_run``, print the diff of) every change; 0, or 1 if any agent was refused."""
     status = 0
-    done, already = ("disconnected", "not registered") if remove else ("connected", "already registered")
     absent = [p.agent.name for p in plans if p.skipped == NOT_INSTALLED]
     for agent_plan in plans:
-        label = f"{agent_plan.agent.name} ({agent_plan.agent.label})"
-        if agent_plan.skipped == NOT_INSTALLED:
-            continue
-        if agent_plan.skipped:
-            out(f"{label}: skipped: {agent_plan.skipped}")
-            continue
-        if agent_plan.problem:
-            out(f"harvester: {label}: {agent_plan.problem}")
-            status = 1
-            continue
-        changed = [c for c in agent_plan.changes if c.changed]
-        if not changed:
-            where = f" ({', '.join(str(c.path) for c in agent_plan.changes)})" if agent_plan.changes else ""
-            out(f"{label}: {already}{where}; nothing written")
-            continue
-        for change in changed:
-            if dry_run:
-                out(f"{label}: would be {done} in {change.path}:\n{change.diff().rstrip(chr(10))}")
-                continue
-            try:
-                backup = files.replace(change.path, change.after, change.before)
-            except (files.ChangedMeanwhile, OSError) as exc:
-                out(f"harvester: {label}: {exc}")
-                status = 1
-                break
-            kept = f" (previous version: {backup})" if backup else " (new file)"
-            out(f"{label}: {done} in {change.path}{kept}")
+        if agent_plan.skipped != NOT_INSTALLED:
+            status |= _apply_agent(agent_plan, remove, dry_run, out)
     if absent:
         out(f"skipped, not installed: {', '.join(absent)}")
     if dry_run:
         out("dry run: nothing written")
     return status
+
+
+def _apply_agent(agent_plan: AgentPlan, remove: bool, dry_run: bool, out: Callable[[str], None]) -> int:
+    """One agent's changes; planned again from the files as they are now when an agent wrote one of them
+    since we read it (what was written before stays written: the new plan finds it done)."""
+    done, already = ("disconnected", "not registered") if remove else ("connected", "already registered")
+    label = f"{agent_plan.agent.name} ({agent_plan.agent.label})"
+    written: list[str] = []
+
+    def said(last: str | None, status: int) -> int:
+        for line in [*written, *([last] if last else [])]:
+            out(line)
+        return status
+
+    for _ in range(files.EDIT_ATTEMPTS):
+        if agent_plan.skipped:
+            return said(f"{label}: skipped: {agent_plan.skipped}", 0)
+        if agent_plan.problem:
+            return said(f"harvester: {label}: {agent_plan.problem}", 1)
+        changed = [c for c in agent_plan.changes if c.changed]
+        if not changed and not written:
+            where = f" ({', '.join(str(c.path) for c in agent_plan.changes)})" if agent_plan.changes else ""
+            return said(f"{label}: {already}{where}; nothing written", 0)
+        if dry_run:
+            for change in changed:
+                out(f"{label}: would be {done} in {change.path}:\n{change.diff().rstrip(chr(10))}")
+            return 0
+        change = None
+        try:
+            for change in changed:
+                backup = files.replace(change.path, change.after, change.read)
+                kept = f" (previous version: {backup})" if backup else " (new file)"
+                written.append(f"{label}: {done} in {change.path}{kept}")
+        except files.ChangedMeanwhile:
+            assert agent_plan.again is not None
+            agent_plan = agent_plan.again()
+            continue
+        except OSError as exc:
+            where = exc.filename or (change.path if change else "")
+            return said(f"harvester: {label}: cannot write {where}: {exc.strerror or exc}; not written", 1)
+        return said(None, 0)
+    file = next((c.path for c in agent_plan.changes if c.changed), agent_plan.agent.name)
+    return said(f"harvester: {label}: {file} changed while we were editing it ({files.EDIT_ATTEMPTS} attempts); "
+                f"{'not' if written else 'nothing'} written, run again", 1)
 
 
 def run(names: tuple[str, ...], *, all_agents: bool, remove: bool, dry_run: bool, env: Env, home: Path,
