@@ -1,6 +1,6 @@
-"""``connect`` / ``disconnect`` / ``status`` on files that are the user's (issue 23, item 6): a FIFO, a device
-or an oversized file where a config should be, a document nested thousands deep, their owner and mode, and an
-agent rewriting the file while we edit it.
+"""``connect`` / ``disconnect`` on files that are the user's: their own ``harvester`` entry, their owner and
+mode, a FIFO or a device where a config should be, a document nested thousands deep,
+and an agent rewriting the file while we edit it (issue 23, item 6).
 
 Every test here reproduces a way the user's file was lost, changed or hung on; see tests/test_connect.py for
 what connect writes on ordinary files.
@@ -41,10 +41,10 @@ def config_path(agent: str, home: Path) -> Path:
     return AGENTS[agent].file(env_for(home), home)
 
 
-def run(agent: str, home: Path, remove: bool = False) -> tuple[int, str]:
+def run(agent: str, home: Path, remove: bool = False, force: bool = False) -> tuple[int, str]:
     lines: list[str] = []
     code = connect.run((agent,), all_agents=False, remove=remove, dry_run=False, env=env_for(home), home=home,
-                       out=lines.append, command=COMMAND)
+                       out=lines.append, command=COMMAND, **({"force": True} if force else {}))
     return code, "\n".join(lines)
 
 
@@ -68,8 +68,32 @@ def config_text(agent: str, servers: dict[str, dict[str, Any]]) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
+def with_entry(agent: str, entry: dict[str, Any]) -> str:
+    """A config of ``agent`` holding ``entry`` as its ``harvester`` server, after an unrelated one."""
+    return config_text(agent, {"docs": {"command": "docs-server"}, "harvester": entry})
+
+
+def server(agent: str, home: Path) -> Any:
+    return connect._server(config_path(agent, home).read_text(), AGENTS[agent].format,
+                           (*AGENTS[agent].servers_key, "harvester"))
+
+
 def ours(agent: str, command: list[str] = COMMAND, *extra: str) -> dict[str, Any]:
     return AGENTS[agent].entry([*command, "mcp", "--harness", agent, *extra])
+
+
+def user_entries(agent: str) -> dict[str, dict[str, Any]]:
+    """A person's own ``harvester`` entries: another command, our command with their env, other args."""
+    with_env = ours(agent)
+    if agent == "cline":
+        with_env["transport"]["env"] = {"HARVESTER_BANK": "/data/team.db"}
+    else:
+        with_env["env"] = {"HARVESTER_BANK": "/data/team.db"}
+    return {"wrapper": ours(agent, ["/usr/local/bin/hv-wrapper"]), "env": with_env,
+            "args": ours(agent, COMMAND, "--team")}
+
+
+USERS = [(a, kind) for a in AGENTS for kind in ("wrapper", "env", "args")]
 
 
 def backups(home: Path) -> list[Path]:
@@ -80,7 +104,86 @@ def tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-# ------------------------------------------------------------------------------- owner and mode
+# ------------------------------------------------------------------------- the user's own entry
+
+
+@pytest.mark.parametrize(("agent", "kind"), USERS)
+def test_connect_refuses_to_replace_an_entry_it_did_not_write(tmp_path: Path, agent: str, kind: str) -> None:
+    home = tmp_path / "home"
+    path = config_path(agent, home)
+    path.parent.mkdir(parents=True)
+    path.write_text(with_entry(agent, user_entries(agent)[kind]))
+    before = tree(home)
+    code, out = run(agent, home)
+    assert code == 1
+    assert f"{path} holds a harvester entry that connect did not write" in out and "--force" in out, out
+    assert tree(home) == before  # nothing of this agent written, no backup either
+
+
+@pytest.mark.parametrize(("agent", "kind"), USERS)
+def test_disconnect_leaves_an_entry_it_did_not_write(tmp_path: Path, agent: str, kind: str) -> None:
+    home = tmp_path / "home"
+    path = config_path(agent, home)
+    path.parent.mkdir(parents=True)
+    path.write_text(with_entry(agent, user_entries(agent)[kind]))
+    before = tree(home)
+    code, out = run(agent, home, remove=True)
+    assert code == 1
+    assert f"{path} holds a harvester entry that connect did not write" in out and "--force" in out, out
+    assert tree(home) == before
+
+
+@pytest.mark.parametrize("agent", list(AGENTS))
+def test_force_replaces_a_users_entry_and_a_later_run_keeps_their_version(tmp_path: Path, agent: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connect, "server_command", lambda env=None: COMMAND)
+    home = tmp_path / "home"
+    path = config_path(agent, home)
+    path.parent.mkdir(parents=True)
+    theirs = with_entry(agent, user_entries(agent)["env"])
+    path.write_text(theirs)
+    result = cli_run(home, "connect", agent, "--force")
+    assert result.exit_code == 0, result.output
+    kept = [p for p in backups(home) if p.read_text() == theirs]
+    assert len(kept) == 1 and str(kept[0]) in result.output, result.output
+    assert stat.S_IMODE(kept[0].stat().st_mode) == stat.S_IMODE(path.stat().st_mode)
+    assert server(agent, home) == ours(agent)
+    assert cli_run(home, "connect", agent).output.count("already registered") == 1
+    assert cli_run(home, "disconnect", agent).exit_code == 0  # ours now: removed without --force
+    assert server(agent, home) is None
+    assert kept[0].read_text() == theirs  # the backups of later runs did not overwrite the user's version
+
+
+@pytest.mark.parametrize("agent", list(AGENTS))
+def test_disconnect_force_removes_a_users_entry_keeping_it_in_a_backup(tmp_path: Path, agent: str) -> None:
+    home = tmp_path / "home"
+    path = config_path(agent, home)
+    path.parent.mkdir(parents=True)
+    theirs = with_entry(agent, user_entries(agent)["wrapper"])
+    path.write_text(theirs)
+    result = cli_run(home, "disconnect", agent, "--force")
+    assert result.exit_code == 0, result.output
+    assert server(agent, home) is None
+    assert [p.read_text() for p in backups(home)] == [theirs]
+
+
+@pytest.mark.parametrize("agent", list(AGENTS))
+@pytest.mark.parametrize("earlier", [["/home/u/.venvs/old/bin/harvester"], ["/usr/bin/python3.12", "-m", "harvester"],
+                                     ["harvester"]], ids=["other-venv", "python-m", "on-path"])
+def test_an_entry_an_earlier_harvester_wrote_is_ours(tmp_path: Path, agent: str, earlier: list[str]) -> None:
+    home = tmp_path / "home"
+    path = config_path(agent, home)
+    path.parent.mkdir(parents=True)
+    path.write_text(with_entry(agent, ours(agent, earlier)))
+    code, out = run(agent, home)
+    assert code == 0, out
+    assert server(agent, home) == ours(agent)
+    path.write_text(with_entry(agent, ours(agent, earlier)))
+    code, out = run(agent, home, remove=True)
+    assert code == 0 and server(agent, home) is None, out
+
+
+# ---------------------------------------------------------------------------- owner and mode
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another uid takes root")

@@ -7,6 +7,9 @@ as the commands do it. Why this is safe to run on a person's real files:
 - Only the files named in :mod:`harvester.connect.agents` are read, and only our entry (``harvester``)
   and our approval item change in them: each editor proves, by parsing its result, that the document
   says exactly the old one plus (or minus) ours. No session-history store is ever opened.
+- A ``harvester`` entry we did not write (:func:`written_by_us`: anything but the entry connect renders
+  for a harvester executable) is the user's: connect does not replace it and disconnect does not
+  remove it, unless ``force``; then the backup that keeps their version is one no later run overwrites.
 - A file that does not parse in the agent's own dialect, or is no regular file of a sane size, is
   refused whole: the agent is reported, none of its files is written, and the other agents go on.
 - An agent is planned all at once: its server file and its approval file both change, or neither is
@@ -27,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from harvester.connect import files
-from harvester.connect.agents import AGENTS, SERVER_NAME, Agent, Approval, Env, Format
+from harvester.connect.agents import AGENTS, SERVER_NAME, Agent, Approval, Env, Format, argv_of
 
 __all__ = ["AGENTS", "SERVER_NAME", "AgentPlan", "FileChange", "apply", "plan", "registered", "run",
-           "server_command"]
+           "server_command", "written_by_us"]
 
 NOT_INSTALLED = "not installed"
 # The editors (jsonc, toml_edit, yaml_edit) are imported when a file is read or edited: status asks whether
@@ -62,6 +65,7 @@ class FileChange:
     path: Path
     read: files.Snapshot | None  # None: the file does not exist
     after: str
+    users_entry: bool = False  # replaces or removes an entry we did not write (force)
 
     @property
     def before(self) -> str | None:
@@ -96,8 +100,9 @@ def server_command(env: Env = os.environ, argv0: str | None = None) -> list[str]
 
 
 def plan(names: Iterable[str], *, remove: bool, env: Env, home: Path, command: list[str] | None = None,
-         only_installed: bool = False) -> list[AgentPlan]:
-    """What connect (or, with ``remove``, disconnect) would change for each named agent."""
+         only_installed: bool = False, force: bool = False) -> list[AgentPlan]:
+    """What connect (or, with ``remove``, disconnect) would change for each named agent; ``force``: also
+    replace (remove) a ``harvester`` entry we did not write."""
     argv = [*(command or server_command(env)), "mcp", "--harness"]
     plans = []
     for name in names:
@@ -105,12 +110,30 @@ def plan(names: Iterable[str], *, remove: bool, env: Env, home: Path, command: l
         if only_installed and not agent.installed(env, home):
             plans.append(AgentPlan(agent, skipped=NOT_INSTALLED))
             continue
-        plans.append(_plan_agent(agent, agent.entry([*argv, agent.name]), remove, env, home))
+        plans.append(_plan_agent(agent, agent.entry([*argv, agent.name]), remove, env, home, force))
     return plans
 
 
-def _plan_agent(agent: Agent, entry: dict[str, Any], remove: bool, env: Env, home: Path) -> AgentPlan:
-    again = partial(_plan_agent, agent, entry, remove, env, home)
+def written_by_us(agent: Agent, entry: Any, current: dict[str, Any]) -> bool:
+    """Whether ``entry``, found under our name, is one connect wrote: the entry we would write now
+    (``current``), or the one any harvester install writes (a ``harvester`` executable, or a Python with
+    ``-m harvester``, then ``mcp --harness <agent>``, in the agent's shape and nothing more). Anything
+    else (their command, their args, their env) is the user's."""
+    if entry == current:
+        return True
+    argv = argv_of(entry)
+    if argv is None or argv[-3:] != ["mcp", "--harness", agent.name] or agent.entry(argv) != entry:
+        return False
+    program = argv[:-3]
+    if len(program) == 1:
+        return os.path.basename(program[0]) == "harvester"
+    return len(program) == 3 and program[1:] == ["-m", "harvester"] and \
+        os.path.basename(program[0]).startswith("python")
+
+
+def _plan_agent(agent: Agent, entry: dict[str, Any], remove: bool, env: Env, home: Path,
+                force: bool = False) -> AgentPlan:
+    again = partial(_plan_agent, agent, entry, remove, env, home, force)
     path = agent.file(env, home)
     edits: list[tuple[Path, Format, Callable[[str, Format], str]]] = []
     if agent.format == "continue-yaml" and not path.exists() and not remove:
@@ -127,20 +150,33 @@ def _plan_agent(agent: Agent, entry: dict[str, Any], remove: bool, env: Env, hom
         edits.append((approval.file(env, home), approval.format,
                       lambda text, fmt: edit(text, fmt, approval.key, approval.item)))
     changes = []
-    for file, fmt, change in edits:
+    for index, (file, fmt, change) in enumerate(edits):
         try:
             read = files.read(file)
             if read is None and remove:
                 continue
-            after = change(_empty(fmt) if read is None else read.text, fmt)
+            before = _empty(fmt) if read is None else read.text
+            users = False
+            if index == 0 and read is not None:  # the server file: whose is the entry there?
+                found = _server(before, fmt, server_key)
+                users = found is not None and not written_by_us(agent, found, entry)
+                if users and not force:
+                    return AgentPlan(agent, problem=_not_ours(file, remove))
+            after = change(before, fmt)
             if read is None:
                 after = after if after.endswith("\n") else after + "\n"
         except _edit_errors() as exc:
             return AgentPlan(agent, problem=f"cannot edit {file}: {_said(exc)}; left untouched")
         except OSError as exc:
             return AgentPlan(agent, problem=f"cannot read {file}: {exc.strerror or exc}; left untouched")
-        changes.append(FileChange(file, read, after))
+        changes.append(FileChange(file, read, after, users))
     return AgentPlan(agent, tuple(changes), again=again)
+
+
+def _not_ours(file: Path, remove: bool) -> str:
+    verb = "removes" if remove else "replaces"
+    return (f"{file} holds a harvester entry that connect did not write (its command, args or env are not ours); "
+            f"left untouched (--force {verb} it, keeping your version in a backup)")
 
 
 def _empty(fmt: Format) -> str:
@@ -231,8 +267,10 @@ def _apply_agent(agent_plan: AgentPlan, remove: bool, dry_run: bool, out: Callab
         change = None
         try:
             for change in changed:
-                backup = files.replace(change.path, change.after, change.read)
-                kept = f" (previous version: {backup})" if backup else " (new file)"
+                backup = files.replace(change.path, change.after, change.read, keep_backup=change.users_entry)
+                kept = " (new file)" if backup is None else \
+                    f" (your own harvester entry kept in: {backup})" if change.users_entry else \
+                    f" (previous version: {backup})"
                 written.append(f"{label}: {done} in {change.path}{kept}")
         except files.ChangedMeanwhile:
             assert agent_plan.again is not None
@@ -248,11 +286,11 @@ def _apply_agent(agent_plan: AgentPlan, remove: bool, dry_run: bool, out: Callab
 
 
 def run(names: tuple[str, ...], *, all_agents: bool, remove: bool, dry_run: bool, env: Env, home: Path,
-        out: Callable[[str], None], command: list[str] | None = None) -> int:
+        out: Callable[[str], None], command: list[str] | None = None, force: bool = False) -> int:
     """The commands: the named agents, all of them, or (neither given) the installed ones."""
     chosen = list(AGENTS) if all_agents or not names else list(dict.fromkeys(names))
     plans = plan(chosen, remove=remove, env=env, home=home, command=command,
-                 only_installed=not names and not all_agents)
+                 only_installed=not names and not all_agents, force=force)
     return apply(plans, remove=remove, dry_run=dry_run, out=out)
 
 

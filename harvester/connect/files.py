@@ -12,7 +12,8 @@ compared with the snapshot (identity first, then bytes): if an agent wrote it si
 Code rewrites ``~/.claude.json`` often), nothing is renamed and :class:`ChangedMeanwhile` tells the
 caller to read again and redo its edit. Else the backup is renamed into place, the file is compared
 once more, and the new content is renamed over it (one ``rename``: a reader sees the old bytes or the
-new, never a part); then the directory is fsynced.
+new, never a part); then the directory is fsynced. A backup of an edit that replaced or removed the
+user's own entry gets a name of its own that no later run overwrites.
 
 Run as root on another user's file, the file and its backup keep that user as owner; a file or
 directory created in their directory becomes theirs. A symlinked file (dotfile managers) is written
@@ -25,6 +26,7 @@ import contextlib
 import os
 import stat
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,9 +118,9 @@ def backup_path(path: Path) -> Path:
     return _target(path).with_name(_target(path).name + BACKUP_SUFFIX)
 
 
-def replace(path: Path, text: str, snapshot: Snapshot | None) -> Path | None:
+def replace(path: Path, text: str, snapshot: Snapshot | None, *, keep_backup: bool = False) -> Path | None:
     """Write ``text`` to ``path`` if it is still as ``snapshot`` (None: still absent); return the backup
-    written, if any."""
+    written, if any. ``keep_backup``: the backup gets a name no later call reuses."""
     target = _target(path)
     if snapshot is None:
         owner = _make_directories(target.parent)
@@ -133,9 +135,7 @@ def replace(path: Path, text: str, snapshot: Snapshot | None) -> Path | None:
             old = _write_temporary(target.with_name(target.name + BACKUP_SUFFIX), snapshot.text.encode("utf-8"),
                                    mode, owner)
             _check_unchanged(path, target, snapshot)
-            backup = backup_path(target)
-            os.replace(old, backup)
-            old = None
+            backup, old = _place_backup(target, old, keep_backup), None
         _check_unchanged(path, target, snapshot)
         os.replace(new, target)
         new = None
@@ -163,6 +163,23 @@ def _check_unchanged(path: Path, target: Path, snapshot: Snapshot | None) -> Non
         same = False
     if not same:
         raise ChangedMeanwhile(0, f"{path} changed while we were editing it", str(path))
+
+
+def _place_backup(target: Path, temporary: Path, keep: bool) -> Path:
+    if not keep:
+        backup = backup_path(target)
+        os.replace(temporary, backup)
+        return backup
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    for n in range(1, 1000):
+        backup = target.with_name(f"{target.name}{BACKUP_SUFFIX}-{stamp}{'' if n == 1 else f'-{n}'}")
+        try:  # claim the name (no other run's backup is overwritten), then put ours over the empty file
+            os.close(os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600))
+        except FileExistsError:
+            continue
+        os.replace(temporary, backup)
+        return backup
+    raise FileExistsError(0, "no free backup name", str(target))
 
 
 def _target(path: Path) -> Path:
