@@ -1,5 +1,5 @@
 """``connect`` / ``disconnect`` on files that are the user's: their own ``harvester`` entry, their owner and
-mode, a FIFO or a device where a config should be, a document nested thousands deep,
+mode, their final newline, a FIFO or a device where a config should be, a document nested thousands deep,
 and an agent rewriting the file while we edit it (issue 23, item 6).
 
 Every test here reproduces a way the user's file was lost, changed or hung on; see tests/test_connect.py for
@@ -183,7 +183,7 @@ def test_an_entry_an_earlier_harvester_wrote_is_ours(tmp_path: Path, agent: str,
     assert code == 0 and server(agent, home) is None, out
 
 
-# ---------------------------------------------------------------------------- owner and mode
+# ---------------------------------------------------------------------------- owner, mode, newline
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another uid takes root")
@@ -213,6 +213,22 @@ def test_root_creating_a_file_in_a_users_home_gives_it_to_them(tmp_path: Path) -
     for made in (home / ".cursor", home / ".cursor" / "mcp.json"):
         assert (made.stat().st_uid, made.stat().st_gid) == (4242, 4343), made
     assert stat.S_IMODE((home / ".cursor" / "mcp.json").stat().st_mode) == files.NEW_FILE_MODE
+
+
+@pytest.mark.parametrize("agent", list(AGENTS))
+@pytest.mark.parametrize("newline", [True, False], ids=["newline", "none"])
+def test_the_final_newline_is_kept_as_found(tmp_path: Path, agent: str, newline: bool) -> None:
+    home = tmp_path / "home"
+    path = config_path(agent, home)
+    path.parent.mkdir(parents=True)
+    original = config_text(agent, {"docs": {"command": "d"}}).rstrip("\n") + ("\n" if newline else "")
+    path.write_text(original)
+    assert run(agent, home)[0] == 0
+    connected = path.read_text()
+    assert server(agent, home) == ours(agent)
+    assert connected.endswith("\n") == newline, connected
+    assert run(agent, home, remove=True)[0] == 0
+    assert path.read_text() == original
 
 
 # ------------------------------------------------------------------ what is not a config file

@@ -15,6 +15,7 @@ as the commands do it. Why this is safe to run on a person's real files:
 - An agent is planned all at once: its server file and its approval file both change, or neither is
   planned. A file an agent rewrote between our read and our rename is not replaced: the agent is
   planned again from what its files hold now, up to ``files.EDIT_ATTEMPTS`` times.
+- The file's final newline stays as it was found (present or absent).
 - A second run computes the same text and writes nothing (files keep their bytes and mtime).
 """
 
@@ -163,6 +164,7 @@ def _plan_agent(agent: Agent, entry: dict[str, Any], remove: bool, env: Env, hom
                 if users and not force:
                     return AgentPlan(agent, problem=_not_ours(file, remove))
             after = change(before, fmt)
+            after = after if read is None or after == before else _ending_as_found(read.text, after, fmt)
             if read is None:
                 after = after if after.endswith("\n") else after + "\n"
         except _edit_errors() as exc:
@@ -177,6 +179,30 @@ def _not_ours(file: Path, remove: bool) -> str:
     verb = "removes" if remove else "replaces"
     return (f"{file} holds a harvester entry that connect did not write (its command, args or env are not ours); "
             f"left untouched (--force {verb} it, keeping your version in a backup)")
+
+
+def _ending_as_found(before: str, after: str, fmt: Format) -> str:
+    """``after`` ending with a newline if and only if ``before`` did (a non-empty ``before``: an empty
+    file has no ending to keep), when that reads the same (it may not, after a YAML block scalar)."""
+    if not before:
+        return after
+    if before.endswith("\n") and not after.endswith("\n"):
+        adjusted = after + ("\r\n" if before.endswith("\r\n") else "\n")
+    elif not before.endswith("\n") and after.endswith("\n"):
+        adjusted = after.removesuffix("\n").removesuffix("\r")
+    else:
+        return after
+    return adjusted if _document(adjusted, fmt) == _document(after, fmt) else after
+
+
+def _document(text: str, fmt: Format) -> Any:
+    from harvester.connect import jsonc, toml_edit, yaml_edit
+
+    if fmt == "toml":
+        return toml_edit.load(text)
+    if fmt == "continue-yaml":
+        return yaml_edit.load(text)
+    return jsonc.parse(text, _dialect(fmt)).value
 
 
 def _empty(fmt: Format) -> str:
