@@ -444,24 +444,28 @@ _AGENT_CHOICE = click.Choice(["claude-code", "codex", "gemini-cli", "qwen-code",
 @click.argument("agents", nargs=-1, type=_AGENT_CHOICE)
 @click.option("--all", "all_agents", is_flag=True, help="Every supported agent, installed or not.")
 @click.option("--dry-run", is_flag=True, help="Print the diff of each file; write nothing.")
-def connect_command(agents: tuple[str, ...], all_agents: bool, dry_run: bool) -> None:
+@click.option("--force", is_flag=True, help="Also replace a `harvester` entry that connect did not write (yours: "
+              "it is kept in a backup beside the file).")
+def connect_command(agents: tuple[str, ...], all_agents: bool, dry_run: bool, force: bool) -> None:
     """Register `harvester mcp` in each agent's user-level config (default: the installed agents)."""
     from harvester import connect
 
     sys.exit(connect.run(agents, all_agents=all_agents, remove=False, dry_run=dry_run, env=os.environ,
-                         home=config.home(), out=terminal.echo))
+                         home=config.home(), out=terminal.echo, force=force))
 
 
 @cli.command("disconnect")
 @click.argument("agents", nargs=-1, type=_AGENT_CHOICE)
 @click.option("--all", "all_agents", is_flag=True, help="Every supported agent, installed or not.")
 @click.option("--dry-run", is_flag=True, help="Print the diff of each file; write nothing.")
-def disconnect_command(agents: tuple[str, ...], all_agents: bool, dry_run: bool) -> None:
+@click.option("--force", is_flag=True, help="Also remove a `harvester` entry that connect did not write (yours: "
+              "it is kept in a backup beside the file).")
+def disconnect_command(agents: tuple[str, ...], all_agents: bool, dry_run: bool, force: bool) -> None:
     """Remove what `harvester connect` added (default: from the installed agents)."""
     from harvester import connect
 
     sys.exit(connect.run(agents, all_agents=all_agents, remove=True, dry_run=dry_run, env=os.environ,
-                         home=config.home(), out=terminal.echo))
+                         home=config.home(), out=terminal.echo, force=force))
 
 
 # Commands on what the bank keeps (reparse, forget) live in their own module, which uses the helpers above.

@@ -249,9 +249,11 @@ def test_a_symlinked_config_stays_a_link(tmp_path: Path) -> None:
 
 def test_a_file_rewritten_meanwhile_is_not_replaced(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
+    path.write_text('{"b": 2}\n')
+    read = files.read(path)
     path.write_text("{}\n")
     with pytest.raises(files.ChangedMeanwhile):
-        files.replace(path, '{"a": 1}\n', expected='{"b": 2}\n')
+        files.replace(path, '{"a": 1}\n', read)
     assert path.read_text() == "{}\n"
 
 

@@ -147,6 +147,18 @@ def _stdio(argv: list[str]) -> dict[str, Any]:
     return {"command": argv[0], "args": argv[1:]}
 
 
+def argv_of(entry: Any) -> list[str] | None:
+    """The command line of an entry in any of the shapes below (``command`` + ``args``, a ``command``
+    list, or Cline's ``transport``); None when it has none. The inverse of ``Agent.entry`` for the
+    command only: whether the rest is ours too is for the caller to compare."""
+    if not isinstance(entry, dict):
+        return None
+    body = entry["transport"] if isinstance(entry.get("transport"), dict) else entry
+    command, args = body.get("command"), body.get("args", [])
+    argv = command if isinstance(command, list) else [command, *args] if isinstance(args, list) else None
+    return argv if argv and all(isinstance(a, str) for a in argv) else None
+
+
 AGENTS: dict[str, Agent] = {
     a.name: a
     for a in (

@@ -21,6 +21,9 @@ from typing import Any
 
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
+# Containers within containers, at most. The parser recurses (three frames a level), so a document nested
+# thousands deep would end in a RecursionError; no agent's config comes near this.
+MAX_DEPTH = 200
 
 
 class JsoncError(ValueError):
@@ -68,7 +71,7 @@ def parse(text: str, dialect: Dialect = STRICT) -> Node:
 
 class _Parser:
     def __init__(self, text: str, dialect: Dialect) -> None:
-        self.text, self.dialect, self.pos = text, dialect, 0
+        self.text, self.dialect, self.pos, self.depth = text, dialect, 0, 0
 
     def error(self, message: str) -> JsoncError:
         line = self.text.count("\n", 0, self.pos) + 1
@@ -129,6 +132,9 @@ class _Parser:
             raise self.error(f"a bad string ({exc})") from exc
 
     def container(self, close: str, members: bool) -> Node:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.error(f"nested more than {MAX_DEPTH} levels deep")
         node = Node({} if members else [], self.pos, self.pos)
         self.pos += 1
         while True:
@@ -138,6 +144,7 @@ class _Parser:
                     raise self.error("a trailing comma, which this file's agent does not accept")
                 self.pos += 1
                 node.end = self.pos
+                self.depth -= 1
                 return node
             if node.entries and node.entries[-1].comma is None:
                 raise self.error(f"expected ',' or {close!r}")

@@ -32,6 +32,8 @@ def load(text: str) -> dict[str, Any]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise YamlEditError(" ".join(str(exc).split())) from exc
+    except RecursionError:  # PyYAML composes nodes recursively and sets no depth limit of its own
+        raise YamlEditError("the document is nested too deeply to read") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

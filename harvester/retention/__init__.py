@@ -35,7 +35,9 @@ from harvester.retention.files import (
     _listing_dirs,
     _roots_exist,
     _shown,
+    _text,
     _truthy,
+    _Unreadable,
     _valid_days,
     _whole_number,
 )
@@ -208,15 +210,15 @@ def _gemini_projects(env: Env, home: Path) -> list[Path]:
     """Projects Gemini CLI has run in: ``projects.json`` keys and each ``tmp/<slug>/.project_root``."""
     base = _gemini_dir(env, home)
     found: set[Path] = set()
-    try:
-        registry = json.loads((base / "projects.json").read_text(encoding="utf-8"))
+    try:  # read as settings are (connect.files): a FIFO there is refused, not waited on
+        registry = json.loads(_text(base / "projects.json") or "")
         found.update(Path(p) for p in (_get(registry, "projects") or {}) if isinstance(p, str))
-    except (OSError, ValueError, TypeError):
+    except (_Unreadable, ValueError, TypeError, RecursionError):
         pass  # the registry is Gemini's cache, not a setting: nothing to warn about
     for folder in _listing_dirs(base / "tmp"):
         try:
-            found.add(Path((folder / ".project_root").read_text(encoding="utf-8").strip()))
-        except (OSError, UnicodeDecodeError):
+            found.add(Path((_text(folder / ".project_root") or "").strip()))
+        except _Unreadable:
             continue
     return sorted(p for p in found if p.is_absolute() and p != home)
 

@@ -51,10 +51,13 @@ _BOM = "\ufeff"
 
 
 def _text(path: Path) -> str | None:
+    """The file's text; None when it does not exist. A FIFO, a device or a file over the bound is refused
+    unread (``harvester.connect.files.read``): status never waits on one."""
+    from harvester.connect import files  # here, as jsonc below
+
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
+        text = files.read_text(path)
+        return None if text is None else text.replace("\r\n", "\n").replace("\r", "\n")
     except (OSError, UnicodeDecodeError) as exc:
         raise _Unreadable(exc.__class__.__name__ if isinstance(exc, UnicodeDecodeError) else
                           exc.strerror or str(exc)) from exc
