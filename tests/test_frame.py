@@ -227,7 +227,8 @@ EDGES = [
     ("search_history", {"query": "x", "harness": "\udc00"}), ("search_history", {"query": "x", "role": "\ud800"}),
     ("search_history", {"query": "x", "limit": 2**70}), ("search_history", {"query": 5}),
     ("handoff", {"session": "\ud800"}), ("handoff", {"harness": "\ud800"}), ("handoff", {"max_bytes": -(2**70)}),
-    ("handoff", {"repo": "\ud800"}), ("handoff", {"session": "x" * 100_000}),
+    ("handoff", {"repo": "\ud800"}), ("handoff", {"session": "x" * 100_000}), ("handoff", {"session": "9" * 30}),
+    ("get_events", {"session": "9" * 5000}), ("get_events", {"session": "\u00b2"}),
 ]
 
 
@@ -240,3 +241,4 @@ def test_every_edge_argument_gets_a_one_line_tool_error(hostile: dict) -> None:
         reason = text.removeprefix(f"Error executing tool {name}").lstrip(": ")
         assert error and reason and "\n" not in text.strip(), (name, args, text)
         assert "\ud800" not in text and "\udc00" not in text and len(text) < 600, (name, args, text)
+        assert "unexpected" not in text, (name, args, text)  # every edge is foreseen: none is a crash

@@ -184,7 +184,7 @@ def _argument_problem(arguments: dict[str, Any]) -> str | None:
                 if "\x00" in item:
                     return f"{shown} holds a NUL character"
             elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > MAX_INTEGER:
-                return f"{shown} is out of range ({'-' if item < 0 else ''}about 2**{abs(item).bit_length() - 1})"
+                return f"{shown} is out of range (about {'-' if item < 0 else ''}2**{abs(item).bit_length() - 1})"
     return None
 
 

@@ -41,6 +41,7 @@ class Recall:
     recent_minutes: float = 10  # a session of the caller's harness written this recently is its own
 
 
+MAX_REF = 4096  # characters of a session id a caller gives (its start names it as well)
 MAX_POSITION = 2**62  # an event position past this is none a bank holds (and past SQLite's integers soon)
 # A time as agents write it: ISO 8601's extended format, a date with an optional time and offset.
 _ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?")
@@ -100,6 +101,9 @@ def bounded(r: Recall, body: Md, kind: str, max_bytes: int, more: Md = EMPTY) ->
 
 def session_in_scope(r: Recall, ref: str) -> dict[str, Any]:
     """The session ``ref`` names (an id or an unambiguous prefix), if it is in the scope."""
+    if len(ref) > MAX_REF:  # SQLite refuses a LIKE pattern past 50,000 bytes; a prefix this long is one enough
+        raise RecallError(f"no session {clip(ref, 80)!r}: a session id (or its start) is at most {MAX_REF} "
+                          "characters here")
     found = r.bank.find_sessions(ref)
     where = r.scope
     if not where.everything:

@@ -159,7 +159,7 @@ class TeamReader:
     def find_sessions(self, ref: str) -> list[dict[str, Any]]:
         """A session by its team bank id, native id, or an unambiguous native id prefix."""
         rows = self._rows(f"SELECT {_S} FROM {_FROM} WHERE s.native_id = %s", (ref,))
-        if not rows and ref.isdigit():
+        if not rows and ref.isascii() and ref.isdigit() and len(ref) <= 18:  # a row id a bigint can hold
             rows = self._rows(f"SELECT {_S} FROM {_FROM} WHERE s.id = %s", (int(ref),))
         if not rows and len(ref) >= 4:
             escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
