@@ -158,6 +158,17 @@ def test_every_mcp_tool_and_resource_of_a_hostile_session_holdsone_frame(hostile
                             if line.startswith("#")).startswith("# Handoff: title")
 
 
+def test_every_character_that_folds_to_a_bracket_is_looked_for() -> None:
+    """The sanitizer folds a text only when it holds a character that can fold to "<" (a list, for speed): the
+    list must hold every such character Unicode has."""
+    from harvester.recall import shown
+
+    for point in range(0x110000):
+        c = chr(point)
+        if "<" in shown._fold(c):
+            assert shown._BRACKET_LIKE.match(c), f"U+{point:04X} folds to a bracket but is not looked for"
+
+
 # --- recall marking: only what harvester itself wrote -------------------------------------------------------
 
 def _search(bank_path: Path, query: str, *more: str) -> list[dict[str, Any]]:

@@ -6,9 +6,10 @@ wrong with it, and :func:`inert` (for text) and :func:`one_line` (for a field) s
 
 - It could close the frame, or open another (``</harvester-history>``), in a form a reader still takes for
   the tag: split by zero-width characters, in fullwidth or small-form brackets, with Unicode hyphens, a
-  combining mark fused on, Cyrillic letters that look Latin. Tag-like text is looked for in a folded copy
-  (compatibility decomposition, case folded, format characters and combining marks dropped, lookalike
-  letters and brackets read as what they look like) and its bracket is written ``&lt;`` in the original.
+  combining mark fused on, Cyrillic letters that look Latin. Tag-like text (a bracket, then past anything
+  that is not a letter or digit, the name's first word) is looked for in a folded copy (compatibility
+  decomposition, case folded, format characters and combining marks dropped, lookalike letters and
+  brackets read as what they look like) and its bracket is written ``&lt;`` in the original.
 - Its control characters could be obeyed by a terminal: they are shown (:func:`harvester.terminal.visible`).
 - A newline in it could start a line of its own, such as ``## How it ended`` or ``SYSTEM: ...``: a field is
   kept on one line (its line breaks shown as ``␊``), and a multi-line text is quoted (:func:`quote`: every
@@ -31,20 +32,22 @@ from typing import Any
 from harvester.terminal import visible
 
 _UNSEEN = ("Cf", "Mn", "Me")  # format characters (zero-width, joiners, bidi controls) and combining marks
-# Characters that look like "<" or like the letters of the tag's name (after case folding), from the
-# scripts lookalike spoofing uses most: Cyrillic, Greek, Armenian, Latin small capitals. Not every confusable
-# of Unicode: enough that the obvious substitutions do not pass, and the bracket rule below catches the rest
-# of an opening tag only if its name is spelled out.
+# Brackets that look like "<" (after case folding), and letters that look like those of the tag's name, from
+# the scripts lookalike spoofing uses most: Cyrillic, Greek, Armenian, Latin small capitals. Not every
+# confusable of Unicode: enough that the obvious substitutions do not pass.
+_LOOKALIKE_BRACKETS = "\u2039\u3008\u27e8\u276e\u276c\u27ea\u02c2\u1438\u00ab\u300a\u29fc"
 _LOOKALIKES = str.maketrans({
-    **dict.fromkeys("\u2039\u3008\u27e8\u276e\u276c\u27ea\u02c2\u1438\u00ab\u300a\u29fc", "<"),
+    **dict.fromkeys(_LOOKALIKE_BRACKETS, "<"),
     "\u04bb": "h", "\u0570": "h", "\u029c": "h", "\u0430": "a", "\u03b1": "a", "\u1d00": "a", "\u0280": "r",
     "\u0433": "r", "\u0475": "v", "\u03bd": "v", "\u1d20": "v", "\u0435": "e", "\u03b5": "e", "\u1d07": "e",
     "\u0455": "s", "\ua731": "s", "\u03c4": "t", "\u1d1b": "t", "\u0456": "i", "\u03b9": "i", "\u026a": "i",
     "\u043e": "o", "\u03bf": "o", "\u0585": "o", "\u1d0f": "o", "\u0443": "y", "\u03b3": "y", "\u028f": "y",
 })
-# The frame's tag, opening or closing, as a reader could take it: a bracket, then (past any slash, space or
-# punctuation) the name. Its first word is enough: a text clipped for a summary may end inside the second.
-_TAG_LIKE = re.compile(r"<[\W_]*harvester")
+# Every character that folds to a bracket: "<", the lookalikes, and those whose compatibility decomposition
+# holds one (≮ U+226E, 〈 U+2329, ︽ U+FE3D, ︿ U+FE3F, ﹤ U+FE64, ＜ U+FF1C; tests/test_frame.py checks the list
+# against every code point). A text without any cannot hold a tag: it is not folded at all.
+_BRACKET_LIKE = re.compile("[<" + _LOOKALIKE_BRACKETS + "\u226e\u2329\ufe3d\ufe3f\ufe64\uff1c]")
+NAME = "harvester"  # the tag's first word: a text clipped for a summary may end inside the second
 _BREAKS = str.maketrans({"\n": "\u240a", "\u2028": "\\u2028", "\u2029": "\\u2029"})  # the rest: visible()
 _QUOTED_BREAKS = re.compile("\n|\u2028|\u2029")
 
@@ -60,17 +63,32 @@ def _fold(text: str) -> str:
     return folded
 
 
+def _tag_brackets(folded: str) -> list[int]:
+    """Where in ``folded`` a tag-like text starts: each "<" in the run of characters that are not letters or
+    digits just before the name (``<harvester``, ``< / harvester``, ``<<harvester``). Linear: the runs before
+    two occurrences of the name never overlap (a regex would try every start in a run of brackets)."""
+    found = []
+    at = folded.find(NAME)
+    while at != -1:
+        i = at
+        while i > 0 and not folded[i - 1].isalnum():
+            i -= 1
+            if folded[i] == "<":
+                found.append(i)
+        at = folded.find(NAME, at + len(NAME))
+    return found
+
+
 def neutralize(text: str) -> str:
     """``text`` with the bracket of everything that reads as the frame's tag written ``&lt;``; text without
-    any is returned as it is. Clean ASCII costs one ``lower()`` and a substring test."""
+    any is returned as it is. A text without a bracket costs one search for one; clean ASCII a ``lower()``."""
+    if _BRACKET_LIKE.search(text) is None:
+        return text
     if text.isascii():
-        lowered = text.lower()
-        if "harvester" not in lowered:
-            return text
-        brackets = {m.start() for m in _TAG_LIKE.finditer(lowered)}  # ASCII: positions as in text
+        brackets = set(_tag_brackets(text.lower()))  # ASCII: positions as in text
+    elif not _tag_brackets(_fold(text)):
+        return text
     else:
-        if _TAG_LIKE.search(_fold(text)) is None:
-            return text
         brackets = _brackets(text)
     if not brackets:
         return text
@@ -85,7 +103,7 @@ def _brackets(text: str) -> set[int]:
         piece = c.lower() if c.isascii() else _fold(c)
         folded.append(piece)
         owner.extend([i] * len(piece))
-    return {owner[m.start()] for m in _TAG_LIKE.finditer("".join(folded))}
+    return {owner[at] for at in _tag_brackets("".join(folded))}
 
 
 def inert(text: str) -> str:

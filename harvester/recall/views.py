@@ -266,13 +266,13 @@ def get_events(r: Recall, session: str, start: int = 0, limit: int = 50, kinds: 
 
 
 def _within(text: str, size: int) -> str:
-    """The longest start of ``text`` (at least one character) whose quoted form fits ``size`` bytes: quote
-    markers, shown controls and neutralized tags take more bytes than the text itself."""
-    fits = text.encode("utf-8", "surrogatepass")[:max(size, 1)].decode("utf-8", "ignore")  # an upper bound
-    if len(quote(fits).encode()) <= size:
-        return fits or text[:1]
-    low, high = 0, len(fits)  # quote(fits[:low]) fits, quote(fits[:high]) does not
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if len(quote(fits[:middle]).encode()) <= size else (low, middle)
-    return fits[:max(low, 1)]
+    """A start of ``text`` (at least one character) whose quoted form fits ``size`` bytes: quote markers, shown
+    controls and neutralized tags take more bytes than the text itself. Each try shrinks the part by how much
+    its quoted form was over (two or three tries where the text is alike throughout)."""
+    part = text.encode("utf-8", "surrogatepass")[:max(size, 1)].decode("utf-8", "ignore") or text[:1]
+    while len(part) > 1:
+        quoted = len(quote(part).encode())
+        if quoted <= size:
+            break
+        part = part[:max(1, min(len(part) - 1, len(part) * size * 97 // (quoted * 100)))]
+    return part
