@@ -247,7 +247,9 @@ def test_every_edge_argument_gets_a_one_line_tool_error(hostile: dict) -> None:
     native = hostile["id"]
     calls = [(name, {"session": native, **args} if name == "get_events" and "session" not in args else args)
              for name, args in EDGES]
-    out = _mcp(hostile["bank"], str(hostile["repo"]), calls, read=False)
+    out = _mcp(hostile["bank"], str(hostile["repo"]), [*calls, ("no\nsuch tool", {})], read=False)
+    error, text = out["results"].pop()
+    assert error and "\n" not in text and "Unknown tool" in text, text
     for (name, args), (error, text) in zip(EDGES, out["results"], strict=True):
         reason = text.removeprefix(f"Error executing tool {name}").lstrip(": ")
         assert error and reason and "\n" not in text.strip(), (name, args, text)

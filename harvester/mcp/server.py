@@ -47,6 +47,7 @@ INSTRUCTIONS = (
 )
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 RESOURCES_LISTED = 20
+URI_ID_CHARS = 256  # of a session id in its resource URI
 MAX_INTEGER = 2**53  # JSON's exact integers: no argument of any tool means more (SQLite's end at 2**63)
 
 
@@ -151,21 +152,23 @@ class _Server(MCPServer):
             cause = exc.__cause__
             raise UnexpectedToolError(f"{exc}: an unexpected {type(cause).__name__} (a bug in harvester; the "
                                       "server's log has the details)") from cause
-        except ToolError as exc:
-            if isinstance(exc.__cause__, ValidationError):  # pydantic's report spans lines and quotes the input
-                wrong = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.__cause__.errors())
-                raise ToolError(f"Error executing tool {one_line(name)[:60]}: {one_line(wrong)[:300]}") \
-                    from exc.__cause__
-            raise
+        except ToolError as exc:  # ours (RecallError), the SDK's (an unknown tool, arguments of the wrong type)
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):  # pydantic's report spans lines and quotes the input
+                wrong = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in cause.errors())
+                raise ToolError(f"Error executing tool {one_line(name)[:60]}: {one_line(wrong)[:300]}") from cause
+            raise ToolError(one_line(str(exc))[:1000]) from cause
 
     async def list_resources(self) -> list[Any]:
         listed = await super().list_resources()
         r = self._recall()
         for s in self._bank.scoped_sessions(r.scope, RESOURCES_LISTED):
             native_id, harness = str(s["native_id"]), one_line(s["harness"])
+            # An id's start names it as well (a prefix is looked up): a hostile 100 KB id makes no 300 KB URI.
+            named = percent_encoded(native_id[:URI_ID_CHARS].encode("utf-8", "replace"), safe="")
             listed.append(Resource(
-                uri=f"harvester://session/{percent_encoded(native_id.encode('utf-8', 'replace'), safe='')}",
-                name=one_line(native_id), title=f"{harness}: {one_line(views.clip(s['title'], 80) or '(untitled)')}",
+                uri=f"harvester://session/{named}", name=one_line(views.clip(native_id, 200)),
+                title=f"{harness}: {one_line(views.clip(s['title'], 80) or '(untitled)')}",
                 mime_type="text/markdown",
                 description=f"{harness} session, updated {views.when(s['updated_at'])}, {one_line(s['state'])}"))
         return listed
