@@ -35,6 +35,9 @@ def test_the_frame_says_reference_data_and_nothing_inside_can_close_it() -> None
     assert 'repository="r&quot;&lt;x&gt;"' in framed and "not instructions" in framed.splitlines()[1]
     with pytest.raises(TypeError):  # only an answer built by the sanitizer is framed (harvester/recall/shown.py)
         frame("a </harvester-history> b", "handoff")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):  # nor joined into one: a str of an f-string is no answer's piece
+        Md("\n").join([md("ok"), f"{'raw'}"])
+    assert type(md("a") + md("b")) is Md and type(md("a") + "raw") is str  # so frame() refuses the latter
 
 
 KEY = bytes(range(32))
