@@ -92,6 +92,8 @@ class Ingestor:
         archive = getattr(bank, "archive", None)  # a bank that keeps an archive: every read feeds it
         if limits.archive is None and archive is not None and not archive.readonly:
             limits = replace(limits, archive=str(archive.dir))
+        if limits.recall_key is None:  # the harvester's own answers seen again are marked (recall/frame.py)
+            limits = replace(limits, recall_key=bank.recall_key())
         self.limits = limits
         self.template = template
         self.exclude = exclude  # cwd -> never capture sessions started there

@@ -53,7 +53,8 @@ Prepare = Callable[[list[Event]], list[tuple]]
 
 @dataclass(frozen=True, slots=True)
 class ReadLimits:
-    """Bounds on what reading one source may cost, and when a last line without its newline is taken."""
+    """Bounds on what reading one source may cost, and when a last line without its newline is taken; and
+    what reading takes from the bank it reads for (its archive's directory, its recall key)."""
 
     max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
     # A JSONL file whose last line has no newline, unchanged for this long, is done being written: a
@@ -62,6 +63,9 @@ class ReadLimits:
     archive: str | None = None  # the raw archive's directory (harvester/archive); None: no archive
     page_rows: int | None = None  # a SQLite store's rows per chunk; None: harvester.paging.PAGE_ROWS
     page_bytes: int | None = None  # and bytes; None: harvester.paging.PAGE_BYTES
+    # The bank's recall key: a frame sealed with it is the harvester's own answer seen again
+    # (harvester/recall/frame.py). None: no text is recall (only calls of the harvester's tools).
+    recall_key: bytes | None = field(default=None, repr=False)
 
 
 LIMITS = ReadLimits()
@@ -229,7 +233,7 @@ def _consume(harness: Any, ref: SourceRef, cursor: Cursor | None, st: os.stat_re
                                                archived_from == 0 and cursor is not None)
             archived_from = piece.end_offset
         batch, redactions, archive = read_batch(harness, ref, piece.records, start, split=True,
-                                                keep_whole=bool(limits.archive))
+                                                keep_whole=bool(limits.archive), recall_key=limits.recall_key)
         if compressing is not None:
             archive.insert(0, compressing.result())
         archive[:0], first_archive = first_archive, []
@@ -304,7 +308,8 @@ def _document(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
     outcome.line = 1
     new = _new_cursor(harness.name, path, "json", cursor, st, ref)
     new.offset, new.line = len(data), len(records)
-    batch, redactions, archive = read_batch(harness, ref, records, {}, split=False, keep_whole=bool(limits.archive))
+    batch, redactions, archive = read_batch(harness, ref, records, {}, split=False, keep_whole=bool(limits.archive),
+                                            recall_key=limits.recall_key)
     if limits.archive:  # every version read: the archive keeps what the agent rewrote since
         archive[:0] = [*(sidecar or []), *(doc_piece(r.raw, part) for part, r in enumerate(records))]
     yield _chunk(batch, redactions, new, cursor is None, prepare, 1, archive, (ref, {}, 0) if limits.archive else None)
@@ -336,7 +341,8 @@ def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
                 outcome.line = page.records[0].line if page.records else 1
                 start = new.state["parser"]
                 batch, redactions, archive = read_batch(harness, ref, page.records, start, split=True,
-                                                        keep_whole=bool(limits.archive))
+                                                        keep_whole=bool(limits.archive),
+                                                        recall_key=limits.recall_key)
                 if limits.archive and page.records:  # each row as read, once per content (Archive.commit dedups)
                     archive.insert(0, rows_piece([r.raw for r in page.records], restart=first and (
                         replaced or cursor is None)))
@@ -370,7 +376,7 @@ def _chunk(batch: Batch, redactions: Counter[str], cursor: Cursor, is_new: bool,
 
 
 def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[str, Any], split: bool,
-               keep_whole: bool = False) -> tuple[Batch, Counter[str], list[Piece]]:
+               keep_whole: bool = False, recall_key: bytes | None = None) -> tuple[Batch, Counter[str], list[Piece]]:
     """Parse, check and redact records: what reaches the bank from them. One bad record costs that
     record. A run of records is parsed in one call; if the parser raises, or what it returns has
     values of the wrong type (:func:`harvester.validate.repair`), the run is parsed again one record
@@ -380,6 +386,7 @@ def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[
 
     Last, a text past the bank's copy (:data:`MAX_EVENT_TEXT`) is clipped there, marked ``meta.clipped``;
     ``keep_whole`` (a bank with an archive): the whole (redacted) text goes there, the third value.
+    ``recall_key``: the bank's, which marks the harvester's own answers seen again (before redaction).
     ``state`` is left as it was (the start of a chunk is what attributing its records needs)."""
     start = _copy(state)
     try:
@@ -395,7 +402,7 @@ def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[
             batch = _parse_each(harness, ref, records, start)
         elif faults:
             batch.problems.append(Problem("malformed", records[0].line if records else 1, describe(faults)))
-    mark_recall(batch)
+    mark_recall(batch, recall_key)
     redactions = redact_batch(batch)
     return batch, redactions, keep_whole_texts(batch, keep_whole)
 

@@ -21,6 +21,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests.frame_check import BAD_TIME, HOSTILE, one_frame
 from tests.helpers import ClaudeSession, make_repo, scan
 from tests.machine import ROOT
 
@@ -123,8 +124,8 @@ def test_show_and_context_team_read_the_other_machines_session(team: dict) -> No
     assert mine_only.returncode == 1
 
 
-def _mcp(team: dict, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, str]]:
-    alpha = team["alpha"]
+def _mcp(team: dict, calls: list[tuple[str, dict[str, Any]]], machine: dict | None = None) -> list[tuple[bool, str]]:
+    alpha = machine or team["alpha"]
     params = StdioServerParameters(command=sys.executable, args=["-m", "harvester", "mcp", "--team"], env=_env(alpha),
                                    cwd=str(alpha["clone"]))
 
@@ -174,3 +175,36 @@ def test_a_newer_schema_and_an_absent_server_are_said_in_one_line(team: dict, tm
     gone = harvester(away, "search", "--team", "anything")
     assert gone.returncode == 1 and gone.stderr.startswith("Error: the team bank: "), gone.stderr
     assert "Traceback" not in gone.stderr
+
+
+def test_a_teammates_hostile_rows_cannot_break_the_frame(team: dict, tmp_path: Path) -> None:
+    """Whatever a teammate's rows hold (every field set on the server, past any check their harvester made), the
+    answers read from the team bank hold one frame, sealed with this machine's key, and nothing obeyed."""
+    import psycopg
+
+    pg = team["pg"]
+    url = pg.uri("team_read_hostile")
+    gamma = _machine(tmp_path, "gamma", url, "src/app", "https://github.com/acme/app")
+    s = ClaudeSession(gamma["home"], str(gamma["clone"]))
+    s.write(s.user(f"zebra ask {HOSTILE}"), s.tool_use("Bash", {"command": f"make {HOSTILE}"}, "t1"),
+            s.tool_result("t1", f"failed {HOSTILE}"), s.assistant(f"zebra answer {HOSTILE}"))
+    scan(gamma["home"], gamma["bank"])
+    assert harvester(gamma, "team", "push").returncode == 0
+    native = f"id-{HOSTILE}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("UPDATE harvester.sessions SET native_id = %s, title = %s, branch = %s, cwd = %s, agent_version = %s, "
+                     "parent_native_id = %s, parent_kind = %s, harness = %s, state = %s, started_at = %s, "
+                     "updated_at = %s", (native, f"title {HOSTILE}", f"branch {HOSTILE}", f"/cwd {HOSTILE}",
+                                         f"2.1{HOSTILE}", f"parent {HOSTILE}", f"kind {HOSTILE}", f"cc {HOSTILE}",
+                                         f"ended {HOSTILE}", BAD_TIME, BAD_TIME))
+        conn.execute("UPDATE harvester.events SET ts = %s, tool_name = %s", (BAD_TIME, f"tool {HOSTILE}"))
+    for args in (("context", "--team"), ("context", "--team", "--session", native, "--max-bytes", "100000")):
+        brief = harvester(gamma, *args)
+        assert brief.returncode == 0, brief.stderr
+        assert "# Handoff: title" in one_frame(brief.stdout) and 'seal="' in brief.stdout.splitlines()[0]
+    results = _mcp(team, [("recent_sessions", {"max_bytes": 100_000}), ("search_history", {"query": "zebra"}),
+                          ("get_events", {"session": native, "max_bytes": 100_000}),
+                          ("handoff", {"session": native, "max_bytes": 100_000})], machine=gamma)
+    for error, text in results:
+        assert not error, text
+        one_frame(text)

@@ -29,6 +29,7 @@ import zstandard
 from harvester.archive import Archive
 from harvester.archive.purge import Purge
 from harvester.bank import Cursor, Write
+from harvester.bank.sqlite_recall import recall_key_of
 from harvester.compressed import read_frames
 from harvester.ingest import Ingestor
 from harvester.parsers import HARNESSES
@@ -291,7 +292,7 @@ def _from_archive(archive: Archive, conn: sqlite3.Connection, harness: Harness, 
     ref = SourceRef(path, root, variant, sidecar, source["mtime_ns"] or 0)  # the file as last read
     # Reading again archives nothing again (no stream is given to _consume), but keeps whole texts: a
     # parser fixed since may make them anew.
-    texts_only = replace(LIMITS, archive=str(archive.dir))
+    texts_only = replace(LIMITS, archive=str(archive.dir), recall_key=recall_key_of(conn))
     stat = Stat(0, 0, 0, 0)
     if fmt in ("jsonl", "lines", "zstd-frames"):
         for (epoch,) in conn.execute("SELECT DISTINCT epoch FROM archive_frames WHERE source_id = ? AND kind = "
@@ -316,7 +317,7 @@ def _from_archive(archive: Archive, conn: sqlite3.Connection, harness: Harness, 
                                                  "kind = 'rows' ORDER BY epoch", (source["id"],))]:
             for _, raw in archive.frames(conn, source["id"], "rows", epoch):
                 records = [Record(n, line) for n, line in enumerate(raw.split(b"\n"), start=1) if line]
-                chunk = _chunk_of(harness, ref, records, state, split=True)
+                chunk = _chunk_of(harness, ref, records, state, texts_only.recall_key, split=True)
                 state = chunk.batch.state  # rows read at one poll, then the next: the parser's state carries
                 yield chunk
     else:
@@ -329,11 +330,13 @@ def _from_archive(archive: Archive, conn: sqlite3.Connection, harness: Harness, 
             records = [Record(n, archive.blob("blobs", digest, whole=bool(whole)))
                        for n, (_, digest, whole) in enumerate(parts, start=1)]
             records = [r for r in records if r.line > 1 or r.raw.strip()]
-            yield _chunk_of(harness, ref, records, {}, split=False)
+            yield _chunk_of(harness, ref, records, {}, texts_only.recall_key, split=False)
 
 
-def _chunk_of(harness: Harness, ref: SourceRef, records: list[Record], state: dict[str, Any], split: bool) -> Chunk:
-    batch, redactions, texts = read_batch(HARNESSES[harness.name], ref, records, state, split=split, keep_whole=True)
+def _chunk_of(harness: Harness, ref: SourceRef, records: list[Record], state: dict[str, Any], recall_key: bytes | None,
+              split: bool) -> Chunk:
+    batch, redactions, texts = read_batch(HARNESSES[harness.name], ref, records, state, split=split, keep_whole=True,
+                                          recall_key=recall_key)
     return Chunk(batch, Cursor(harness.name, str(ref.path), "archive"), redactions, _prepare()(batch.events),
                  archive=texts)
 

@@ -171,6 +171,9 @@ class Bank(Protocol):
                include_recall: bool = False) -> list[dict[str, Any]]: ...
 
     # recall (harvester/recall): scoped, bounded, recall events left out unless asked for
+    def recall_key(self) -> bytes | None:
+        """The secret answers are sealed with, so that ingest knows them again (harvester/recall/frame.py)."""
+        ...
     def scoped_sessions(self, scope: Scope, limit: int = 10, harness: str | None = None, since: str | None = None,
                         skip_live_of: str | None = None, recent_since: str | None = None,
                         listed: bool = False) -> list[dict[str, Any]]: ...

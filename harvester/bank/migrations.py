@@ -341,4 +341,11 @@ MIGRATIONS: list[str] = [
     END;
     CREATE TABLE bank_facts (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     """,
+    # 10: the bank's recall key, a secret of its own: what harvester hands to agents is sealed with it
+    #     (harvester/recall/frame.py), so that ingest tells the harvester's own answers seen again in a transcript
+    #     from text that only looks like them. 32 random bytes from SQLite's generator (ChaCha20 seeded from the
+    #     system's randomness); the file is 0600 and no command shows bank_facts.
+    """
+    INSERT OR IGNORE INTO bank_facts (key, value) VALUES ('recall_key', lower(hex(randomblob(32))));
+    """,
 ]

@@ -171,7 +171,7 @@ class SqliteReads:
     def find_sessions(self, ref: str) -> list[dict[str, Any]]:
         """A session by bank row id, native id, or unambiguous native id prefix."""
         rows = _rows(self.conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE native_id = ?", (ref,)))
-        if not rows and ref.isdigit():
+        if not rows and ref.isascii() and ref.isdigit() and len(ref) <= 18:  # a row id SQLite can hold
             rows = _rows(self.conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (int(ref),)))
         if not rows and len(ref) >= 4:
             escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

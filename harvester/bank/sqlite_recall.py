@@ -57,8 +57,23 @@ class SearchPage:
     ranked: bool = True
 
 
+RECALL_KEY_FACT = "recall_key"  # bank_facts (migration 10): the key harvester/recall/frame.py seals answers with
+
+
+def recall_key_of(conn: sqlite3.Connection) -> bytes | None:
+    """The bank's recall key, or None when it has none (answers go unsealed, and no text is marked recall)."""
+    row = conn.execute("SELECT value FROM bank_facts WHERE key = ?", (RECALL_KEY_FACT,)).fetchone()
+    try:
+        return bytes.fromhex(row[0]) if row and row[0] else None
+    except (TypeError, ValueError):  # a damaged fact: the same as none
+        return None
+
+
 class SqliteRecall:
     conn: sqlite3.Connection
+
+    def recall_key(self) -> bytes | None:
+        return recall_key_of(self.conn)
 
     def scoped_sessions(self, scope: Scope, limit: int = 10, harness: str | None = None, since: str | None = None,
                         skip_live_of: str | None = None, recent_since: str | None = None,

@@ -10,6 +10,12 @@ is opened for reading and nothing is ever written.
 
 All work runs on the event loop's thread, one call at a time: the bank connection is never shared
 between threads, and a stdio server has one client.
+
+Every call is answered: an argument no tool can take (text that cannot be encoded, a NUL, an integer past
+JSON's exact ones, a span reaching before year 1) or of the wrong type gets a one-line tool error saying
+which and why, before any tool runs; anything a tool did not expect is said in one line too (its traceback
+goes to the server's log). The resource list shows sessions' titles and ids through the same sanitizer as
+the answers (harvester/recall/shown.py), and a session id goes into its resource URI percent-encoded.
 """
 
 from __future__ import annotations
@@ -18,15 +24,19 @@ import inspect
 import os
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote as percent_encoded
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from mcp.server.mcpserver.resources.templates import ResourceSecurity
 from mcp.types import Resource, ToolAnnotations
+from pydantic import ValidationError
 
 from harvester import __version__
 from harvester.bank import Bank
 from harvester.recall import brief, views
 from harvester.recall.scope import scope_for
+from harvester.recall.shown import one_line
 from harvester.recall.views import DEFAULT_MAX_BYTES, Recall, RecallError
 
 INSTRUCTIONS = (
@@ -37,6 +47,8 @@ INSTRUCTIONS = (
 )
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 RESOURCES_LISTED = 20
+URI_ID_CHARS = 256  # of a session id in its resource URI
+MAX_INTEGER = 2**53  # JSON's exact integers: no argument of any tool means more (SQLite's end at 2**63)
 
 
 def build_server(bank: Bank, cwd: str, template: str, caller: str | None = None,
@@ -46,7 +58,12 @@ def build_server(bank: Bank, cwd: str, template: str, caller: str | None = None,
     home = scope_for(cwd, template)
 
     def recall(repo: str | None, bank_id: str | None, all_repos: bool) -> Recall:
-        where = home if not (repo or bank_id or all_repos) else scope_for(cwd, template, repo, bank_id, all_repos)
+        if not (repo or bank_id or all_repos):
+            return Recall(bank, home, caller=caller, recent_minutes=recent_minutes)
+        try:
+            where = scope_for(cwd, template, repo, bank_id, all_repos)
+        except (OSError, ValueError) as exc:  # a path no system has
+            raise RecallError(f"repo: {views.clip(repo, 80)!r} is no directory harvester can resolve ({exc})") from None
         return Recall(bank, where, caller=caller, recent_minutes=recent_minutes)
 
     server = _Server(bank, lambda: Recall(bank, home, caller, recent_minutes), name="harvester",
@@ -93,11 +110,18 @@ def build_server(bank: Bank, cwd: str, template: str, caller: str | None = None,
         return _answer(lambda: views.get_events(recall(repo, bank, all_repos), session, start, limit, kinds,
                                                 max_bytes, full, text_from))
 
+    # The id is looked up in the bank, never used as a path: the SDK's path checks do not apply to it.
     @server.resource("harvester://session/{session_id}", name="session", mime_type="text/markdown",
-                     description="A session of this repository as markdown: its handoff brief.")
+                     description="A session of this repository as markdown: its handoff brief.",
+                     security=ResourceSecurity(exempt_params={"session_id"}))
     async def session_resource(session_id: str) -> str:
-        return _answer(lambda: brief.handoff(Recall(bank, home, caller, recent_minutes), session_id, None,
-                                             DEFAULT_MAX_BYTES * 4))
+        problem = _argument_problem({"session_id": session_id})
+        if problem:
+            raise ResourceError(problem)
+        try:
+            return brief.handoff(Recall(bank, home, caller, recent_minutes), session_id, None, DEFAULT_MAX_BYTES * 4)
+        except RecallError as exc:
+            raise ResourceError(one_line(str(exc))) from None
 
     return server
 
@@ -110,30 +134,68 @@ def read_only(server: MCPServer) -> Callable[[Callable[..., Any]], Callable[...,
 
 
 class _Server(MCPServer):
-    """MCPServer whose resource list is the repository's recent sessions (read through the template)."""
+    """MCPServer whose resource list is the repository's recent sessions (read through the template), and
+    whose every tool call is answered, in one line when it cannot be (see the module docstring)."""
 
     def __init__(self, bank: Bank, recall: Callable[[], Recall], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._bank = bank
         self._recall = recall
 
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        problem = _argument_problem(arguments)
+        if problem:
+            raise ToolError(f"Error executing tool {one_line(name)[:60]}: {problem}")
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:  # the SDK logs its traceback; the caller learns what, in one line
+            cause = exc.__cause__
+            raise UnexpectedToolError(f"{exc}: an unexpected {type(cause).__name__} (a bug in harvester; the "
+                                      "server's log has the details)") from cause
+        except ToolError as exc:  # ours (RecallError), the SDK's (an unknown tool, arguments of the wrong type)
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):  # pydantic's report spans lines and quotes the input
+                wrong = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in cause.errors())
+                raise ToolError(f"Error executing tool {one_line(name)[:60]}: {one_line(wrong)[:300]}") from cause
+            raise ToolError(one_line(str(exc))[:1000]) from cause
+
     async def list_resources(self) -> list[Any]:
         listed = await super().list_resources()
         r = self._recall()
         for s in self._bank.scoped_sessions(r.scope, RESOURCES_LISTED):
-            title = views.clip(s["title"], 80) or "(untitled)"
-            listed.append(Resource(uri=f"harvester://session/{s['native_id']}", name=s["native_id"],
-                                   title=f"{s['harness']}: {views.text_of(title)}", mime_type="text/markdown",
-                                   description=f"{s['harness']} session, updated {views.when(s['updated_at'])}, "
-                                               f"{s['state']}"))
+            native_id, harness = str(s["native_id"]), one_line(s["harness"])
+            # An id's start names it as well (a prefix is looked up): a hostile 100 KB id makes no 300 KB URI.
+            named = percent_encoded(native_id[:URI_ID_CHARS].encode("utf-8", "replace"), safe="")
+            listed.append(Resource(
+                uri=f"harvester://session/{named}", name=one_line(views.clip(native_id, 200)),
+                title=f"{harness}: {one_line(views.clip(s['title'], 80) or '(untitled)')}",
+                mime_type="text/markdown",
+                description=f"{harness} session, updated {views.when(s['updated_at'])}, {one_line(s['state'])}"))
         return listed
+
+
+def _argument_problem(arguments: dict[str, Any]) -> str | None:
+    """Why no tool can take one of these arguments (as the client sent them), or None."""
+    for name, value in arguments.items():
+        shown = one_line(repr(name))[:40]
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"{shown} is not valid text (it holds a lone surrogate)"
+                if "\x00" in item:
+                    return f"{shown} holds a NUL character"
+            elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > MAX_INTEGER:
+                return f"{shown} is out of range (about {'-' if item < 0 else ''}2**{abs(item).bit_length() - 1})"
+    return None
 
 
 def _answer(produce: Callable[[], str]) -> str:
     try:
         return produce()
     except RecallError as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(one_line(str(exc))) from None
 
 
 def serve(bank: Bank, template: str, caller: str | None, recent_minutes: float = 10, cwd: str | None = None) -> None:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from harvester.recall.actions import actions_of
+from harvester.recall.shown import EMPTY, Md, md, quote
 from harvester.recall.views import (
     DEFAULT_MAX_BYTES,
     Recall,
@@ -23,7 +24,6 @@ from harvester.recall.views import (
     clip,
     session_in_scope,
     state_words,
-    text_of,
     when,
 )
 
@@ -40,7 +40,7 @@ def pick_session(r: Recall, session: str | None, harness: str | None) -> dict[st
     rows = r.bank.scoped_sessions(r.scope, 1, harness=harness, skip_live_of=r.caller, recent_since=recent)
     if not rows:
         other = f" other than this {r.caller} session" if r.caller else ""
-        raise RecallError(f"no session{other} in {r.scope.label}" + (f" of {harness}" if harness else ""))
+        raise RecallError(f"no session{other} in {r.scope.label}" + (f" of {clip(harness, 40)}" if harness else ""))
     return rows[0]
 
 
@@ -48,117 +48,123 @@ def handoff(r: Recall, session: str | None = None, harness: str | None = None,
             max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     check_max_bytes(max_bytes)
     s = pick_session(r, session, harness)
-    return bounded(brief_body(r, s, max_bytes - 700), "handoff", r.scope, max_bytes,
-                   f"get_events(session={s['native_id']!r}) has the whole transcript")
+    return bounded(r, brief_body(r, s, max_bytes - 700), "handoff", max_bytes,
+                   md("get_events(session={!r}) has the whole transcript", s["native_id"]))
 
 
-def brief_body(r: Recall, s: dict[str, Any], budget: int = DEFAULT_MAX_BYTES) -> str:
+def brief_body(r: Recall, s: dict[str, Any], budget: int = DEFAULT_MAX_BYTES) -> Md:
     """The brief of session ``s`` in about ``budget`` bytes: the head and the ending whole, the last exchange
     with up to 40 % of the room, the asks and the actions sharing the rest (each cut at a line, saying so)."""
     events = r.bank.session_events(s["id"])
     asks = [e for e in events if e["role"] == "user" and e["kind"] == "text" and (e["text"] or "").strip()]
     done = actions_of(events)
-    head = [f"# Handoff: {text_of(clip(s['title'], 120)) or '(untitled)'}",
-            f"Session `{s['native_id']}` of {s['harness']}{' ' + s['agent_version'] if s['agent_version'] else ''}"
-            f" in {text_of(s['cwd'] or '-')}" + (f", branch {text_of(s['branch'])}" if s["branch"] else "") + ".",
-            f"Started {when(s['started_at'])}, last written {when(s['updated_at'])}; {state_words(s)}.",
-            f"{len(events)} events: {len(asks)} asks, {sum(1 for e in events if e['kind'] == 'tool_call')} tool calls, "
-            f"{len(done.errors)} tool errors."]
+    head = [md("# Handoff: {}", clip(s["title"], 120) or "(untitled)"),
+            md("Session `{}` of {}{} in {}{}.", s["native_id"], s["harness"],
+               md(" {}", s["agent_version"]) if s["agent_version"] else EMPTY, s["cwd"] or "-",
+               md(", branch {}", s["branch"]) if s["branch"] else EMPTY),
+            md("Started {}, last written {}; {}.", when(s["started_at"]), when(s["updated_at"]), state_words(s)),
+            md("{} events: {} asks, {} tool calls, {} tool errors.", len(events), len(asks),
+               sum(1 for e in events if e["kind"] == "tool_call"), len(done.errors))]
     if s["parent_native_id"]:
-        head.append(f"A {s['parent_kind'] or 'child'} of session `{s['parent_native_id']}`.")
-    head_text, ending = "\n".join(head), _ending(s, events)
+        head.append(md("A {} of session `{}`.", s["parent_kind"] or "child", s["parent_native_id"]))
+    head_text, ending = Md("\n").join(head), _ending(s, events)
     room = max(budget - len(head_text.encode()) - len(ending.encode()), 1000)
     last = _trim(_last_exchange(events, room * 2 // 5), room * 2 // 5)
     rest = max(room - len(last.encode()), 600)
     did = _trim(_did(done), rest // 2)
     asked = _trim(_asks(asks), rest - len(did.encode()))
-    return "\n\n".join(p for p in (head_text, asked, did, ending, last) if p)
+    return Md("\n\n").join(p for p in (head_text, asked, did, ending, last) if p)
 
 
-def _trim(section: str, budget: int) -> str:
+def _trim(section: Md, budget: int) -> Md:
     """A section cut at a line end to fit ``budget`` bytes, saying how many lines were left out."""
     if len(section.encode()) <= budget:
         return section
-    lines, kept, used = section.split("\n"), [], 0
+    lines, kept, used = section.lines(), [], 0
     for line in lines:
         if used + len(line.encode()) + 1 > budget - 80 and kept:
             break
         kept.append(line)
         used += len(line.encode()) + 1
-    return "\n".join(kept) + f"\n- … {len(lines) - len(kept)} more lines (get_events has them)"
+    return Md("\n").join([*kept, md("- … {} more lines (get_events has them)", len(lines) - len(kept))])
 
 
-def _asks(asks: list[dict[str, Any]]) -> str:
+def _asks(asks: list[dict[str, Any]]) -> Md:
     if not asks:
-        return "## What the user asked\n(no ask recorded)"
+        return Md("## What the user asked\n(no ask recorded)")
     shown = asks if len(asks) <= ASKS_SHOWN else [*asks[:5], None, *asks[-(ASKS_SHOWN - 5):]]
-    lines = ["## What the user asked"]
+    lines = [Md("## What the user asked")]
     for e in shown:
         if e is None:
-            lines.append(f"- … {len(asks) - ASKS_SHOWN} more asks (get_events has them)")
+            lines.append(md("- … {} more asks (get_events has them)", len(asks) - ASKS_SHOWN))
             continue
-        lines.append(f"- #{e['seq']} ({when(e['ts'])[11:] or '-'}): {text_of(clip(e['text'], 400))}")
-    return "\n".join(lines)
+        lines.append(md("- #{} ({}): {}", e["seq"], when(e["ts"])[11:] or "-", clip(e["text"], 400)))
+    return Md("\n").join(lines)
 
 
-def _did(done: Any) -> str:
-    lines = ["## What the agent did"]
+def _listed(items: list[Md], total: int) -> Md:
+    return Md(", ").join(items[:ITEMS_SHOWN]) + (Md(" …") if total > ITEMS_SHOWN else EMPTY)
+
+
+def _did(done: Any) -> Md:
+    lines = [Md("## What the agent did")]
     if done.read:
-        files = list(done.read)
-        lines.append(f"- read {len(files)} files: " + ", ".join(text_of(f) for f in files[:ITEMS_SHOWN])
-                     + (" …" if len(files) > ITEMS_SHOWN else ""))
+        files = [md("{}", f) for f in done.read]
+        lines.append(md("- read {} files: {}", len(files), _listed(files, len(files))))
     if done.changed:
-        items = [f"{text_of(p)} ({', '.join(sorted(set(tools)))}{' ×' + str(len(tools)) if len(tools) > 1 else ''})"
+        items = [md("{} ({}{})", p, ", ".join(sorted(set(tools))), md(" ×{}", len(tools)) if len(tools) > 1 else EMPTY)
                  for p, tools in done.changed.items()]
-        lines.append(f"- changed {len(items)} files: " + ", ".join(items[:ITEMS_SHOWN])
-                     + (" …" if len(items) > ITEMS_SHOWN else ""))
+        lines.append(md("- changed {} files: {}", len(items), _listed(items, len(items))))
     if done.commands:
-        lines.append(f"- ran {len(done.commands)} commands:")
+        lines.append(md("- ran {} commands:", len(done.commands)))
         shown = done.commands if len(done.commands) <= ITEMS_SHOWN else done.commands[-ITEMS_SHOWN:]
         if len(shown) < len(done.commands):
-            lines.append(f"  - … {len(done.commands) - len(shown)} earlier ones")
-        lines += [f"  - #{seq} `{text_of(clip(cmd, 200))}` → {status}" for seq, cmd, status in shown]
+            lines.append(md("  - … {} earlier ones", len(done.commands) - len(shown)))
+        lines += [md("  - #{} `{}` → {}", seq, clip(cmd, 200), status) for seq, cmd, status in shown]
     if done.errors:
-        lines.append(f"- {len(done.errors)} tool calls failed:")
-        lines += [f"  - #{seq} {text_of(tool)}: {text_of(clip(first, 200))}" for seq, tool, first in done.errors[-10:]]
+        lines.append(md("- {} tool calls failed:", len(done.errors)))
+        lines += [md("  - #{} {}: {}", seq, tool, clip(first, 200)) for seq, tool, first in done.errors[-10:]]
     if done.other:
-        lines.append("- other tools: " + ", ".join(f"{text_of(n)} ×{c}" for n, c in done.other.items()))
-    return "\n".join(lines) if len(lines) > 1 else "## What the agent did\n(no tool calls)"
+        lines.append(md("- other tools: {}", Md(", ").join(md("{} ×{}", n, c) for n, c in done.other.items())))
+    return Md("\n").join(lines) if len(lines) > 1 else Md("## What the agent did\n(no tool calls)")
 
 
-def _ending(s: dict[str, Any], events: list[dict[str, Any]]) -> str:
-    lines = ["## How it ended"]
+def _ending(s: dict[str, Any], events: list[dict[str, Any]]) -> Md:
+    lines = [Md("## How it ended")]
     if s["state"] == "abandoned":
-        lines.append("The agent was stopped in the middle of a turn (killed, crashed, or interrupted): its last "
-                     "request did not get a finished answer. Check the files it was changing before going on.")
+        lines.append(Md("The agent was stopped in the middle of a turn (killed, crashed, or interrupted): its last "
+                        "request did not get a finished answer. Check the files it was changing before going on."))
     elif s["state"] == "live":
-        lines.append("The session is still live: another agent may be working in it now. Coordinate before "
-                     "changing the same files.")
+        lines.append(Md("The session is still live: another agent may be working in it now. Coordinate before "
+                        "changing the same files."))
     elif s["state"] == "ended":
-        lines.append("It ended cleanly.")
+        lines.append(Md("It ended cleanly."))
     else:
-        lines.append("Unknown: the capture service did not see it end.")
+        lines.append(Md("Unknown: the capture service did not see it end."))
     calls = {e["tool_call_id"] for e in events if e["kind"] == "tool_call" and e.get("tool_call_id")}
     answered = {e["tool_call_id"] for e in events if e["kind"] == "tool_result" and e.get("tool_call_id")}
     pending = [e for e in events if e["kind"] == "tool_call" and e.get("tool_call_id") in calls - answered]
     if pending:
         last = pending[-1]
-        lines.append(f"A tool call got no result: #{last['seq']} {text_of(clip(last['text'], 200))}")
-    return "\n".join(lines)
+        lines.append(md("A tool call got no result: #{} {}", last["seq"], clip(last["text"], 200)))
+    return Md("\n").join(lines)
 
 
-def _last_exchange(events: list[dict[str, Any]], budget: int) -> str:
+def _last_exchange(events: list[dict[str, Any]], budget: int) -> Md:
     last_ask = max((i for i, e in enumerate(events) if e["role"] == "user" and e["kind"] == "text"), default=None)
     if last_ask is None:
-        return ""
-    lines = ["## The last exchange, verbatim"]
+        return EMPTY
+    lines = [Md("## The last exchange, verbatim")]
     for e in events[last_ask:]:
         if e["kind"] == "text" and e["role"] in ("user", "assistant"):
             text = e["text"] or ""
-            if len(text.encode()) > budget // 2:  # a long answer: its start and its end, where the conclusion is
-                keep = budget // 4
-                text = f"{text[:keep]}\n[… {len(text) - 2 * keep} characters …]\n{text[-keep:]}"
-            lines.append(f"**{e['role']}** (#{e['seq']}):\n{text_of(text)}")
+            said = md("**{}** (#{}):\n", e["role"], e["seq"])
+            if len(text.encode("utf-8", "surrogatepass")) > budget // 2:
+                keep = budget // 4  # a long answer: its start and its end, where the conclusion is
+                lines.append(said + quote(text[:keep]) + md("\n[… {} characters …]\n", len(text) - 2 * keep)
+                             + quote(text[-keep:]))
+            else:
+                lines.append(said + quote(text))
         elif e["kind"] in ("tool_call", "tool_result"):
-            lines.append(f"*{e['kind'].replace('_', ' ')}* (#{e['seq']}): {text_of(clip(e['text'], 300))}")
-    return "\n\n".join(lines)
+            lines.append(md("*{}* (#{}): {}", e["kind"].replace("_", " "), e["seq"], clip(e["text"], 300)))
+    return Md("\n\n").join(lines)

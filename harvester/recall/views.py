@@ -2,8 +2,9 @@
 
 Every answer is markdown inside the recall frame (:mod:`harvester.recall.frame`), at most ``max_bytes`` of
 UTF-8, newest first, and cites session ids and event positions (``#12``) so the reader can page on with
-``get_events``. Transcript text is shown as it was (recall events left out), with anything that could
-close the frame neutralized and every control character made visible.
+``get_events``. Answers are built with :mod:`harvester.recall.shown` only: every value a session or an event
+holds is shown on one line, a transcript's text is quoted line by line (``> ``), anything that could close
+the frame is neutralized and every control character is made visible. Recall events are left out.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import Any
 
 from harvester.bank import Bank
 from harvester.bank.sqlite_recall import plain_words
-from harvester.recall.frame import frame, neutralize
+from harvester.recall.frame import frame
 from harvester.recall.scope import Scope
-from harvester.terminal import visible
+from harvester.recall.shown import EMPTY, Md, md, quote
 
 DEFAULT_MAX_BYTES = 8192
 MAX_MAX_BYTES = 200_000  # an answer bigger than this fills a model's context for little
@@ -40,34 +41,41 @@ class Recall:
     recent_minutes: float = 10  # a session of the caller's harness written this recently is its own
 
 
-def text_of(value: str | None) -> str:
-    return visible(neutralize(value or ""))
+MAX_REF = 4096  # characters of a session id a caller gives (its start names it as well)
+MAX_POSITION = 2**62  # an event position past this is none a bank holds (and past SQLite's integers soon)
+# A time as agents write it: ISO 8601's extended format, a date with an optional time and offset.
+_ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?")
 
 
-def clip(text: str | None, limit: int) -> str:
-    text = " ".join((text or "").split())
+def clip(text: Any, limit: int) -> str:
+    text = " ".join((text if isinstance(text, str) else "" if text is None else str(text)).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def when(ts: str | None) -> str:
-    return (ts or "-").replace("T", " ")[:19] + ("Z" if ts and ts.endswith("Z") else "")
+    """A time as answers show it (``2026-11-01 10:00:00Z``), or "-": what is not an ISO 8601 time, whatever a
+    transcript or a teammate's row holds, is not shown."""
+    if not isinstance(ts, str) or _ISO_TIME.fullmatch(ts) is None:
+        return "-"
+    return ts.replace("T", " ")[:19] + ("Z" if ts.endswith("Z") else "")
 
 
 def parse_since(value: str | None) -> str | None:
     """An ISO 8601 date or time (UTC unless it says otherwise), or a span back from now: 90m, 24h, 7d, 2w."""
     if not value:
         return None
-    span = re.fullmatch(r"\s*(\d+)\s*([mhdw])\s*", value)
-    if span:
-        unit = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[span[2]]
-        moment = datetime.now(UTC) - timedelta(**{unit: int(span[1])})
-    else:
-        try:
+    span = re.fullmatch(r"\s*(\d{1,12})\s*([mhdw])\s*", value)
+    try:
+        if span:
+            unit = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[span[2]]
+            moment = datetime.now(UTC) - timedelta(**{unit: int(span[1])})
+        else:
             moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise RecallError(f"since: {value!r} is neither an ISO 8601 date/time nor a span like 24h or 7d") from None
-        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+            moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    except (OverflowError, ValueError):  # a span reaching before year 1, a time past 9999, or no time at all
+        raise RecallError(f"since: {clip(value, 60)!r} is neither an ISO 8601 date/time from year 1 to 9999 nor a "
+                          "span like 24h or 7d that reaches no further back") from None
 
 
 def check_max_bytes(max_bytes: int) -> int:
@@ -76,21 +84,26 @@ def check_max_bytes(max_bytes: int) -> int:
     return max_bytes
 
 
-def bounded(body: str, kind: str, scope: Scope, max_bytes: int, more: str = "") -> str:
-    """The framed answer, cut at a line end so that it stays within ``max_bytes`` (the cut is said)."""
-    whole = frame(body, kind, repository=scope.label)
+def bounded(r: Recall, body: Md, kind: str, max_bytes: int, more: Md = EMPTY) -> str:
+    """The framed answer, sealed with the bank's key, cut at a line end so that it stays within ``max_bytes``
+    (the cut is said)."""
+    key = r.bank.recall_key()
+    whole = frame(body, kind, key, repository=r.scope.label)
     if len(whole.encode()) <= max_bytes:
         return whole
-    note = f"\n\n[… cut to stay within {max_bytes} bytes{'; ' + more if more else ''}]"
-    budget = max_bytes - len(frame(note, kind, repository=scope.label).encode()) - 8
+    note = md("\n\n[… cut to stay within {} bytes{}]", max_bytes, md("; {}", more) if more else EMPTY)
+    budget = max_bytes - len(frame(note, kind, key, repository=r.scope.label).encode()) - 8
     cut = body.encode()[:max(budget, 0)].decode("utf-8", "ignore")
     if "\n" in cut:
         cut = cut[: cut.rfind("\n")]
-    return frame(cut + note, kind, repository=scope.label)
+    return frame(Md(cut) + note, kind, key, repository=r.scope.label)  # the start of safe lines is safe
 
 
 def session_in_scope(r: Recall, ref: str) -> dict[str, Any]:
     """The session ``ref`` names (an id or an unambiguous prefix), if it is in the scope."""
+    if len(ref) > MAX_REF:  # SQLite refuses a LIKE pattern past 50,000 bytes; a prefix this long is one enough
+        raise RecallError(f"no session {clip(ref, 80)!r}: a session id (or its start) is at most {MAX_REF} "
+                          "characters here")
     found = r.bank.find_sessions(ref)
     where = r.scope
     if not where.everything:
@@ -98,9 +111,9 @@ def session_in_scope(r: Recall, ref: str) -> dict[str, Any]:
                  # a team bank's row (it names its host): another machine's clone is this repository by its origin
                  or ("host" in s and where.origin_id and s["origin_id"] == where.origin_id)]
     if not found:
-        raise RecallError(f"no session {ref!r} in {where.label} (recent_sessions lists them)")
+        raise RecallError(f"no session {clip(ref, 80)!r} in {where.label} (recent_sessions lists them)")
     if len(found) > 1:
-        raise RecallError(f"{ref!r} names {len(found)} sessions: give more of the id")
+        raise RecallError(f"{clip(ref, 80)!r} names {len(found)} sessions: give more of the id")
     return found[0]
 
 
@@ -122,25 +135,26 @@ def recent_sessions(r: Recall, limit: int = 10, harness: str | None = None, sinc
     check_max_bytes(max_bytes)
     rows = r.bank.scoped_sessions(r.scope, limit, harness=harness, since=parse_since(since))
     if not rows:
-        return bounded(f"No sessions in {r.scope.label}" + (f" of {harness}" if harness else "") + ".",
-                       "recent_sessions", r.scope, max_bytes)
-    parts = [f"{len(rows)} most recent sessions in {r.scope.label}, newest first:"]
+        return bounded(r, md("No sessions in {}{}.", r.scope.label, md(" of {}", harness) if harness else EMPTY),
+                       "recent_sessions", max_bytes)
+    parts = [md("{} most recent sessions in {}, newest first:", len(rows), r.scope.label)]
     for s in rows:
         first, last = r.bank.first_and_last(s["id"])
         counts = r.bank.event_counts(s["id"])
-        lines = [f"## {text_of(clip(s['title'], 100)) or '(untitled)'}",
-                 f"- session `{s['native_id']}` ({s['harness']}{', ' + s['agent_version'] if s['agent_version'] else ''})"
-                 + (f", branch {text_of(s['branch'])}" if s["branch"] else ""),
-                 f"- started {when(s['started_at'])}, updated {when(s['updated_at'])}; {state_words(s)}",
-                 f"- {s['event_count']} events: {counts['asks']} asks, {counts['answers']} answers, "
-                 f"{counts['tool_calls']} tool calls, {counts['tool_errors']} tool errors"]
+        lines = [md("## {}", clip(s["title"], 100) or "(untitled)"),
+                 md("- session `{}` ({}{}){}", s["native_id"], s["harness"],
+                    md(", {}", s["agent_version"]) if s["agent_version"] else EMPTY,
+                    md(", branch {}", s["branch"]) if s["branch"] else EMPTY),
+                 md("- started {}, updated {}; {}", when(s["started_at"]), when(s["updated_at"]), state_words(s)),
+                 md("- {} events: {} asks, {} answers, {} tool calls, {} tool errors", s["event_count"],
+                    counts["asks"], counts["answers"], counts["tool_calls"], counts["tool_errors"])]
         if first:
-            lines.append(f"- first ask (#{first['seq']}): {text_of(clip(first['text'], 300))}")
+            lines.append(md("- first ask (#{}): {}", first["seq"], clip(first["text"], 300)))
         if last:
-            lines.append(f"- last answer (#{last['seq']}): {text_of(clip(last['text'], 300))}")
-        parts.append("\n".join(lines))
-    return bounded("\n\n".join(parts), "recent_sessions", r.scope, max_bytes,
-                   "ask for fewer sessions, or handoff / get_events for one")
+            lines.append(md("- last answer (#{}): {}", last["seq"], clip(last["text"], 300)))
+        parts.append(Md("\n").join(lines))
+    return bounded(r, Md("\n\n").join(parts), "recent_sessions", max_bytes,
+                   md("ask for fewer sessions, or handoff / get_events for one"))
 
 
 # --- search_history --------------------------------------------------------------------------------------
@@ -149,9 +163,9 @@ def search_history(r: Recall, query: str, harness: str | None = None, since: str
                    role: str | None = None, kind: str | None = None, limit: int = 10,
                    max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     if role is not None and role not in ROLES:
-        raise RecallError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+        raise RecallError(f"role must be one of {', '.join(ROLES)}, not {clip(role, 40)!r}")
     if kind is not None and kind not in KINDS:
-        raise RecallError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+        raise RecallError(f"kind must be one of {', '.join(KINDS)}, not {clip(kind, 40)!r}")
     if not 1 <= limit <= 100:
         raise RecallError(f"limit must be between 1 and 100, not {limit}")
     check_max_bytes(max_bytes)
@@ -163,69 +177,79 @@ def search_history(r: Recall, query: str, harness: str | None = None, since: str
                               kind=kind)
     hits = page.hits
     if not hits:
-        return bounded(f"Nothing in {r.scope.label} matches {text_of(query)!r}.", "search_history", r.scope, max_bytes)
-    matches = "match" if page.total == 1 and not page.more else "matches"
-    counted = f"{'More than ' if page.more else ''}{page.total:,} {matches} for {text_of(query)!r} in {r.scope.label}"
-    if page.ranked:
-        parts = [counted + (", best first:" if page.total <= len(hits) else f"; the best {len(hits)}:")]
-    else:
-        parts = [counted + f", too many to rank; the {len(hits)} stored last, newest first:"]
-    for h in hits:
-        label = h["role"] if h["kind"] == "text" else f"{h['role']} {h['kind'].replace('_', ' ')}"
-        if h["tool_name"]:
-            label += f" [{text_of(h['tool_name'])}]"
-        parts.append(f"- session `{h['session']}` ({h['harness']}) #{h['seq']} {label}, {when(h['ts'])}: "
-                     f"{text_of(clip(h['snippet'], 400))}")
+        return bounded(r, md("Nothing in {} matches {!r}.", r.scope.label, query), "search_history", max_bytes)
+    counted = md("{}{:,} {} for {!r} in {}", "More than " if page.more else "", page.total,
+                 "match" if page.total == 1 and not page.more else "matches", query, r.scope.label)
     if not page.ranked:
-        parts.append("(add words, or narrow with harness, since, role or kind, to get the matches ranked best first)")
+        parts = [counted + md(", too many to rank; the {} stored last, newest first:", len(hits))]
+    elif page.total <= len(hits):
+        parts = [counted + md(", best first:")]
+    else:
+        parts = [counted + md("; the best {}:", len(hits))]
+    for h in hits:
+        parts.append(md("- session `{}` ({}) #{} {}, {}: {}", h["session"], h["harness"], h["seq"], label_of(h),
+                        when(h["ts"]), clip(h["snippet"], 400)))
+    if not page.ranked:
+        parts.append(md("(add words, or narrow with harness, since, role or kind, to get the matches ranked best "
+                        "first)"))
     elif page.total > len(hits):
-        parts.append(f"(more matches past {limit}: raise limit, or narrow with harness, since, role or kind)")
-    return bounded("\n".join(parts), "search_history", r.scope, max_bytes, "narrow the search")
+        parts.append(md("(more matches past {}: raise limit, or narrow with harness, since, role or kind)", limit))
+    return bounded(r, Md("\n").join(parts), "search_history", max_bytes, md("narrow the search"))
+
+
+def label_of(e: dict[str, Any]) -> Md:
+    """What an event is, as answers name it: ``user``, ``assistant tool call [Bash] (error)``."""
+    label = md("{}", e["role"]) if e["kind"] == "text" else md("{} {}", e["role"], str(e["kind"]).replace("_", " "))
+    if e.get("tool_name"):
+        label += md(" [{}]", e["tool_name"])
+    if e.get("is_error"):
+        label += md(" (error)")
+    return label
 
 
 # --- get_events ------------------------------------------------------------------------------------------
 
-def event_block(e: dict[str, Any], limit: int) -> str:
-    label = e["role"] if e["kind"] == "text" else f"{e['role']} {e['kind'].replace('_', ' ')}"
-    if e.get("tool_name"):
-        label += f" [{text_of(e['tool_name'])}]"
-    if e.get("is_error"):
-        label += " (error)"
+def event_block(e: dict[str, Any], limit: int) -> Md:
+    """An event: its heading (position, what it is, when), then its text quoted, cut at ``limit`` characters."""
     body = e.get("text") or ""
+    more = EMPTY
     if len(body) > limit:
-        body = body[:limit] + f"\n[… {len(body) - limit} more characters]"
-    return f"### #{e['seq']} {label} · {when(e['ts'])}\n{text_of(body)}"
+        body, more = body[:limit], md("\n[… {} more characters]", len(body) - limit)
+    return md("### #{} {} · {}\n", e["seq"], label_of(e), when(e["ts"])) + quote(body) + more
 
 
 def get_events(r: Recall, session: str, start: int = 0, limit: int = 50, kinds: list[str] | None = None,
                max_bytes: int = DEFAULT_MAX_BYTES, full: bool = False, text_from: int = 0) -> str:
     """A page of events. ``full``: each text whole (the archive's copy where the bank's is clipped) as far as
     the answer's size allows; one too long for a page goes on from character ``text_from`` in the next."""
-    if start < 0 or not 1 <= limit <= 500 or text_from < 0:
-        raise RecallError("start and text_from must be 0 or more, and limit between 1 and 500")
+    if not 0 <= start <= MAX_POSITION or not 1 <= limit <= 500 or text_from < 0:
+        raise RecallError(f"start and text_from must be 0 or more (start at most {MAX_POSITION}), "
+                          "and limit between 1 and 500")
     for k in kinds or ():
         if k not in KINDS:
-            raise RecallError(f"kinds: {k!r} is not one of {', '.join(KINDS)}")
+            raise RecallError(f"kinds: {clip(k, 40)!r} is not one of {', '.join(KINDS)}")
     check_max_bytes(max_bytes)
     s = session_in_scope(r, session)
     events = r.bank.events_page(s["id"], start, limit + 1, kinds=kinds or None)
     page, rest = events[:limit], events[limit:]
-    head = (f"Session `{s['native_id']}` ({s['harness']}), {text_of(clip(s['title'], 100)) or '(untitled)'}: "
-            f"{s['event_count']} events; {state_words(s)}.")
+    head = md("Session `{}` ({}), {}: {} events; {}.", s["native_id"], s["harness"],
+              clip(s["title"], 100) or "(untitled)", s["event_count"], state_words(s))
     blocks, used = [head], len(head.encode()) + 600
     next_start = rest[0]["seq"] if rest else None
-    go_on = ""
+    go_on = EMPTY
     for n, e in enumerate(page):
         if full:
             e["text"] = r.bank.whole_text(e) or e.get("text") or ""
             if n == 0 and text_from:
                 e["text"] = e["text"][text_from:]
             room = max_bytes - used - 200
-            if n == 0 and len(e["text"].encode()) > room:  # too long for any page: this one carries a part
+            # Too long for any page: this one carries a part (quoted, a text takes more room than its own size).
+            raw = len(e["text"].encode("utf-8", "surrogatepass"))
+            if n == 0 and (raw > room or len(quote(e["text"]).encode()) > room):
                 part = _within(e["text"], room)
                 e["text"] = part
-                go_on = (f"next: get_events(session={s['native_id']!r}, start={e['seq']}, full=true, "
-                         f"text_from={text_from + len(part)})")
+                go_on = md("next: get_events(session={!r}, start={}, full=true, text_from={})", s["native_id"],
+                           e["seq"], text_from + len(part))
                 next_start = None
         block = event_block(e, len(e["text"] or "") if full else 4000)
         if used + len(block.encode()) > max_bytes and len(blocks) > 1:
@@ -235,11 +259,20 @@ def get_events(r: Recall, session: str, start: int = 0, limit: int = 50, kinds: 
         used += len(block.encode()) + 2
         if go_on:
             break
-    blocks.append(go_on or (f"next_start: {next_start}" if next_start is not None else "next_start: none (the end)"))
-    return bounded("\n\n".join(blocks), "get_events", r.scope, max_bytes,
-                   f"page on with get_events(session={s['native_id']!r}, start=…)")
+    blocks.append(go_on or (md("next_start: {}", next_start) if next_start is not None
+                            else md("next_start: none (the end)")))
+    return bounded(r, Md("\n\n").join(blocks), "get_events", max_bytes,
+                   md("page on with get_events(session={!r}, start=…)", s["native_id"]))
 
 
 def _within(text: str, size: int) -> str:
-    """The longest start of ``text`` that fits ``size`` bytes in UTF-8."""
-    return text.encode("utf-8", "surrogatepass")[:max(size, 1)].decode("utf-8", "ignore")
+    """A start of ``text`` (at least one character) whose quoted form fits ``size`` bytes: quote markers, shown
+    controls and neutralized tags take more bytes than the text itself. Each try shrinks the part by how much
+    its quoted form was over (two or three tries where the text is alike throughout)."""
+    part = text.encode("utf-8", "surrogatepass")[:max(size, 1)].decode("utf-8", "ignore") or text[:1]
+    while len(part) > 1:
+        quoted = len(quote(part).encode())
+        if quoted <= size:
+            break
+        part = part[:max(1, min(len(part) - 1, len(part) * size * 97 // (quoted * 100)))]
+    return part

@@ -83,13 +83,19 @@ def tsquery(match: str) -> tuple[str, list[str]]:
 
 class TeamReader:
     """The team bank, read. ``machine``: this machine's id in it (its own sessions filed under a scope's bank id
-    belong to the scope even without a shared origin)."""
+    belong to the scope even without a shared origin). ``recall_key``: the local bank's, which seals the answers
+    given from the team bank as it does those from the local one (harvester/recall/frame.py); it never leaves
+    this machine. A teammate's rows are shown through the same sanitizer as this machine's."""
 
     archive = None  # the archive never leaves a machine
 
-    def __init__(self, team: TeamBank, machine: str | None = None) -> None:
+    def __init__(self, team: TeamBank, machine: str | None = None, recall_key: bytes | None = None) -> None:
         self.team, self.machine = team, machine
         self.path = self.team.settings.url
+        self._recall_key = recall_key
+
+    def recall_key(self) -> bytes | None:
+        return self._recall_key
 
     def __enter__(self) -> TeamReader:
         return self
@@ -153,7 +159,7 @@ class TeamReader:
     def find_sessions(self, ref: str) -> list[dict[str, Any]]:
         """A session by its team bank id, native id, or an unambiguous native id prefix."""
         rows = self._rows(f"SELECT {_S} FROM {_FROM} WHERE s.native_id = %s", (ref,))
-        if not rows and ref.isdigit():
+        if not rows and ref.isascii() and ref.isdigit() and len(ref) <= 18:  # a row id a bigint can hold
             rows = self._rows(f"SELECT {_S} FROM {_FROM} WHERE s.id = %s", (int(ref),))
         if not rows and len(ref) >= 4:
             escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -268,13 +274,14 @@ def open_reader(settings: Any, local: Any = None) -> TeamReader:
     bank, whose machine id marks this machine's own sessions."""
     from harvester.team import TeamBank
 
-    machine = None
+    machine, key = None, None
     if local is not None:
         try:
             row = local.conn.execute("SELECT value FROM bank_facts WHERE key = 'team_machine_id'").fetchone()
             machine = row[0] if row else None
+            key = local.recall_key()
         except Exception:  # a bank from before migration 9, opened read-only
             machine = None
     team = TeamBank(settings.team, max_size=1)
     team.check_schema()
-    return TeamReader(team, machine)
+    return TeamReader(team, machine, key)
