@@ -139,6 +139,47 @@ def test_scans_go_on_reading_the_agents_file_after_a_reparse_of_a_damaged_archiv
     assert event_identities(bank) == event_identities(fresh)
 
 
+def test_a_stream_read_again_from_its_start_is_mended_epoch_by_epoch(tmp_path: Path) -> None:
+    """A file the agent rewrote (cut back, then written on) is archived in epochs, each read in its order: a
+    damaged frame is mended from the file wherever the file still holds its bytes (its own epoch, or an
+    older one whose start the rewrite kept), and the epochs keep their order; where it does not, the
+    sessions stay as they are."""
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    session = _claude_in_frames(home, bank, scans=2)
+    kept = b"".join(session.path.read_bytes().splitlines(keepends=True)[:40])
+    session.path.write_bytes(kept + b"".join(session.conversation(3, start=100)))  # shorter: read anew
+    scan(home, bank, ("claude-code",))
+    assert _query(bank, "SELECT epoch, seq FROM archive_frames ORDER BY 1, 2") == [(0, 1), (0, 2), (1, 1)]
+    rows, sessions = bank_rows(bank), _sessions(bank)
+    assert len(rows) == 80 + 6
+    pristine = tmp_path / "pristine"
+    shutil.copytree(archive_dir(bank), pristine)
+    shutil.copy2(bank, tmp_path / "pristine.sqlite")
+
+    def damage(epoch: int, seq: int) -> None:
+        shutil.rmtree(archive_dir(bank))
+        shutil.copytree(pristine, archive_dir(bank))
+        shutil.copy2(tmp_path / "pristine.sqlite", bank)
+        (offset, length), = _query(bank, "SELECT offset, length FROM archive_frames WHERE epoch = ? AND seq = ?",
+                                   epoch, seq)
+        _flip(archive_dir(bank) / "streams" / f"1-{epoch}.zst", offset + length // 2)
+
+    for epoch, seq in ((1, 1), (0, 1)):  # the file holds their bytes
+        damage(epoch, seq)
+        report = _reparse(bank)
+        assert bank_rows(bank) == rows and _sessions(bank) == sessions
+        assert [s.mended for s in report.sources] == [[f"streams/1-{epoch}.zst frame {seq}"]]
+        away = session.path.rename(tmp_path / "away.jsonl")  # the archive alone gives it all again, in order
+        assert [s.how for s in _reparse(bank).sources] == ["archive"]
+        assert bank_rows(bank) == rows and _sessions(bank) == sessions
+        away.rename(session.path)
+
+    damage(0, 2)  # lines the rewrite dropped: only the archive had them
+    report = _reparse(bank)
+    assert [(s.how, s.damage) for s in report.sources] == [("damaged", ["streams/1-0.zst frame 2"])]
+    assert bank_rows(bank) == rows and _sessions(bank) == sessions
+
+
 def _forget_digests(bank: Path) -> None:
     """The bank's index as an archive made before frames had digests left it."""
     conn = sqlite3.connect(bank)
