@@ -264,7 +264,7 @@ def test_a_deleted_stream_file_stays_reported_after_the_next_append(tmp_path: Pa
 
 def test_show_full_never_shows_a_damaged_whole_text(tmp_path: Path) -> None:
     output = "".join(f"line {n:06d} of the build log\n" for n in range(20_000))
-    _claude_with_big_output(tmp_path / "home", output)
+    session = _claude_with_big_output(tmp_path / "home", output)
     bank_path = tmp_path / "bank.sqlite"
     scan(tmp_path / "home", bank_path, ("claude-code",))
     blob = next((archive_dir(bank_path) / "texts").rglob("*.zst"))
@@ -279,6 +279,10 @@ def test_show_full_never_shows_a_damaged_whole_text(tmp_path: Path) -> None:
             blob.write_bytes(pristine)
     finally:
         bank.close()
+    _flip(blob, len(pristine) // 2)
+    shown = harvester_cli(tmp_path, "show", session.id, "--full", "--json")
+    result = next(e for e in orjson.loads(shown.stdout)["events"] if e["kind"] == "tool_result")
+    assert result["text"].endswith("[the whole text in the archive is damaged: it is not shown]")
 
 
 def test_forget_in_a_store_whose_archive_is_damaged(tmp_path: Path) -> None:

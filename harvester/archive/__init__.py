@@ -222,6 +222,10 @@ def record_lost(conn: sqlite3.Connection, kind: str, source_id: int, epoch: int,
                                            (source_id, kind, epoch, size))]
     record_damage(conn, source_id, [(frame_part(kind, source_id, epoch, seq), f"lost: the file ends at byte {size} "
                                      "(cut short or deleted after its commit)") for seq in seqs], now)
+    from harvester.log import get_logger
+
+    get_logger("harvester.archive").warning("archived frames lost on disk after their commit", source_id=source_id,
+                                            kind=kind, epoch=epoch, frames=len(seqs))
 
 
 def put_blob(directory: str | Path, sub: str, digest: str, data: bytes, whole: bool = False) -> None:
