@@ -3,6 +3,8 @@ the real agents wrote here) and the benchmark tree of ``bench/bench_scan.py``.
 
 The archive keeps appended files as zstd frames (one per committed chunk: a few bytes of frame header each),
 documents in every version read, and database rows once each; so its size depends on the agent's format.
+And how fast it is checked: every frame and blob decompressed and held against its digest, as reparse
+reads them (harvester/archive/integrity.py's survey of every source).
 
     python bench/bench_archive.py [--tree bench/out/claude-tree]
 """
@@ -38,6 +40,25 @@ def by_harness(bank: Path) -> dict[str, tuple[int, int]]:
         conn.close()
 
 
+def check_rate(bank_path: Path) -> tuple[int, float]:
+    """Bytes of archive checked, and the seconds it took: every source's frames and blobs (none damaged)."""
+    import time
+
+    from harvester.archive.integrity import survey
+    from harvester.bank import open_bank
+
+    bank = open_bank(bank_path)
+    try:
+        conn = bank.conn  # type: ignore[attr-defined]
+        size = bank.archive_stats()["size_bytes"]
+        started = time.perf_counter()
+        for (source,) in conn.execute("SELECT id FROM sources").fetchall():
+            assert survey(bank.archive, conn, source) == []  # type: ignore[attr-defined]
+        return size, time.perf_counter() - started
+    finally:
+        bank.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parent / "out" / "claude-tree")
@@ -52,12 +73,17 @@ def main() -> None:
             print(f"{harness:<20} {size:>12,} {archived:>12,} {archived / size if size else 0:>7.1%}")
         total = [sum(r[i] for r in rows.values()) for i in (0, 1)]
         print(f"{'all':<20} {total[0]:>12,} {total[1]:>12,} {total[1] / total[0]:>7.1%}")
+        checked = [(total[0], *check_rate(Path(tmp) / "capture-bank.sqlite"))]
         if (args.tree / "projects").is_dir():
             from bench.bench_scan import scan_pass
 
             scan_pass(args.tree, Path(tmp), archive=True)
             size, archived = by_harness(Path(tmp) / "bank.sqlite")["claude-code"]
             print(f"{'benchmark tree':<20} {size:>12,} {archived:>12,} {archived / size:>7.1%}")
+            checked.append((size, *check_rate(Path(tmp) / "bank.sqlite")))
+        for name, (sources, size, seconds) in zip(("real capture", "benchmark tree"), checked, strict=False):
+            print(f"checked ({name}): {size / 1e6:.1f} MB of archive ({sources / 1e6:.1f} MB of sources) in "
+                  f"{seconds:.2f} s: {sources / 1e6 / seconds:.0f} MB/s of sources")
 
 
 if __name__ == "__main__":

@@ -319,6 +319,9 @@ def _whole_texts(bank: Bank, events: list[dict[str, Any]]) -> None:
             clipped["whole"] = True
         elif getattr(bank, "team", None) is not None:
             event["text"] += "\n[the whole text is in the archive of the machine that captured it: it never leaves it]"
+        elif clipped.get("text") and getattr(bank, "archive", None) is not None and \
+                bank.archive.blob_path("texts", str(clipped["text"])).exists():  # type: ignore[attr-defined]
+            event["text"] += "\n[the whole text in the archive is damaged: it is not shown]"
         else:
             event["text"] += "\n[the whole text is not in the archive: it was off, or retention removed it]"
 

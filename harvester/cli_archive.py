@@ -31,7 +31,9 @@ def _archive_wanted(settings: Settings) -> bool:
 @click.pass_obj
 def reparse(settings: Settings, names: tuple[str, ...], session_ref: str | None) -> None:
     """Rebuild sessions with today's parsers from the raw archive (or the agents' files, where the archive
-    lacks them). Idempotent; a run that was stopped goes on where it stood."""
+    lacks them). Idempotent; a run that was stopped goes on where it stood. Exit status 3: the archive of some
+    sources is damaged (and their agents' files cannot mend it): their sessions were left as they were, and
+    `harvester status` lists the damage."""
     from harvester.archive import reparse as reparsing
     from harvester.ingest import Ingestor
     from harvester.render import ProgressLine
@@ -60,6 +62,11 @@ def reparse(settings: Settings, names: tuple[str, ...], session_ref: str | None)
         ingestor.close()
         bank.close()
     terminal.echo(_reparse_summary(report))
+    if report.damaged:
+        sys.exit(DAMAGED_EXIT)
+
+
+DAMAGED_EXIT = 3  # reparse: some sources were left as they were, their archive being damaged
 
 
 def _reparse_summary(report: Any) -> str:
@@ -72,11 +79,24 @@ def _reparse_summary(report: Any) -> str:
     if report.resumed:
         head += " (carrying on a run that was stopped)"
     parts = [f"{ways[k]} from {w}" for k, w in (("archive", "the archive"), ("file", "their files")) if ways.get(k)]
+    if ways.get("damaged"):
+        parts.append(f"{ways['damaged']} left as they were, their archive damaged")
     lines = [head + (f"; {', '.join(parts)}." if parts else ".")]
     for done in report.sources:
+        if done.mended:
+            lines.append(f"  mended from its file, which holds what was archived: {terminal.visible(done.path)} "
+                         f"({_parts(done.mended)})")
         if done.how == "skipped":
             lines.append(f"  skipped {terminal.visible(done.path)}: {done.reason}")
+        elif done.how == "damaged":
+            lines.append(f"  damaged, left as it was: {terminal.visible(done.path)} ({_parts(done.damage)}): the "
+                         "bank keeps its sessions; `harvester status` lists the damage")
     return "\n".join(lines)
+
+
+def _parts(parts: list[str]) -> str:
+    shown = ", ".join(terminal.visible(p) for p in parts[:3])
+    return shown + (f" and {len(parts) - 3} more" if len(parts) > 3 else "")
 
 
 @click.command()
@@ -146,6 +166,10 @@ def _forget_summary(done: Any) -> str:
         lines.append(f"  {terminal.visible(path)} also holds other sessions, which could not be told apart from "
                      "these: its whole archive went (they stay in the bank; `harvester reparse` archives them "
                      "again from the file)")
+    for path, what in done.damaged:
+        lines.append(f"  {terminal.visible(path)}: its archive was damaged ({terminal.visible(what)}), and went whole "
+                     "rather than be re-packed from what could not be checked (its other sessions stay in the bank; "
+                     "`harvester reparse` archives them again from the file)")
     if not done.wal_emptied:
         lines.append("  another process is reading the bank: its write-ahead log keeps old pages until the next "
                      "checkpoint")

@@ -32,6 +32,7 @@ class Forgotten:
     archive_dropped: int = 0  # sources whose archive went whole
     archive_repacked: int = 0  # shared sources re-packed without them
     inseparable: list[str] = field(default_factory=list)  # shared sources whose whole archive went
+    damaged: list[tuple[str, str]] = field(default_factory=list)  # (source, what): its archive went, damaged
     bytes_freed: int = 0
     wal_emptied: bool = True  # False: a reader held the log; its old pages go at the next checkpoint
 
@@ -128,7 +129,7 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
         if purge is not None:
             result.bytes_freed = purge.finish(bank.archive, conn)  # type: ignore[arg-type]
             result.archive_dropped, result.archive_repacked = len(purge.dropped), len(purge.repacked)
-            result.inseparable = purge.inseparable
+            result.inseparable, result.damaged = purge.inseparable, purge.damaged
         with bank.transaction() as c:  # the index's own copy of the terms: merged away
             c.execute("INSERT INTO events_fts (events_fts) VALUES ('optimize')")
         busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()

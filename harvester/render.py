@@ -277,6 +277,17 @@ def archive_text(archive: dict[str, Any], harnesses: list[dict[str, Any]]) -> li
         n = gap["sources"]
         lines.append(f"  {n} {plural(n, 'source')} only partly archived ({visible(_short(gap['reason'], 90))}): "
                      "reparse reads them from their files")
+    damaged = archive.get("damaged", [])
+    for source in damaged[:3]:
+        n = len(source["parts"])
+        first = source["parts"][0]
+        more = f" and {n - 1} more" if n > 1 else ""
+        lines.append(f"  DAMAGED: {n} archived {plural(n, 'part')} of {visible(source['path'])}: "
+                     f"{visible(first['part'])} ({visible(_short(first['detail'], 60))}){more}; reparse leaves its "
+                     "sessions as the bank has them, and mends it from the agent's file while that holds what was "
+                     "archived")
+    if len(damaged) > 3:
+        lines.append(f"  DAMAGED: {len(damaged) - 3} more {plural(len(damaged) - 3, 'source')} (status --json lists them)")
     for source, epoch, frames in archive.get("missing", [])[:3]:
         lines.append(f"  MISSING: {frames} archived {plural(frames, 'chunk')} of source {source} (epoch {epoch}) "
                      "are not on disk (lost after a crash, or deleted)")

@@ -84,9 +84,11 @@ DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql
              "db.sql": "db.sqlite", "amazon-q-data.sql": "data.sqlite3"}
 
 
-def lay_out_every_store(home: Path) -> None:
-    """Every hand-written store at its agent's default place under ``home``."""
+def lay_out_every_store(home: Path, only: tuple[str, ...] = ()) -> None:
+    """Every hand-written store (``only``: these layouts' stores) at its agent's default place under ``home``."""
     for key, place in PLACES.items():
+        if only and key not in only:
+            continue
         layout = LAYOUTS[key]
         shutil.copytree(layout.base(key) / layout.hand, home / place, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("README.md", "*.db-wal", "*.db-shm"))

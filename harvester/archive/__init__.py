@@ -22,6 +22,17 @@ appended whose transaction never committed. Every append first cuts its file bac
 recorded, and :meth:`Archive.repair` does the same for every file at start. A blob written for a
 transaction that rolled back is unreferenced, harmless, and collected by retention. An archive *behind*
 the bank (bytes the OS lost in a power failure after the commit) is found by ``repair`` and reported.
+
+**Nothing read from it is trusted unchecked.** Every frame carries zstd's content checksum, and the bank's
+index records each frame's digest (sha256 of its uncompressed bytes: for a stream, the source's bytes
+``[src_start, src_end)``); blobs are named by the sha256 of their content. :meth:`Archive.frames` and
+:meth:`Archive.blob` check every read against them and raise :class:`Damaged` instead of returning
+something else. Frames archived before digests were kept are checked by their structure: one whole zstd
+frame filling exactly its recorded length, decoding to the size its header declares (zstd checks it), and
+for rows, holding the number of records recorded. A stream frame's size is not held against its source
+range: where an excluded or forgotten session's lines were blanked out of it, it is smaller. So a byte
+flipped inside such a frame's text can go unseen: only frames with a digest are proof against it. What is
+done about damage is :mod:`harvester.archive.integrity`'s.
 """
 
 from __future__ import annotations
@@ -52,7 +63,9 @@ class Piece:
 
     kind: PieceKind
     data: bytes = b""  # stream/doc/text: zstd-compressed content (stream: source bytes [src_start, src_end))
-    digest: str = ""  # doc/text: sha256 of the uncompressed content, the blob's name
+    # sha256 of the uncompressed content: doc/text, the blob's name; stream, the frame's digest (the source's
+    # bytes, unless a forgotten session's records were blanked out of them)
+    digest: str = ""
     src_start: int = 0
     src_end: int = 0
     restart: bool = False  # stream/rows: the source is read again from its start, a new epoch
@@ -63,14 +76,35 @@ class Piece:
     session: str = ""  # text: the session whose event it is
 
 
-def _compress(raw: bytes, level: int = LEVEL) -> bytes:
+class Damaged(Exception):
+    """A part of the archive does not hold what the bank recorded of it: gone, cut short, not zstd, or not
+    matching its digest. ``part`` names it as ``status`` shows it (``streams/12-0.zst frame 3``)."""
+
+    def __init__(self, part: str, detail: str) -> None:
+        super().__init__(f"{part}: {detail}")
+        self.part = part
+        self.detail = detail
+        self.source_id: int | None = None  # the source being read, when the reader knows it
+
+
+def compress(raw: bytes, level: int = LEVEL) -> bytes:
+    """One zstd frame with its content checksum (4 bytes): damage is found by decompressing it alone."""
     import zstandard
 
-    return zstandard.ZstdCompressor(level=level).compress(raw)
+    return zstandard.ZstdCompressor(level=level, write_checksum=True).compress(raw)
+
+
+def digest_of(raw: bytes) -> str:
+    """sha256 of uncompressed bytes: a frame's digest, a blob's name."""
+    import hashlib
+
+    return hashlib.sha256(raw).hexdigest()
 
 
 def stream_piece(raw: bytes, start: int, end: int, restart: bool) -> Piece:
-    return Piece("stream", _compress(raw, STREAM_LEVEL), src_start=start, src_end=end, restart=restart)
+    # Digested here, on the compressing thread (hashlib lets go of the GIL too).
+    return Piece("stream", compress(raw, STREAM_LEVEL), digest=digest_of(raw), src_start=start, src_end=end,
+                 restart=restart)
 
 
 def rows_piece(records: list[bytes], restart: bool) -> Piece:
@@ -79,9 +113,7 @@ def rows_piece(records: list[bytes], restart: bool) -> Piece:
 
 def doc_piece(raw: bytes, part: int) -> Piece:
     """A document version (a JSON file rewritten whole, a related document, a sidecar)."""
-    import hashlib
-
-    return Piece("doc", _compress(raw), digest=hashlib.sha256(raw).hexdigest(), part=part)
+    return Piece("doc", compress(raw), digest=digest_of(raw), part=part)
 
 
 def file_piece(directory: str | Path, path: str | Path) -> Piece:
@@ -116,21 +148,96 @@ def file_piece(directory: str | Path, path: str | Path) -> Piece:
 
 def text_piece(text: str, session: str) -> Piece:
     """A whole event text (redacted), for ``show --full``."""
-    import hashlib
-
     raw = text.encode("utf-8", "surrogatepass")
-    return Piece("text", _compress(raw), digest=hashlib.sha256(raw).hexdigest(), session=session)
+    return Piece("text", compress(raw), digest=digest_of(raw), session=session)
 
 
 def blob_path(directory: str | Path, sub: str, digest: str) -> Path:
     return Path(directory) / sub / digest[:2] / f"{digest}.zst"
 
 
-def put_blob(directory: str | Path, sub: str, digest: str, data: bytes) -> None:
-    """Write a blob under its content's name, once (atomically: a reader never sees half of one)."""
+def blob_part(sub: str, digest: str) -> str:
+    return f"{sub}/{digest[:2]}/{digest}.zst"
+
+
+def frame_part(kind: str, source_id: int, epoch: int, seq: int) -> str:
+    return f"{kind}/{source_id}-{epoch}.zst frame {seq}"
+
+
+def check_blob(data: bytes, sub: str, digest: str, whole: bool = False) -> bytes:
+    """A blob's content (``whole``: its bytes as they are), or :class:`Damaged` if it is not the content its
+    name is the digest of."""
+    import zstandard
+
+    part = blob_part(sub, digest)
+    if whole:
+        content = data
+    else:
+        try:
+            dobj = zstandard.ZstdDecompressor().decompressobj()
+            content = dobj.decompress(data)
+        except zstandard.ZstdError as exc:
+            raise Damaged(part, f"not readable zstd ({exc})") from exc
+        if not dobj.eof:
+            raise Damaged(part, "cut short")
+    if digest_of(content) != digest:
+        raise Damaged(part, "its content is not the one it is named after")
+    return content
+
+
+def check_frame(frame: bytes, row: dict, part: str) -> bytes:
+    """A frame's uncompressed bytes, or :class:`Damaged` if they are not what the bank recorded (``row``:
+    its index row: length, digest, and for a frame without a digest, kind and records: see the module)."""
+    import zstandard
+
+    if len(frame) < row["length"]:
+        raise Damaged(part, f"cut short: {len(frame)} of its {row['length']} bytes are on disk")
+    dobj = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        raw = dobj.decompress(frame)
+    except zstandard.ZstdError as exc:
+        raise Damaged(part, f"not a readable zstd frame ({exc})") from exc
+    if not dobj.eof or dobj.unused_data:
+        raise Damaged(part, "not one whole zstd frame")
+    if row.get("digest"):
+        if digest_of(raw) != row["digest"]:
+            raise Damaged(part, "its content does not match its digest")
+    elif row["kind"] == "rows" and ((raw and not raw.endswith(b"\n"))
+                                    or sum(1 for line in raw.split(b"\n") if line) != row["records"]):
+        raise Damaged(part, f"does not hold the {row['records']} records recorded")
+    return raw
+
+
+def record_damage(conn: sqlite3.Connection, source_id: int, found: list[tuple[str, str]], now: str) -> None:
+    """What was found damaged in a source's archive, (part, detail) each: ``status`` shows it until a reparse
+    mends it or the source's archive goes (:mod:`harvester.archive.integrity`)."""
+    conn.executemany("INSERT OR REPLACE INTO archive_damage (source_id, part, detail, found_at) VALUES (?, ?, ?, ?)",
+                     [(source_id, part, detail, now) for part, detail in found])
+
+
+def record_lost(conn: sqlite3.Connection, kind: str, source_id: int, epoch: int, size: int, now: str) -> None:
+    """An epoch's frames past the ``size`` bytes its file has: lost after their commit."""
+    seqs = [seq for (seq,) in conn.execute("SELECT seq FROM archive_frames WHERE source_id = ? AND kind = ? AND "
+                                           "epoch = ? AND offset + length > ? ORDER BY seq",
+                                           (source_id, kind, epoch, size))]
+    record_damage(conn, source_id, [(frame_part(kind, source_id, epoch, seq), f"lost: the file ends at byte {size} "
+                                     "(cut short or deleted after its commit)") for seq in seqs], now)
+    from harvester.log import get_logger
+
+    get_logger("harvester.archive").warning("archived frames lost on disk after their commit", source_id=source_id,
+                                            kind=kind, epoch=epoch, frames=len(seqs))
+
+
+def put_blob(directory: str | Path, sub: str, digest: str, data: bytes, whole: bool = False) -> None:
+    """Write a blob under its content's name, once (atomically: a reader never sees half of one); a damaged
+    one already there is written anew."""
     path = blob_path(directory, sub, digest)
     if path.exists():
-        return
+        try:
+            check_blob(path.read_bytes(), sub, digest, whole)
+            return
+        except (OSError, Damaged):
+            pass
     old = os.umask(0o077)
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -145,6 +252,14 @@ def put_blob(directory: str | Path, sub: str, digest: str, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """A stream or rows file written whole under a name the bank does not know yet (see the module)."""
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
 
 
 @dataclass
@@ -181,7 +296,7 @@ class Archive:
     def commit(self, conn: sqlite3.Connection, source_id: int, pieces: list[Piece], now: str) -> None:
         for piece in pieces:
             if piece.kind == "stream":
-                self._append(conn, "streams", source_id, piece.data, piece.restart, now,
+                self._append(conn, "streams", source_id, piece.data, piece.digest, piece.restart, now,
                              src=(piece.src_start, piece.src_end), records=0)
             elif piece.kind == "rows":
                 self._rows(conn, source_id, piece, now)
@@ -201,8 +316,8 @@ class Archive:
                 with contextlib.suppress(OSError):
                     self.blob_path("blobs", piece.digest).unlink()
 
-    def _append(self, conn: sqlite3.Connection, kind: str, source_id: int, data: bytes, restart: bool, now: str,
-                src: tuple[int, int] = (0, 0), records: int = 0) -> None:
+    def _append(self, conn: sqlite3.Connection, kind: str, source_id: int, data: bytes, digest: str, restart: bool,
+                now: str, src: tuple[int, int] = (0, 0), records: int = 0) -> None:
         row = conn.execute("SELECT max(epoch) FROM archive_frames WHERE source_id = ? AND kind = ?",
                            (source_id, kind)).fetchone()
         epoch = 0 if row[0] is None else row[0] + (1 if restart else 0)
@@ -212,19 +327,20 @@ class Archive:
         path = self.dir / kind / f"{source_id}-{epoch}.zst"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
         try:
-            if os.fstat(fd).st_size != end:
+            size = os.fstat(fd).st_size
+            if size < end:  # lost after their commit (deleted, cut short): said, never hidden by what follows
+                record_lost(conn, kind, source_id, epoch, size, now)
+            if size != end:
                 os.ftruncate(fd, end)  # bytes of an append whose transaction never committed
             os.pwrite(fd, data, end)
         finally:
             os.close(fd)
         conn.execute("INSERT INTO archive_frames (source_id, kind, epoch, seq, offset, length, src_start, src_end, "
-                     "records, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     (source_id, kind, epoch, seq + 1, end, len(data), src[0], src[1], records, now))
+                     "records, digest, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (source_id, kind, epoch, seq + 1, end, len(data), src[0], src[1], records, digest, now))
 
     def _rows(self, conn: sqlite3.Connection, source_id: int, piece: Piece, now: str) -> None:
         import hashlib
-
-        import zstandard
 
         digests = [hashlib.blake2b(record, digest_size=16).hexdigest() for record in piece.records]
         held: set[str] = set()
@@ -242,8 +358,9 @@ class Archive:
                 named.append((source_id, digest))
         conn.executemany("INSERT INTO archive_rows (source_id, digest) VALUES (?, ?)", named)
         if fresh:
-            data = zstandard.ZstdCompressor(level=LEVEL).compress(b"\n".join(fresh) + b"\n")
-            self._append(conn, "rows", source_id, data, piece.restart, now, records=len(fresh))
+            raw = b"\n".join(fresh) + b"\n"
+            self._append(conn, "rows", source_id, compress(raw), digest_of(raw), piece.restart, now,
+                         records=len(fresh))
 
     def _doc_version(self, conn: sqlite3.Connection, source_id: int, docs: list[Piece], now: str) -> None:
         latest = conn.execute("SELECT max(version) FROM archive_docs WHERE source_id = ?", (source_id,)).fetchone()[0]
@@ -266,39 +383,49 @@ class Archive:
         return blob_path(self.dir, sub, digest)
 
     # -- reading -------------------------------------------------------------------------
-    def frames(self, conn: sqlite3.Connection, source_id: int, kind: str, epoch: int) -> Iterator[tuple[dict, bytes]]:
-        """The frames of one epoch of a stream or rows file, in order, decompressed: (frame row, bytes)."""
-        import zstandard
+    def frame_rows(self, conn: sqlite3.Connection, source_id: int, kind: str, epoch: int) -> list[dict]:
+        """The bank's index of one epoch's frames, in order."""
+        names = ("seq", "offset", "length", "src_start", "src_end", "records", "digest", "at")
+        return [dict(zip(names, row, strict=True), kind=kind) for row in conn.execute(
+            f"SELECT {', '.join(names)} FROM archive_frames WHERE source_id = ? AND kind = ? AND epoch = ? "
+            "ORDER BY seq", (source_id, kind, epoch))]
 
-        path = self.dir / kind / f"{source_id}-{epoch}.zst"
-        rows = conn.execute("SELECT seq, offset, length, src_start, src_end, records FROM archive_frames "
-                            "WHERE source_id = ? AND kind = ? AND epoch = ? ORDER BY seq",
-                            (source_id, kind, epoch)).fetchall()
+    def frames(self, conn: sqlite3.Connection, source_id: int, kind: str, epoch: int) -> Iterator[tuple[dict, bytes]]:
+        """The frames of one epoch of a stream or rows file, in order, decompressed and checked: (frame row,
+        bytes). :class:`Damaged` at the first that is not what the bank recorded."""
+        rows = self.frame_rows(conn, source_id, kind, epoch)
         if not rows:
             return
-        dctx = zstandard.ZstdDecompressor()
-        with open(path, "rb") as stream:
-            for seq, offset, length, start, end, records in rows:
-                stream.seek(offset)
-                frame = stream.read(length)
-                yield ({"seq": seq, "src_start": start, "src_end": end, "records": records},
-                       dctx.decompressobj().decompress(frame))
+        try:
+            stream = open(self.dir / kind / f"{source_id}-{epoch}.zst", "rb")  # noqa: SIM115 (closed below)
+        except OSError as exc:
+            raise Damaged(frame_part(kind, source_id, epoch, rows[0]["seq"]), f"the file is gone ({exc.strerror})") \
+                from exc
+        with stream:
+            for row in rows:
+                stream.seek(row["offset"])
+                yield row, check_frame(stream.read(row["length"]), row, frame_part(kind, source_id, epoch, row["seq"]))
 
     def blob(self, sub: str, digest: str, whole: bool = False) -> bytes:
-        import zstandard
-
-        data = self.blob_path(sub, digest).read_bytes()
-        if whole:
-            return data
-        return zstandard.ZstdDecompressor().stream_reader(data).read()
+        """A blob's content (``whole``: its bytes as they are), checked: :class:`Damaged` if it is not there
+        or not the content its name is the digest of."""
+        try:
+            data = self.blob_path(sub, digest).read_bytes()
+        except OSError as exc:
+            raise Damaged(blob_part(sub, digest), f"gone ({exc.strerror})") from exc
+        return check_blob(data, sub, digest, whole)
 
     def text(self, digest: str) -> str | None:
-        """A whole event text kept for the bank's clipped copy, or None if the archive lacks it."""
-        import zstandard
-
+        """A whole event text kept for the bank's clipped copy, or None if the archive lacks it (or holds it
+        damaged: never a text other than the one the bank's copy was clipped from)."""
         try:
             return self.blob("texts", digest).decode("utf-8", "surrogatepass")
-        except (OSError, zstandard.ZstdError):
+        except Damaged as exc:
+            if self.blob_path("texts", digest).exists():
+                from harvester.log import get_logger
+
+                get_logger("harvester.archive").warning("archived whole text damaged", part=exc.part,
+                                                        detail=exc.detail)
             return None
 
     def size_bytes(self) -> int:

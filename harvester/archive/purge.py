@@ -17,21 +17,20 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 import orjson
-import zstandard
 
-from harvester.archive import LEVEL, Archive
+from harvester.archive import Archive, Damaged, compress, digest_of, write_new
 from harvester.archive.attribute import blanked, records_of, separate
 from harvester.parsers.base import Harness, Record, SourceRef
 
 STREAMS = ("jsonl", "lines", "zstd-frames")
 INSEPARABLE = "a forgotten session's records could not be told apart from the others'"
+DAMAGED = "its archive was damaged ({}) when a session of it was forgotten: it went whole"
 
 
 @dataclass
@@ -41,6 +40,7 @@ class Purge:
     dropped: list[str] = field(default_factory=list)  # sources whose whole archive went (theirs alone)
     repacked: list[str] = field(default_factory=list)  # sources re-packed without them
     inseparable: list[str] = field(default_factory=list)  # shared sources whose whole archive went
+    damaged: list[tuple[str, str]] = field(default_factory=list)  # (source, what): went whole, being damaged
     files: list[Path] = field(default_factory=list)  # to remove after the commit
     blobs: set[tuple[str, str]] = field(default_factory=set)  # (texts|blobs, digest) no longer referenced?
 
@@ -83,18 +83,23 @@ def purge_sessions(conn: sqlite3.Connection, archive: Archive, harness_of: Calla
             (sid, *pks, path, *pks)).fetchone()
         harness = harness_of(harness_name)
         ref = SourceRef(PurePath(path), PurePath(root or PurePath(path).parent), variant or "main")
-        if others is None:
-            if fmt in STREAMS:  # blank lines in their place: what the agent appends later keeps its line numbers
-                _repack(conn, archive, harness, sid, fmt, ref, None, purge)
-            drop_source(conn, archive, sid, purge, streams=fmt not in STREAMS)
-            purge.dropped.append(path)
-        elif harness is None or not _repack(conn, archive, harness, sid, fmt, ref,
-                                            {n for h, n in dropped_names if h == harness_name}, purge):
+        try:
+            if others is None:
+                if fmt in STREAMS:  # blank lines in their place: what the agent appends later keeps its line numbers
+                    _repack(conn, archive, harness, sid, fmt, ref, None, purge)
+                drop_source(conn, archive, sid, purge, streams=fmt not in STREAMS)
+                purge.dropped.append(path)
+            elif harness is None or not _repack(conn, archive, harness, sid, fmt, ref,
+                                                {n for h, n in dropped_names if h == harness_name}, purge):
+                drop_source(conn, archive, sid, purge, streams=True)
+                conn.execute("UPDATE sources SET archive_gap = ? WHERE id = ?", (INSEPARABLE, sid))
+                purge.inseparable.append(path)
+            else:
+                purge.repacked.append(path)
+        except Damaged as exc:  # nothing of it was written yet: its whole archive goes, said
             drop_source(conn, archive, sid, purge, streams=True)
-            conn.execute("UPDATE sources SET archive_gap = ? WHERE id = ?", (INSEPARABLE, sid))
-            purge.inseparable.append(path)
-        else:
-            purge.repacked.append(path)
+            conn.execute("UPDATE sources SET archive_gap = ? WHERE id = ?", (DAMAGED.format(exc), sid))
+            purge.damaged.append((path, str(exc)))
     return purge
 
 
@@ -125,7 +130,7 @@ def drop_source(conn: sqlite3.Connection, archive: Archive, sid: int, purge: Pur
                                                              (sid,)))
     conn.execute(f"DELETE FROM archive_frames WHERE source_id = ? AND kind IN ({', '.join('?' * len(kinds))})",
                  (sid, *kinds))
-    for table in ("archive_docs", "archive_rows", "archive_texts"):
+    for table in ("archive_docs", "archive_rows", "archive_texts", "archive_damage"):
         conn.execute(f"DELETE FROM {table} WHERE source_id = ?", (sid,))
 
 
@@ -156,23 +161,17 @@ def _repack(conn: sqlite3.Connection, archive: Archive, harness: Harness | None,
             return False
         left = [r for r, k in zip(records, mask, strict=True) if k]
         content = b"".join(r.raw + b"\n" for r in left) if kind == "rows" else blanked(records, mask, 0, end, fmt)
-        new.append((zstandard.ZstdCompressor(level=LEVEL).compress(content), span, left))
-    for n, (frame, span, left) in enumerate(new):
-        _write_new(archive.dir / kind / f"{sid}-{base + n}.zst", frame)
+        new.append((compress(content), digest_of(content), span, left))
+    for n, (frame, digest, span, left) in enumerate(new):
+        write_new(archive.dir / kind / f"{sid}-{base + n}.zst", frame)
         conn.execute("INSERT INTO archive_frames (source_id, kind, epoch, seq, offset, length, src_start, src_end, "
-                     "records, at) VALUES (?, ?, ?, 1, 0, ?, ?, ?, ?, datetime('now'))",
-                     (sid, kind, base + n, len(frame), span[0], span[1], len(left) if kind == "rows" else 0))
+                     "records, digest, at) VALUES (?, ?, ?, 1, 0, ?, ?, ?, ?, ?, datetime('now'))",
+                     (sid, kind, base + n, len(frame), span[0], span[1], len(left) if kind == "rows" else 0, digest))
     purge.files += [archive.dir / kind / f"{sid}-{epoch}.zst" for epoch in epochs]
     conn.execute("DELETE FROM archive_frames WHERE source_id = ? AND kind = ? AND epoch < ?", (sid, kind, base))
     if kind == "rows":  # what the archive holds of the database, for deduplicating the next reads
         conn.execute("DELETE FROM archive_rows WHERE source_id = ?", (sid,))
         conn.executemany("INSERT OR IGNORE INTO archive_rows (source_id, digest) VALUES (?, ?)",
-                         [(sid, hashlib.blake2b(r.raw, digest_size=16).hexdigest()) for *_, left in new for r in left])
+                         [(sid, hashlib.blake2b(r.raw, digest_size=16).hexdigest()) for *_, left in new
+                          for r in left])
     return True
-
-
-def _write_new(path: Path, data: bytes) -> None:
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())

@@ -12,6 +12,13 @@ is still there (which also archives it); one with neither is reported.
 
 A run stopped midway (kill -9 included) stands at a source boundary: every source is either as before or
 rebuilt. Running the same reparse again goes on with the sources the stopped run had not done.
+
+A source is only ever rebuilt from data that checks out (:mod:`harvester.archive.integrity`). Every archived
+frame and blob is checked as it is read; at the first that is damaged the group's transaction rolls back (the
+bank is as it was), the sources' archives are surveyed and mended from the agents' files where those hold
+what the bank recorded digests of, and the group is rebuilt from the mended archive. What cannot be mended
+leaves the group's sessions as the bank has them, recorded as damage (``status``; ``reparse`` exits 3). The
+sources' cursors are never touched, so scans go on reading the agents' files from where the bank stood.
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from typing import Any
 import orjson
 import zstandard
 
-from harvester.archive import Archive
+from harvester.archive import Archive, Damaged
+from harvester.archive.integrity import Damage, Mending, damaged, leave, mend
 from harvester.archive.purge import Purge
 from harvester.bank import Cursor, Write
 from harvester.bank.sqlite_recall import recall_key_of
@@ -42,10 +50,12 @@ from harvester.sources import Found, Plan, Stat, match, read_lines
 class SourceDone:
     path: str
     harness: str
-    how: str  # archive | file | skipped
+    how: str  # archive | file | skipped | damaged (skipped: its archive is damaged, and could not be mended)
     sessions: int = 0
     events: int = 0
     reason: str = ""
+    damage: list[str] = field(default_factory=list)  # damaged: the parts of its archive that are
+    mended: list[str] = field(default_factory=list)  # parts of its archive mended from its file
 
 
 @dataclass
@@ -57,6 +67,10 @@ class ReparseReport:
     @property
     def events(self) -> int:
         return sum(s.events for s in self.sources)
+
+    @property
+    def damaged(self) -> list[SourceDone]:
+        return [s for s in self.sources if s.how == "damaged"]
 
 
 OnSource = Callable[[SourceDone, int, int], None]  # (what was done, how many done, of how many)
@@ -139,7 +153,56 @@ def _groups(conn: sqlite3.Connection, sources: list[dict[str, Any]]) -> list[lis
 
 def _group(ingestor: Ingestor, conn: sqlite3.Connection, archive: Archive | None, group: list[dict[str, Any]],
            run: int) -> list[SourceDone]:
-    plans = [_plan(ingestor, conn, archive, source) for source in group]
+    """Rebuild a group of sources, only from data that checks out (see the module)."""
+    try:
+        return _rebuild(ingestor, conn, archive, group, run, set())
+    except Damaged:
+        pass  # its transaction rolled back: the bank is as it was
+    assert archive is not None  # only the archive's reads raise it
+    bank = ingestor.bank
+    mendings: dict[int, Mending] = {}
+    for source in group:
+        if _has_archive(conn, source["id"]) and not source["archive_gap"]:
+            harness = HARNESSES.get(source["harness"])
+            found = _found(harness, source, ingestor) if harness is not None else None
+            mendings[source["id"]] = mend(archive, conn, bank.transaction, source, found)  # type: ignore[attr-defined]
+    left = {sid: m.left for sid, m in mendings.items() if m.left}
+    if not left:
+        try:
+            dones = _rebuild(ingestor, conn, archive, group, run, {i for i, m in mendings.items() if m.from_file})
+        except Damaged as exc:  # damaged since the survey, or where it does not look
+            left = {exc.source_id or group[0]["id"]: [damaged(exc)]}
+        else:
+            for source, done in zip(group, dones, strict=True):
+                done.mended = mendings[source["id"]].mended if source["id"] in mendings else []
+            return dones
+    return _leave(bank, group, left, run)
+
+
+def _leave(bank: Any, group: list[dict[str, Any]], left: dict[int, list[Damage]], run: int) -> list[SourceDone]:
+    """The group's sessions stay as the bank has them; the damage is recorded."""
+    now = _now()
+    with bank.transaction() as c:
+        for source_id, damage in left.items():
+            leave(c, source_id, damage, now)
+        c.executemany("UPDATE sources SET reparse_run = ? WHERE id = ?", [(run, s["id"]) for s in group])
+    dones = []
+    for source in group:
+        damage = left.get(source["id"])
+        if damage:
+            dones.append(SourceDone(source["path"], source["harness"], "damaged", damage=[d.part for d in damage],
+                                    reason="; ".join(f"{d.part}: {d.detail}" for d in damage)))
+        else:
+            dones.append(SourceDone(source["path"], source["harness"], "skipped", reason=(
+                "it shares sessions with a source whose archive is damaged: they stay as they are")))
+    return dones
+
+
+def _rebuild(ingestor: Ingestor, conn: sqlite3.Connection, archive: Archive | None, group: list[dict[str, Any]],
+             run: int, from_file: set[int]) -> list[SourceDone]:
+    """One transaction: the group's sessions dropped and read again; :class:`Damaged` (its ``source_id``
+    said) rolls it back."""
+    plans = [_plan(ingestor, conn, archive, source, source["id"] in from_file) for source in group]
     bank = ingestor.bank
     superseded: list[Purge] = []
     with bank.transaction() as c:  # type: ignore[attr-defined]
@@ -151,29 +214,40 @@ def _group(ingestor: Ingestor, conn: sqlite3.Connection, archive: Archive | None
         for source, (done, chunks) in zip(group, plans, strict=True):
             if done.how == "skipped":
                 continue
-            harness = HARNESSES[source["harness"]]
-            now = _now()
-            # Read from its file: the archive gets the file's bytes anew, after what it held of it (which goes
-            # once they are in): the source's archive is then whole again, unless this read finds otherwise.
-            anew = _archive_anew(c, source["id"]) if done.how == "file" and archive is not None else None
-            for chunk in chunks:
-                excluded = ingestor._exclude(harness, chunk)
-                cursor = Cursor(harness.name, source["path"], source["format"])
-                write = Write(cursor, ingestor._identify(harness, chunk), chunk.batch.events, chunk.batch.problems,
-                              prepared=chunk.prepared, excluded=excluded, revise=chunk.batch.revise,
-                              marks=chunk.batch.marks)
-                added = bank._write_events(c, write, source["id"], now)  # type: ignore[attr-defined]
-                done.events += sum(added.values())
-                if chunk.archive and archive is not None:  # from the file: all of it; else whole texts
-                    archive.commit(c, source["id"], anew.pieces(chunk.archive) if anew else chunk.archive, now)
-            if anew is not None:
-                superseded.append(anew.drop_older(c, archive))  # type: ignore[arg-type]
-            done.sessions = c.execute("SELECT count(DISTINCT session_id) FROM events WHERE source_id = ?",
-                                      (source["id"],)).fetchone()[0]
+            try:
+                _read_again(ingestor, c, archive, source, done, chunks, superseded)
+            except Damaged as exc:
+                exc.source_id = source["id"]
+                raise
+            c.execute("DELETE FROM archive_damage WHERE source_id = ?", (source["id"],))  # read whole: none left
             c.execute("UPDATE sources SET reparse_run = ? WHERE id = ?", (run, source["id"]))
     for purge in superseded:
         purge.finish(archive, bank.conn)  # type: ignore[arg-type, attr-defined]
     return [done for done, _ in plans]
+
+
+def _read_again(ingestor: Ingestor, c: sqlite3.Connection, archive: Archive | None, source: dict[str, Any],
+                done: SourceDone, chunks: Iterator[Chunk], superseded: list[Purge]) -> None:
+    bank = ingestor.bank
+    harness = HARNESSES[source["harness"]]
+    now = _now()
+    # Read from its file: the archive gets the file's bytes anew, after what it held of it (which goes
+    # once they are in): the source's archive is then whole again, unless this read finds otherwise.
+    anew = _archive_anew(c, source["id"]) if done.how == "file" and archive is not None else None
+    for chunk in chunks:
+        excluded = ingestor._exclude(harness, chunk)
+        cursor = Cursor(harness.name, source["path"], source["format"])
+        write = Write(cursor, ingestor._identify(harness, chunk), chunk.batch.events, chunk.batch.problems,
+                      prepared=chunk.prepared, excluded=excluded, revise=chunk.batch.revise,
+                      marks=chunk.batch.marks)
+        added = bank._write_events(c, write, source["id"], now)  # type: ignore[attr-defined]
+        done.events += sum(added.values())
+        if chunk.archive and archive is not None:  # from the file: all of it; else whole texts
+            archive.commit(c, source["id"], anew.pieces(chunk.archive) if anew else chunk.archive, now)
+    if anew is not None:
+        superseded.append(anew.drop_older(c, archive))  # type: ignore[arg-type]
+    done.sessions = c.execute("SELECT count(DISTINCT session_id) FROM events WHERE source_id = ?",
+                              (source["id"],)).fetchone()[0]
 
 
 @dataclass
@@ -221,15 +295,16 @@ def _archive_anew(conn: sqlite3.Connection, source_id: int) -> _Anew:
 
 
 def _plan(ingestor: Ingestor, conn: sqlite3.Connection, archive: Archive | None,
-          source: dict[str, Any]) -> tuple[SourceDone, Iterator[Chunk]]:
-    """How a source is read again (its archive, else its file), and the chunks that reading yields."""
+          source: dict[str, Any], from_file: bool = False) -> tuple[SourceDone, Iterator[Chunk]]:
+    """How a source is read again (its archive, else its file; ``from_file``: its file, which holds all its
+    archive did), and the chunks that reading yields."""
     harness = HARNESSES.get(source["harness"])
     done = SourceDone(source["path"], source["harness"], "archive")
     if harness is None:
         done.how, done.reason = "skipped", "no such harness in this version"
         return done, iter(())
     found = _found(harness, source, ingestor)
-    if archive is not None and _has_archive(conn, source["id"]) and not source["archive_gap"]:
+    if archive is not None and _has_archive(conn, source["id"]) and not source["archive_gap"] and not from_file:
         return done, _from_archive(archive, conn, harness, source, found)
     if found is not None and Path(source["path"]).is_file():
         done.how = "file"

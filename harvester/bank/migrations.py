@@ -348,4 +348,19 @@ MIGRATIONS: list[str] = [
     """
     INSERT OR IGNORE INTO bank_facts (key, value) VALUES ('recall_key', lower(hex(randomblob(32))));
     """,
+    # 11: the raw archive is checked on every read (harvester/archive/integrity.py). Each frame's digest, sha256
+    #    of its uncompressed bytes (a stream's: the source's bytes [src_start, src_end), so the agent's file can
+    #    be checked against it frame by frame); frames archived before have none and are checked by their
+    #    structure. And what was found damaged, by source and part (a frame, a blob): status shows it, and
+    #    reparse leaves the sessions of a source whose archive is damaged as the bank has them.
+    """
+    ALTER TABLE archive_frames ADD COLUMN digest TEXT;
+    CREATE TABLE archive_damage (
+        source_id INTEGER NOT NULL,
+        part TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        found_at TEXT NOT NULL,
+        PRIMARY KEY (source_id, part)
+    ) WITHOUT ROWID;
+    """,
 ]

@@ -62,8 +62,14 @@ class SqliteReads:
                             "f.source_id = s.id) OR EXISTS (SELECT 1 FROM archive_docs d WHERE d.source_id = s.id)"
                             ).fetchone()[0]
         gaps = c.execute("SELECT archive_gap, count(*) FROM sources WHERE archive_gap IS NOT NULL GROUP BY 1").fetchall()
+        damaged: dict[str, dict[str, Any]] = {}  # what reparse found damaged (harvester/archive/integrity.py)
+        for path, harness, part, detail, found_at in c.execute(
+                "SELECT s.path, s.harness, d.part, d.detail, d.found_at FROM archive_damage d JOIN sources s ON "
+                "s.id = d.source_id ORDER BY s.path, d.found_at, d.part"):
+            damaged.setdefault(path, {"path": path, "harness": harness, "parts": []})["parts"].append(
+                {"part": part, "detail": detail, "found_at": found_at})
         return {"size_bytes": frames[0] + docs + texts, "sources": sources,
-                "gaps": [{"reason": reason, "sources": n} for reason, n in gaps]}
+                "gaps": [{"reason": reason, "sources": n} for reason, n in gaps], "damaged": list(damaged.values())}
 
     def session_versions(self) -> dict[str, dict[int | None, int]]:
         """Per harness: how many sessions each parser version made (None: made before versions were kept)."""
