@@ -179,3 +179,30 @@ def test_every_metadata_field_claude_code_records_is_redacted(tmp_path: Path) ->
     assert session["branch"] == "fix/[REDACTED:aws-access-key-id]"
     assert session["redactions"] >= 3
 
+
+def test_a_bank_from_before_keeps_no_credential_in_its_stored_urls(tmp_path: Path) -> None:
+    """Migration 10: the origin URLs a bank stored before issue 23 lose their userinfo when it is opened."""
+    import sqlite3
+
+    from harvester.bank import open_bank
+    from harvester.bank.migrations import MIGRATIONS
+
+    path = tmp_path / "bank.sqlite"
+    conn = sqlite3.connect(path)
+    for script in MIGRATIONS[:9]:
+        conn.executescript(script)
+    leaked = {"https://x-access-token:" + INSTALLATION + "@github.com/octo/app.git": "https://github.com/octo/app.git",
+              "https://deploy:p@ss" + DB_URL_PASSWORD + "@git.example.com/app": "https://git.example.com/app",
+              "git@github.com:octo/app.git": "git@github.com:octo/app.git", "https://github.com/a@b": "https://github.com/a@b"}
+    for n, url in enumerate(leaked):
+        conn.execute("INSERT INTO sessions (harness, native_id, bank_id, origin_url, state, redactions, "
+                     "first_imported_at, last_imported_at) VALUES ('codex', ?, 'b', ?, 'ended', 0, 'x', 'x')", (str(n), url))
+        conn.execute("INSERT INTO directories (path, project, origin_url, probed_at) VALUES (?, 'app', ?, 'x')",
+                     (f"/d{n}", url))
+    conn.execute("PRAGMA user_version = 9")
+    conn.commit()
+    conn.close()
+    with open_bank(path) as bank:
+        stored = [r[0] for r in bank.conn.execute("SELECT origin_url FROM sessions ORDER BY native_id")]
+        probed = [r[0] for r in bank.conn.execute("SELECT origin_url FROM directories ORDER BY path")]
+    assert stored == probed == list(leaked.values())
