@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -74,6 +75,17 @@ Owner = Event | SessionPatch | GitFacts | Problem
 
 def _short_strings(batch: Batch, redactions: Counter[str]) -> None:
     """Redact the short strings of the batch: URLs by their structure, then the rules, screened in one scan."""
+    event_strings, patch_strings, git_strings = (attrgetter(*f) for f in (EVENT_FIELDS, PATCH_FIELDS, GIT_FIELDS))
+    joined = "\n".join([
+        *(s for e in batch.events for s in event_strings(e) if s),
+        *(s for p in batch.sessions.values() for s in patch_strings(p) if s),
+        *(s for p in batch.sessions.values() if p.git is not None for s in git_strings(p.git) if s),
+        *(p.detail for p in batch.problems),
+        *(s for m in batch.marks for s in (m.session, m.since, m.until, *m.uids) if s)])
+    url = "://" in joined
+    dirty = bool(redact(joined)[1])  # the common case: this one scan finds nothing
+    if not (url or dirty):
+        return
     # (object, field, what names the session it counts against: an event, a patch, or None for a problem)
     fields: list[tuple[Owner, str, Event | SessionPatch | None]] = []
     for event in batch.events:
@@ -86,17 +98,15 @@ def _short_strings(batch: Batch, redactions: Counter[str]) -> None:
     values: list[str] = [getattr(owner, name) for owner, name, _ in fields]
     found: dict[int, Counter[str]] = {}  # what went from each string
     for i, value in enumerate(values):
-        if "://" in value:
+        if url and "://" in value:
             values[i], counts = clean_urls_in(value)
             if counts:
                 found[i] = Counter(counts)
-    marks = [s for mark in batch.marks for s in (mark.session, mark.since, mark.until, *mark.uids) if s]
-    # The common case is one scan that finds nothing; else each string alone.
-    if redact("\n".join(values + marks))[1]:
-        for i, value in enumerate(values):
-            values[i], counts = redact(value)
+        if dirty:
+            values[i], counts = redact(values[i])
             if counts:
                 found.setdefault(i, Counter()).update(counts)
+    if dirty:
         batch.marks[:] = [Mark(_one(m.session), m.meta, tuple(_one(u) for u in m.uids), m.since and _one(m.since),
                                m.until and _one(m.until)) for m in batch.marks]
     renamed: dict[str, str] = {}  # session ids that changed: the keys of the patches' dict
