@@ -94,16 +94,12 @@ def normalize_origin(url: str | None) -> str | None:
 
 
 def strip_credentials(url: str | None) -> str | None:
-    """Drop ``user:password@`` from an http(s) remote: tokens end up in remotes surprisingly often."""
-    if not url or "://" not in url:
-        return url
-    parts = urlsplit(url)
-    if parts.password is None and not (parts.username and parts.scheme.startswith("http")):
-        return url
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    return parts._replace(netloc=netloc).geturl()
+    """Drop the userinfo of a remote (``user:password@``, a token as the user name; every scheme) and the
+    values of its credential query parameters: tokens end up in remotes surprisingly often. An scp-like remote
+    (``git@host:path``) stays as written. See :mod:`harvester.redact.urls`."""
+    from harvester.redact.urls import clean_url  # the redaction's rules, imported by a probe only
+
+    return clean_url(url) if url else url
 
 
 Memory = Callable[[str], "RepoIdentity | None"]

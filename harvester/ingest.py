@@ -34,6 +34,7 @@ from harvester.log import configured_level, get_logger
 from harvester.model import Batch, Problem
 from harvester.parsers.base import Harness
 from harvester.reading import LIMITS, Chunk, Failure, Outcome, ReadLimits, failure_of, read_source
+from harvester.redact.batch import redact_problems
 from harvester.sources import Found, discover, harness_roots, source_stat, unchanged
 
 log = get_logger("harvester.ingest")  # through harvester.log: see there
@@ -295,6 +296,7 @@ class Ingestor:
         if outcome.outcome in ("new", "read", "restarted") and not any(p.line == 0 for p in outcome.problems):
             self.bank.resolve_read_problems(outcome.path)
         if outcome.problems:
+            redact_problems(outcome.problems)  # a database's or a decompressor's error may quote what it read
             for problem in outcome.problems:
                 log.warning("source problem", harness=harness.name, path=outcome.path, line=problem.line,
                             kind=problem.kind, detail=problem.detail)
@@ -340,6 +342,7 @@ class Ingestor:
             if cursor is None or cursor.error != reason:  # said once, not at every retry
                 log.error("source failed", harness=harness.name, path=path, line=failure.line, reason=failure.detail,
                           traceback=failure.trace)
+            redact_problems(outcome.problems)  # the failure's detail is (reading.failure_of)
             problems = [*outcome.problems, Problem("failed", failure.line, failure.detail)]
             if cursor is None:  # never read: a source row still tells status which file failed
                 self.bank.apply(Write(Cursor(harness.name, path, "unknown", status="failed", error=reason),

@@ -21,7 +21,6 @@ import orjson
 import zstandard
 
 from harvester import paging
-from harvester import redact as redaction
 from harvester.archive import Piece, doc_piece, file_piece, rows_piece, stream_piece, text_piece
 from harvester.bank import Cursor
 from harvester.compressed import MAX_DECOMPRESSED_BYTES, TooLarge, cut_at, open_zst, read_frames
@@ -31,6 +30,8 @@ from harvester.model import MAX_EVENT_TEXT, Batch, Event, Problem, clip
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Record, SourceRef, describe_error
 from harvester.recall.frame import mark_recall
+from harvester.redact import redact
+from harvester.redact.batch import redact_batch, redact_state
 from harvester.sources import (
     Found,
     Lines,
@@ -122,7 +123,8 @@ def failure_of(exc: BaseException, line: int) -> Failure:
         detail = f"a value the bank cannot store ({exc})"  # a binding error: what validate.py missed
     else:
         detail = describe_error(exc)
-    return Failure(line, detail, "".join(traceback.format_exception(exc)))
+    # The bank keeps the detail (the source's error, a problem): an exception may quote what it read.
+    return Failure(line, redact(detail)[0], "".join(traceback.format_exception(exc)))
 
 
 def read_source(found: Found, harness_name: str, cursor: Cursor | None, outcome: Outcome,
@@ -370,7 +372,9 @@ def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
 def _chunk(batch: Batch, redactions: Counter[str], cursor: Cursor, is_new: bool, prepare: Prepare | None,
            first_line: int, archive: list[Piece] | None = None,
            origin: tuple[SourceRef, dict[str, Any], int] | None = None) -> Chunk:
-    snapshot = replace(cursor, state=dict(cursor.state))  # the caller goes on advancing its own
+    # The caller goes on advancing its own state; the bank keeps this one, redacted like all it keeps (a parser
+    # may hold a branch, a cwd or a prompt there).
+    snapshot = replace(cursor, state=dict(redact_state(cursor.state)))
     return Chunk(batch, snapshot, redactions, prepare(batch.events) if prepare else None, is_new, first_line,
                  archive or [], origin)
 
@@ -485,29 +489,3 @@ def _read_sidecar(found: Found) -> bytes | None:
         return read_regular(found.spec.sidecar(found.path))
     except OSError:
         return None
-
-
-def redact_batch(batch: Batch) -> Counter[str]:
-    """Redact everything bound for the bank (texts, tool input, titles, meta); count per session."""
-    redactions: Counter[str] = Counter()
-    for event in batch.events:
-        n = 0
-        if event.text:
-            event.text, counts = redaction.redact(event.text)
-            n += sum(counts.values())
-        if event.tool_input is not None:
-            event.tool_input, counts = redaction.redact_value(event.tool_input)
-            n += sum(counts.values())
-        if event.meta:
-            event.meta, counts = redaction.redact_value(event.meta)
-            n += sum(counts.values())
-        if n:
-            redactions[event.session] += n
-    for patch in batch.sessions.values():
-        if patch.title:
-            patch.title, counts = redaction.redact(patch.title)
-            redactions[patch.native_id] += sum(counts.values())
-        if patch.meta:
-            patch.meta, counts = redaction.redact_value(patch.meta)
-            redactions[patch.native_id] += sum(counts.values())
-    return redactions

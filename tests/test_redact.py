@@ -269,8 +269,8 @@ def test_azure_service_bus_key_and_sas_signature() -> None:
     out, counts = redact(f"curl -o f.txt '{url}'")
     assert sig not in out and counts == {"azure-sas-signature": 1}
     assert "sv=2022-11-02&sr=b&sig=[REDACTED:azure-sas-signature]'" in out
-    # sig= without a SAS version is not taken for one
-    assert redact("see https://example.com/verify?sig=" + rand(ALNUM, 40))[1] == {}
+    # sig= without a SAS version is not taken for one; it is still a signed URL's credential (issue 23)
+    assert redact("see https://example.com/verify?sig=" + rand(ALNUM, 40))[1] == {"token": 1}
 
 
 TWILIO_SID = "AC" + rand(HEX, 32)

@@ -134,6 +134,33 @@ def test_strip_credentials() -> None:
     assert strip_credentials("git@github.com:a/b.git") == "git@github.com:a/b.git"
 
 
+def test_strip_credentials_drops_all_userinfo_and_query_credentials() -> None:
+    # Issue 23: a stored URL loses its userinfo whatever the scheme, and its credential query values.
+    assert strip_credentials("ssh://deploy@git.example.com:2222/a/b.git") == "ssh://git.example.com:2222/a/b.git"
+    assert strip_credentials("https://git.example.com/a/b.git?private_token=tok3n&ref=main#top") == (
+        "https://git.example.com/a/b.git?private_token=[REDACTED:token]&ref=main#top")
+    assert strip_credentials("https://github.com/a/b") == "https://github.com/a/b"
+
+
+def test_a_probed_remote_keeps_no_credential_and_the_same_identity(tmp_path: Path) -> None:
+    remotes = {"ssh": "ssh://deploy:tok3n-ssh@git.example.com/acme/shop.git",
+               "query": "https://git.example.com/acme/shop.git?private_token=tok3n-query",
+               "user": "https://tok3nAsUser0123456789abcdef@git.example.com/acme/shop",
+               "scp": "git@git.example.com:acme/shop.git"}
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    for name, remote in remotes.items():
+        repo = make_repo(tmp_path / name / "shop", origin=remote)
+        s = ClaudeSession(home, str(repo))
+        s.write(*s.conversation(1))
+    scan(home, bank)
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("bank.sqlite*"))
+    assert b"tok3n" not in raw
+    sessions = _by_cwd(bank)
+    assert {s["origin_id"] for s in sessions.values()} == {"git.example.com/acme/shop"}
+    assert sessions[str(tmp_path / "scp" / "shop")]["origin_url"] == remotes["scp"]
+    assert sessions[str(tmp_path / "user" / "shop")]["origin_url"] == "https://git.example.com/acme/shop"
+
+
 def test_failed_probe_is_recorded_with_its_reason(tmp_path: Path) -> None:
     # A linked worktree whose main repository was deleted: git itself says "not a git repository".
     worktree_file_repo = tmp_path / "dangling"

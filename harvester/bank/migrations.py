@@ -20,6 +20,20 @@ def search_text(row: str = "") -> str:
             f"THEN substr({row}text, 1, 2048) || char(10) || substr({row}text, -1024) ELSE {row}text END")
 
 
+def strip_userinfo(table: str, column: str) -> str:
+    """SQL that drops the userinfo (``user:password@``) of the URLs in ``table.column``.
+
+    One statement drops up to the first "@" of the authority (the part after "://", before any "/", "?" or
+    "#"); it is repeated so that a password holding "@" goes whole. What is left of a URL is what
+    ``harvester.redact.urls.clean_url`` leaves of it, but for its query, which SQL does not parse."""
+    rest = f"substr({column}, instr({column}, '://') + 3)"
+    at = f"instr({rest}, '@')"
+    inside = " AND ".join(f"(instr({rest}, '{c}') = 0 OR {at} < instr({rest}, '{c}'))" for c in "/?#")
+    statement = (f"UPDATE {table} SET {column} = substr({column}, 1, instr({column}, '://') + 2) || "
+                 f"substr({rest}, {at} + 1) WHERE instr({column}, '://') > 0 AND {at} > 0 AND {inside};\n")
+    return statement * 3
+
+
 MIGRATIONS: list[str] = [
     # 1: sessions, events (+ full-text index), sources with their cursors, problems, imports, and
     #    the directory -> repository facts learned by git probes.
@@ -363,4 +377,7 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (source_id, part)
     ) WITHOUT ROWID;
     """,
+    # 12: the origin URLs stored before issue 23 lose their userinfo (a token a CI checkout put in a remote, as
+    #    Codex records it in session_meta.git.repository_url); new ones are cleaned before the bank.
+    strip_userinfo("sessions", "origin_url") + strip_userinfo("directories", "origin_url"),
 ]

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import re
 
-from harvester.redact.judging import _assigned_secret, _auth_value, _pem_body, _url_password
+from harvester.redact.commandline import COMMAND_PASSWORD
+from harvester.redact.judging import (
+    _assigned_secret,
+    _auth_value,
+    _basic_credentials,
+    _netrc_password,
+    _pem_body,
+    _signed_value,
+    _url_password,
+    _url_user_token,
+)
 from harvester.redact.rule import Hook, Rule
 
 # After a keyword (lowercase bytes), which each pattern follows with an optional empty group "flag" that
@@ -23,13 +33,15 @@ _ASSIGN = (
     rb"""(?P<sep>[ \t]*:[ \t]*[a-z_][\w.]*+(?:\[[^\]\n]{0,80}\])?(?:[ \t]*\|[ \t]*[a-z_][\w.]*+){0,8}"""
     rb"""[ \t]+=(?![=>])[ \t]*"""
     rb"""|[ \t]*(?:=>|:=|[:=](?![=:~]))[ \t]*|(?(flag)[ \t]+|(?!)))"""
-    rb"""(?P<q>\\?["'`])?(?P<v>(?(q)(?:(?!(?P=q))[^\n])+|[^\s"'`,;&()\[\]{}<>]++(?![(\[])))"""
+    rb"""(?P<q>\\?["'`])?(?P<v>(?(q)(?:(?!(?P=q))[^\n])+|(?:[^\s"'`,;&()\[\]{}<>\\]|\\(?![nrt"]))++"""
+    rb"""(?![(\[])))"""
 )
 
 # Keys ending in "token" or "key" share one scan (its literal "k" is rare); each rule below takes its own
 # spellings (Rule.keys).
 _KEY_ENDS = (b"token", b"api_key", b"api-key", b"apikey", b"private_key", b"private-key", b"privatekey",
-             b"secret_key", b"secret-key", b"secretkey", b"access_key", b"access-key", b"accesskey")
+             b"secret_key", b"secret-key", b"secretkey", b"access_key", b"access-key", b"accesskey", b"app_key",
+             b"app-key")
 
 
 def _behind(words: tuple[bytes, ...]) -> bytes:
@@ -41,8 +53,30 @@ def _behind(words: tuple[bytes, ...]) -> bytes:
 
 
 _K_ASSIGN = re.compile(
-    rb"k(?:en(?<=token)|ey(?:" + _behind(tuple(k for k in _KEY_ENDS if k.endswith(b"key"))) + rb"))"
+    rb"k(?:en(?<=token)|ey(?:" + _behind(tuple(k for k in _KEY_ENDS if k.endswith(b"key")))
+    + rb"|-data(?<=client-key-data)|s(?<=previous_keys)))"
     rb"(?P<flag>" + _behind(tuple(b"-" + k for k in _KEY_ENDS)) + rb")?" + _ASSIGN)
+
+# .netrc's "password VALUE" (a blank alone between them): the value ends its line or comes before another
+# netrc keyword; _netrc_password reads the lines around it.
+_NETRC = (rb"""(?P<nsep>[ \t]+)(?P<nv>(?:[^\s\\]|\\(?![nrt]))+)"""
+          rb"""(?=[ \t]*(?:\r?\n|\\[nr]|\Z)|[ \t]+(?:machine|login|account|macdef|default|port)[ \t])""")
+_PASSWORD = re.compile(rb"w(?<=passw)(?P<flag>(?<=-passw))?(?:ord|d)(?:" + _ASSIGN + rb"|" + _NETRC + rb")")
+
+# A URL's userinfo: user:password (the password may hold "@": the last "@" before the host ends it; a wrapped
+# line may cut it in two), or a user name alone that is a token (https://<token>@github.com).
+_URL_VALUE = rb"""[^\s/?#"'<>\[\]]"""
+_URL_USERINFO = re.compile(
+    rb"""://(?:(?P<pu>[^\s:/?#@"'<>\[\]]*+):(?P<v>""" + _URL_VALUE + rb"+(?:\r?\n" + _URL_VALUE + rb"+)?|\r?\n"
+    + _URL_VALUE + rb"+)@|(?P<u>[A-Za-z0-9_-]{20,}+)@)")
+
+# "auth": an Authorization header's value, or Docker's "auth": "<base64 of user:password>" (config.json's
+# auths): one scan for both (a scan costs a pass over all text).
+_AUTH = re.compile(
+    rb"""auth(?:oriz"""
+    rb"""ation\\?["'`]?[ \t]*[:=][ \t]*[fr]?\\?["'`]?(?:(?:bearer|basic|token|bot|digest|negotiate|ntlm|apikey"""
+    rb"""|sso-key)[ \t]+)?(?P<v>[a-z0-9._~+/=-]{8,}+)(?![(\[])"""
+    rb"""|\\?"[ \t]*:[ \t]*\\?"(?P<dv>[a-z0-9+/]{6,}={0,2})\\?")""")
 
 PEM = (
     # PEM private keys: -----BEGIN [RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP ]PRIVATE KEY[ BLOCK]----- up to the
@@ -58,37 +92,47 @@ PEM = (
 CONTEXTS: tuple[Rule, ...] = (
     # scheme://user:password@host: only the password goes (redis://:pw@host has no user). "@" is rare
     # enough for memchr to clear most texts before the "://" scan.
-    Rule("url-password", re.compile(rb"""://[^\s:/?#@"'<>\[\]]*:(?P<v>[^\s/?#@"'<>\[\]]+)@"""), group="v",
-         needs=(b"@",), check=_url_password),
+    Rule("url-password", _URL_USERINFO, group="v", needs=(b"@",), check=_url_password),
+    Rule("token", _URL_USERINFO, group="u", needs=(b"@",), check=_url_user_token),
+    Rule("token", _URL_USERINFO, group="pu", needs=(b"@",), check=_url_user_token),
     # ... and the same where an escaped line break cuts "://" (JSON tool output): "postgres:/\\n/app:pw@db".
     Rule("url-password", re.compile(
         rb"""\\(?:n//?(?<=:/\\n/|:\\n//)|r\\n//?(?<=:/\\r\\n/|:\\r\\n//))"""
         rb"""[^\s:/?#@"'<>\[\]]*:(?P<v>[^\s/?#@"'<>\[\]]+)@"""), group="v",
          needs=(b"@", b"\\"), check=_url_password),
     # Authorization / Proxy-Authorization headers (HTTP dumps, curl -H, JSON, code); Bearer/Basic/... stays.
-    Rule("authorization", re.compile(
-        rb"""z(?<=authoriz)ation\\?["'`]?[ \t]*[:=][ \t]*[fr]?\\?["'`]?"""
-        rb"""(?:(?:bearer|basic|token|bot|digest|negotiate|ntlm|apikey|sso-key)[ \t]+)?"""
-        rb"""(?P<v>[a-z0-9._~+/=-]{8,}+)(?![(\[])"""),
-         group="v", lower=True, check=_auth_value),
+    Rule("authorization", _AUTH, group="v", lower=True, check=_auth_value),
     # aws_secret_access_key = (credentials file, env, `aws configure set`), "SecretAccessKey": (STS JSON).
     Rule("aws-secret-access-key", _K_ASSIGN, group="v", lower=True, check=_assigned_secret,
          keys=(b"secret_access_key", b"secret-access-key", b"secretaccesskey")),
     # api_key= apikey: x-api-key: OPENAI_API_KEY= apiKey:
     Rule("api-key", _K_ASSIGN, group="v", lower=True, check=_assigned_secret,
          keys=(b"api_key", b"api-key", b"apikey")),
-    # private_key= (hex wallet keys, base64 ed25519 seeds; PEM blocks were taken by the first rule).
+    # private_key= (hex wallet keys, base64 ed25519 seeds; PEM blocks were taken by the first rule), and a
+    # kubeconfig's client-key-data: (the base64 of a PEM key).
     Rule("private-key", _K_ASSIGN, group="v", lower=True, check=_assigned_secret,
-         keys=(b"private_key", b"private-key", b"privatekey")),
-    # secret_key= (Django SECRET_KEY, MinIO/S3 secretKey).
+         keys=(b"private_key", b"private-key", b"privatekey", b"client-key-data")),
+    # secret_key= (Django SECRET_KEY, MinIO/S3 secretKey), app_key= (Laravel's APP_KEY=base64:..., and its
+    # APP_PREVIOUS_KEYS).
     Rule("secret", _K_ASSIGN, group="v", lower=True, check=_assigned_secret,
-         keys=(b"secret_key", b"secret-key", b"secretkey")),
-    # password= passwd: --password x (DB_PASSWORD, PGPASSWORD, userPassword).
-    Rule("password", re.compile(rb"w(?<=passw)(?P<flag>(?<=-passw))?(?:ord|d)" + _ASSIGN), group="v",
-         lower=True, check=_assigned_secret),
+         keys=(b"secret_key", b"secret-key", b"secretkey", b"app_key", b"app-key", b"previous_keys")),
+    # password= passwd: --password x (DB_PASSWORD, PGPASSWORD, userPassword); .netrc's "password x".
+    Rule("password", _PASSWORD, group="v", lower=True, check=_assigned_secret),
+    Rule("password", _PASSWORD, group="nv", lower=True, check=_netrc_password),
     # secret= client_secret: SECRET= webhook_secret:
     Rule("secret", re.compile(rb"cret(?<=secret)(?P<flag>(?<=-secret))?" + _ASSIGN), group="v", lower=True,
          check=_assigned_secret),
     # token= access_token: GITHUB_TOKEN= x-auth-token: refreshToken:
     Rule("token", _K_ASSIGN, group="v", lower=True, check=_assigned_secret, keys=(b"token",)),
+    # A signed URL's signature: X-Amz-Signature= (S3), X-Goog-Signature= (GCS), Signature= (CloudFront, S3 v2),
+    # sig= (a SAS token without its version, Service Bus). Found at the "g".
+    Rule("token", re.compile(rb"(?:(?<=[?&;])|(?<=[?&;]x-amz-)|(?<=[?&;]x-goog-)|(?<=\\u0026))signature="
+                             rb"(?P<v>[a-z0-9%+/=_.~-]{16,})"), group="v", lower=True, check=_signed_value,
+         hooks=(Hook(b"g", ahead=rb"nature=(?<=signature=)", back=2, low=True),)),
+    Rule("token", re.compile(rb"(?:(?<=[?&;])|(?<=\\u0026))sig=(?P<v>[a-z0-9%+/=_.~-]{16,})"), group="v", lower=True,
+         check=_signed_value, hooks=(Hook(b"g", ahead=rb"=(?<=sig=)", back=2, low=True),)),
+    # Docker's config.json: "auth": "<base64 of user:password>" (auths.<registry>.auth).
+    Rule("password", _AUTH, group="dv", lower=True, check=_basic_credentials),
+    # curl -u user:PASS, sshpass -p PASS, mysql -pPASS, docker login -p PASS ... (commandline.py)
+    COMMAND_PASSWORD,
 )

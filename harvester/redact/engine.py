@@ -11,6 +11,8 @@ from harvester.redact.providers import TOKENS
 from harvester.redact.rule import MARKER, Rule
 from harvester.redact.splits import split_match
 
+_SPLIT_AT = (b"\\", b"\n", b"\r")  # a match that stops here may go on after a line break (splits.py)
+
 # The table in priority order: an earlier rule wins an overlap.
 RULES: tuple[Rule, ...] = PEM + TOKENS + CONTEXTS
 
@@ -149,9 +151,14 @@ def _consider(text: str, hay: bytes, m: re.Match[bytes], i: int, rule: Rule,
         kend = m.start("kend")
         if not hay[max(0, kend - 24) : kend].endswith(rule.keys):
             return
+    verdict = True if rule.check is None else rule.check(text, m)
+    if not verdict:
+        return
+    if verdict is not True:
+        start, end = verdict  # the check narrowed the span (a command's argument to its password)
     # A span over a marker is a candidate that lost to another rule the first time round; it must lose
     # again, or a second pass would redact differently.
-    if (rule.check is None or rule.check(text, m)) and "[REDACTED:" not in text[start:end]:
+    if "[REDACTED:" not in text[start:end]:
         found.append((i, start, end, rule.kind))
 
 
@@ -170,7 +177,7 @@ def _try_located(text: str, raw: bytes, low: bytes, anchor: int, i: int, rule: R
     if start < 0:
         return
     m = rule.pattern.match(hay, start)
-    if rule.split and (m is None or hay[m.end() : m.end() + 1] == b"\\"):
+    if rule.split and (m is None or hay[m.end() : m.end() + 1] in _SPLIT_AT):
         joined = split_match(rule, hay, start, m)
         if joined is not None:
             jm, jtext, offsets = joined

@@ -41,7 +41,8 @@ class Rule:
     needs: tuple[bytes, ...] = ()  # skip the scan unless each of these bytes occurs (a memchr each)
     lower: bool = False  # match the lowercased bytes (case-insensitive keys)
     keys: tuple[bytes, ...] = ()  # for a pattern shared by several kinds: the key ends with one of these
-    check: Callable[[str, re.Match[bytes]], bool] | None = None  # vetoes a candidate; gets the text
+    # Vetoes a candidate (gets the text); or narrows it: a (start, end) span of the text is what goes.
+    check: Callable[[str, re.Match[bytes]], bool | tuple[int, int]] | None = None
     # Located rules are not scanned for: their pattern is matched where a locator found a hook.
     hooks: tuple[Hook, ...] = ()
     split: bool = False  # also found when an escaped line break cuts it in two (see splits.py)

@@ -1,11 +1,13 @@
-"""Tokens cut in two by an escaped line break: JSON tool output that wrapped a long line.
+"""Tokens cut in two by a line break: a terminal or a tool that wrapped a long line.
 
-A terminal or a tool that wraps its output at a width, stored as JSON, breaks a key with the two
-characters ``\\n`` (or ``\\r\\n``): ``"AKIAIOSF\\nODNN7EXAMPLE"``. Neither half matches a format alone (or
-the first does and the second leaks). Only rules marked ``split`` are tried this way, and only where a
-locator already found their prefix and the plain match failed or stopped right at a backslash, so a clean
-text pays nothing: the candidate is matched again with the breaks after it taken out one by one, as long
-as the match runs up to the break and the next line reads as the rest of a key.
+A tool that wraps its output at a width breaks a key with a line break, real (``fold``, a terminal capture)
+or, stored as JSON, the two characters ``\\n`` (or ``\\r\\n``): ``"AKIAIOSF\\nODNN7EXAMPLE"``. Neither half
+matches a format alone (or the first does and the second leaks). Only rules marked ``split`` are tried this
+way, and only where a locator already found their prefix and the plain match failed or stopped right at a
+backslash or a line end, so a clean text pays nothing: the candidate is matched again with the breaks after
+it taken out one by one. A key too short to be one before the break is always joined to the next line; a
+key that is already whole is lengthened only where the next line reads as the rest of a key, and, across a
+real line break, holds nothing else (a log line after a key, "2024-06-01 12:00 started", is no key's rest).
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import re
 
 from harvester.redact.rule import Rule
 
-_BREAK = re.compile(rb"\\r\\n|\\n|\\r")
+_BREAK = re.compile(rb"\\r\\n|\\n|\\r|\r\n|\n|\r")
 _REACH = 4096  # a JWT can be long; a key is cut within a few lines
 _CONTEXT = 16  # bytes before the candidate, for the pattern's boundary lookbehinds
 _LEAD = re.compile(rb"[A-Za-z0-9_-]*")
 _MAX_BREAKS = 8
+_LINE_ENDS = (b"", b"\n", b"\r", b'"', b"'")  # after a key's rest alone on its line
 
 
 def split_match(rule: Rule, hay: bytes, start: int, plain: re.Match[bytes] | None
@@ -41,7 +44,10 @@ def split_match(rule: Rule, hay: bytes, start: int, plain: re.Match[bytes] | Non
         offsets.extend(range(start + seg, start + cut.start()))
         if cur is not None:
             # Cross the break only if the match runs up to it and the next line reads as more of the key.
-            if cur < len(offsets) or not _continues(_lead(window, cut.end())):
+            lead = _lead(window, cut.end())
+            if cur < len(offsets) or not _continues(lead) or (
+                    cut.group()[:1] in b"\r\n" and window[cut.end() + len(lead) : cut.end() + len(lead) + 1]
+                    not in _LINE_ENDS):
                 break
         elif n >= _MAX_BREAKS:
             break

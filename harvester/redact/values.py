@@ -1,4 +1,10 @@
-"""``redact_value``: ``redact`` over JSON-like values, plus the values of keys that name a secret."""
+"""``redact_value``: ``redact`` over JSON-like values, plus the values of keys that name a secret.
+
+Keys are redacted too (a dict keyed by tokens, a URL with a password as a key): a key that its redaction
+would make equal to another key of the same dict gets a number after it, so that no value is lost. With
+``urls=True`` (metadata), every URL in a string also loses its userinfo and its credential query values
+(``urls.py``).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,8 @@ import re
 from typing import Any
 
 from harvester.redact.engine import MARKER, redact
-from harvester.redact.judging import _NOT_SECRET_KEYS, _is_placeholder
+from harvester.redact.judging import _NOT_SECRET_KEYS, _is_placeholder, _is_user_password_base64
+from harvester.redact.urls import clean_urls_in
 
 # A key (lowercased) that ends with one of these names a secret; first match wins.
 _KEY_KINDS: tuple[tuple[str, str], ...] = (
@@ -18,8 +25,11 @@ _KEY_KINDS: tuple[tuple[str, str], ...] = (
     ("token", "token"),
     ("api_key", "api-key"), ("api-key", "api-key"), ("apikey", "api-key"),
     ("private_key", "private-key"), ("private-key", "private-key"), ("privatekey", "private-key"),
+    ("client-key-data", "private-key"), ("app_key", "secret"), ("app-key", "secret"),
+    ("previous_keys", "secret"),
     ("authorization", "authorization"),
 )
+_BASIC = "basic"  # Docker's "auth": a password only if the value is base64 of user:password
 _SCHEME = re.compile(r"((?:bearer|basic|token|bot|digest|negotiate|ntlm|apikey|sso-key)\s+)(\S.*)",
                      re.IGNORECASE | re.DOTALL)
 
@@ -29,6 +39,8 @@ def _key_kind(key: str) -> str | None:
     k = key.lower()
     if k.encode("utf-8", "replace") in _NOT_SECRET_KEYS:  # keys may hold lone surrogates
         return None
+    if k == "auth":
+        return _BASIC
     for suffix, kind in _KEY_KINDS:
         if k.endswith(suffix):
             return kind
@@ -40,38 +52,36 @@ def _merge(into: dict[str, int], counts: dict[str, int]) -> None:
         into[kind] = into.get(kind, 0) + n
 
 
-def _walk(value: Any, kind: str | None, counts: dict[str, int]) -> Any:
+def _walk(value: Any, kind: str | None, counts: dict[str, int], urls: bool) -> Any:
     if isinstance(value, str):
-        new, found = redact(value)
-        if found:
-            _merge(counts, found)
-            return new
-        if kind is None or len(value) < 3 or _is_placeholder(value):
-            return value
-        counts[kind] = counts.get(kind, 0) + 1
-        if kind == "authorization" and (m := _SCHEME.fullmatch(value)):
-            return m.group(1) + MARKER.format(kind)  # "Bearer [REDACTED:authorization]"
-        return MARKER.format(kind)
+        return _string(value, kind, counts, urls)
     if isinstance(value, dict):
         # {"name": "DB_PASSWORD", "value": "..."}: Kubernetes env entries, GitHub/CI variable listings.
         named = value.get("name", value.get("key"))
         named_kind = _key_kind(named) if isinstance(named, str) and "value" in value else None
         out: dict[Any, Any] | None = None
-        for k, v in value.items():
+        pairs = list(value.items())
+        for i, (k, v) in enumerate(pairs):
             if k == "value" and named_kind:
                 k_kind: str | None = named_kind
             else:
                 k_kind = _key_kind(k) if isinstance(k, str) else None
-            new = _walk(v, k_kind, counts)
-            if new is not v:
-                if out is None:
-                    out = dict(value)
-                out[k] = new
+            new = _walk(v, k_kind, counts, urls)
+            new_k = _key(k, counts) if isinstance(k, str) else k
+            if out is None:
+                if new is v and new_k is k:
+                    continue
+                out = dict(pairs[:i])  # the keys before this one, unchanged
+            if new_k is not k:
+                base, n = new_k, 2
+                while new_k in out or new_k in value:  # never over another key and its value
+                    new_k, n = f"{base} ({n})", n + 1
+            out[new_k] = new
         return value if out is None else out
     if isinstance(value, list | tuple):
         items: list[Any] | None = None
         for i, v in enumerate(value):
-            new = _walk(v, kind, counts)  # {"tokens": [...]} is not secret, {"token": [...]} is
+            new = _walk(v, kind, counts, urls)  # {"tokens": [...]} is not secret, {"token": [...]} is
             if new is not v:
                 if items is None:
                     items = list(value)
@@ -82,12 +92,48 @@ def _walk(value: Any, kind: str | None, counts: dict[str, int]) -> Any:
     return value  # numbers, booleans, None: not secrets even under a secret key
 
 
-def redact_value(value: Any) -> tuple[Any, dict[str, int]]:
-    """``redact`` over a JSON-like value, plus the string values of keys that name a secret.
+def _string(value: str, kind: str | None, counts: dict[str, int], urls: bool) -> str:
+    if urls:
+        value, found = clean_urls_in(value)
+        _merge(counts, found)
+    new, found = redact(value)
+    if found:
+        _merge(counts, found)
+        return new
+    if kind is None or len(value) < 3 or _is_placeholder(value):
+        return value
+    if kind == _BASIC:
+        if not _is_user_password_base64(value.encode("latin-1", "replace")):
+            return value
+        kind = "password"
+    counts[kind] = counts.get(kind, 0) + 1
+    if kind == "authorization" and (m := _SCHEME.fullmatch(value)):
+        return m.group(1) + MARKER.format(kind)  # "Bearer [REDACTED:authorization]"
+    return MARKER.format(kind)
+
+
+def _key(key: str, counts: dict[str, int]) -> str:
+    """A dict key redacted; the key itself when it holds nothing (most keys repeat: cached)."""
+    new, found = _redacted_key(key)
+    if not found:
+        return key  # the very object: the cache holds an equal key, maybe another object
+    for kind, n in found:
+        counts[kind] = counts.get(kind, 0) + n
+    return new
+
+
+@functools.lru_cache(maxsize=4096)
+def _redacted_key(key: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    new, found = redact(key)
+    return new, tuple(found.items())
+
+
+def redact_value(value: Any, urls: bool = False) -> tuple[Any, dict[str, int]]:
+    """``redact`` over a JSON-like value (its keys too), plus the string values of keys that name a secret.
 
     Returns ``value`` itself and ``{}`` when nothing was found; otherwise changed containers are copies
-    and unchanged ones are shared with the input. Keys are kept as they are; numbers, booleans and
-    None stay even under a secret key.
+    and unchanged ones are shared with the input. Numbers, booleans and None stay even under a secret key.
+    ``urls``: also clean every URL structurally (metadata; see ``urls.py``).
     """
     counts: dict[str, int] = {}
-    return _walk(value, None, counts), counts
+    return _walk(value, None, counts, urls), counts
