@@ -190,7 +190,8 @@ def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
 def run(settings: Settings) -> None:
     """Run the capture service in the foreground (what the login units start)."""
     from harvester.bank import BankError
-    from harvester.service import AlreadyRunning, Service
+    from harvester.instance import AlreadyRunning
+    from harvester.service import Service
 
     try:
         code = Service(settings, os.environ, config.home()).run()

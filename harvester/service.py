@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
-import fcntl
 import gc
 import os
 import signal
@@ -48,6 +47,7 @@ from harvester.bank import Bank, open_bank
 from harvester.config import Settings, runtime_dir
 from harvester.heartbeat import HEARTBEAT_NAME, epoch
 from harvester.ingest import Ingestor, SourceResult
+from harvester.instance import InstanceLock
 from harvester.liveness import AgentProcess, agent_processes, judge
 from harvester.log import get_logger
 from harvester.parsers import HARNESSES
@@ -60,42 +60,6 @@ log = get_logger("harvester.service")  # through harvester.log: see there
 SETTLE_SECONDS = 1.0
 IDLE_CACHE_KIB = 2048  # SQLite's page cache once start-up is done (opened with 8 MiB: sqlite_open._connect)
 ARCHIVE_MAINTENANCE_SECONDS = 6 * 3600  # archive retention and its leftovers: a few times a day is enough
-
-LOCK_NAME = "harvester.lock"
-
-
-class AlreadyRunning(Exception):
-    def __init__(self, pid: int | None, path: Path) -> None:
-        super().__init__(f"harvester run is already running (pid {pid or '?'}, lock {path})")
-        self.pid = pid
-
-
-class InstanceLock:
-    """One service per user: an exclusive flock on a file in the runtime dir, holding our pid.
-    The kernel drops the lock when the process dies, however it dies: no stale-lock cleanup."""
-
-    def __init__(self, directory: Path) -> None:
-        self.path = directory / LOCK_NAME
-        self._fd: int | None = None
-
-    def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip()
-            os.close(fd)
-            raise AlreadyRunning(int(holder) if holder.isdigit() else None, self.path) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self._fd = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
