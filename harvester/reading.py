@@ -29,7 +29,7 @@ from harvester.foreign_sqlite import NotADatabase, open_readonly
 from harvester.log import get_logger
 from harvester.model import MAX_EVENT_TEXT, Batch, Event, Problem, clip
 from harvester.parsers import HARNESSES
-from harvester.parsers.base import Record, SourceRef, describe_error
+from harvester.parsers.base import Record, SourceRef, describe_error, problem_detail
 from harvester.recall.frame import mark_recall
 from harvester.sources import (
     Found,
@@ -397,6 +397,8 @@ def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[
             batch.problems.append(Problem("malformed", records[0].line if records else 1, describe(faults)))
     mark_recall(batch)
     redactions = redact_batch(batch)
+    for problem in batch.problems:  # what a record was, never what it said (parsers/base.py)
+        problem.detail = problem_detail(problem.detail)
     return batch, redactions, keep_whole_texts(batch, keep_whole)
 
 

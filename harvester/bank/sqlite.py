@@ -204,6 +204,10 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
         return [self._cursor_from_row(row) for row in rows]
 
     def set_source_status(self, path: str, status: str, error: str | None = None) -> None:
+        if error is not None:
+            from harvester.parsers.base import problem_detail  # a reason said in words, never a record's text
+
+            error = problem_detail(error)
         with self.transaction() as conn:
             conn.execute("UPDATE sources SET status = ?, error = ?, last_checked_at = ? WHERE path = ?",
                          (status, error, utcnow(), path))
@@ -493,11 +497,13 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
                          problems: list[Problem], now: str) -> None:
         if not problems:
             return
+        from harvester.parsers.base import problem_detail  # the write path's: reading commands never get here
+
         conn.executemany(
             "INSERT INTO problems (harness, source_path, line, kind, detail, first_seen_at, last_seen_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_path, line, kind) "
             "DO UPDATE SET detail = excluded.detail, last_seen_at = excluded.last_seen_at",
-            [(harness, path, p.line or 0, p.kind, p.detail[:500], now, now) for p in problems],
+            [(harness, path, p.line or 0, p.kind, problem_detail(p.detail), now, now) for p in problems],
         )
 
     def _store_cursor(self, conn: sqlite3.Connection, cur: Cursor, now: str, is_new: bool) -> None:
