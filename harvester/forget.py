@@ -10,6 +10,13 @@ For the user who finds a secret in a transcript, or wants a repository's history
   rewritten (FTS5 keeps a deleted row's terms until its segments merge), and the write-ahead log is
   emptied, so that the text is not left in the bank's free space.
 
+The order of operations: one transaction takes them out of the bank and records what is left to do outside
+it (the archive's files, the index's merge, the log); that is done after the commit, and a kill -9 before it
+is done leaves it recorded, for the next process that opens the bank for writing (every command but those
+that can only read it) to finish (:mod:`harvester.bank.sqlite_forget`). The archive's new files are written
+before the commit and its old ones removed after (:mod:`harvester.archive.purge`): the bank never names a
+file that is not there.
+
 A tombstone (``excluded_sessions``, reason ``forgotten``) keeps each one out of every later scan while the
 agent's own file still holds it: harvester never writes into an agent's directory, so that file stays as
 the agent left it, and the paths are listed for whoever wants it gone too.
@@ -17,6 +24,8 @@ the agent left it, and the paths are listed for whoever wants it gone too.
 
 from __future__ import annotations
 
+import os
+import signal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,8 +101,11 @@ def sources_of(bank: SqliteBank, pks: list[int]) -> list[str]:
 
 
 def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
-    """Take ``sessions`` out of the bank and the archive, and tombstone them (see the module)."""
+    """Take ``sessions`` out of the bank and the archive, and tombstone them (see the module). One transaction
+    does it in the bank and records what is left to do outside it; then that is done
+    (:meth:`SqliteBank.finish_purges`), by this process or, if it is killed first, by the next to open the bank."""
     from harvester.archive.purge import purge_sessions
+    from harvester.bank.sqlite_forget import PurgeWork
     from harvester.parsers import HARNESSES
 
     pks = [s["id"] for s in sessions]
@@ -125,15 +137,24 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
             # A writer that read these sources before this commit finds its cursor moved, and reads again:
             # the tombstones then keep what it read out.
             c.executemany("UPDATE sources SET generation = generation + 1 WHERE id = ?", [(i,) for i in source_ids])
-        if purge is not None:
-            result.bytes_freed = purge.finish(bank.archive, conn)  # type: ignore[arg-type]
-            result.archive_dropped, result.archive_repacked = len(purge.dropped), len(purge.repacked)
-            result.inseparable = purge.inseparable
-        with bank.transaction() as c:  # the index's own copy of the terms: merged away
-            c.execute("INSERT INTO events_fts (events_fts) VALUES ('optimize')")
-        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        result.wal_emptied = busy is None or busy[0] == 0
+            work = PurgeWork(sessions=[(s["harness"], s["native_id"]) for s in sessions])
+            if purge is not None:
+                work.archive_files = [str(p.relative_to(bank.archive.dir)) for p in purge.files]  # type: ignore[union-attr]
+                work.blobs = sorted(purge.blobs)
+                result.archive_dropped, result.archive_repacked = len(purge.dropped), len(purge.repacked)
+                result.inseparable = purge.inseparable
+            bank.record_purge(c, work, now)
+        _stop_here("committed")
+        finished = bank.finish_purges(_stop_here)
+        result.bytes_freed = finished.bytes_freed
+        result.wal_emptied = finished.wal_emptied
     finally:
         conn.execute("PRAGMA secure_delete = OFF")
     return result
 
+
+def _stop_here(point: str) -> None:
+    """Test-only: ``HARVESTER_TEST_FORGET_STOP=<point>`` kills this process there, as a kill -9 would
+    (tests/test_forget.py)."""
+    if os.environ.get("HARVESTER_TEST_FORGET_STOP") == point:
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -28,6 +28,7 @@ from harvester.bank.sqlite_events import (
     split_known,
     stamp_changed,
 )
+from harvester.bank.sqlite_forget import SqliteForget
 from harvester.bank.sqlite_index import SqliteIndex
 from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, check_bank, hold, release
 from harvester.bank.sqlite_read import SqliteReads
@@ -71,7 +72,7 @@ def _loads(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
 
 
-class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
+class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex, SqliteForget):
     """``readonly``: for commands that only read, on a bank this user cannot write or that a newer
     harvester wrote. Nothing is migrated and nothing is written, not even beside the file."""
 
@@ -104,6 +105,8 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
                     log_repair(self.archive_report)
             elif where.is_dir():
                 self.archive = Archive(where, readonly=True)  # what reading commands need of it
+            if not readonly and repair and self.purges_pending():
+                self.finish_purges()  # a forget was killed after its commit: finished here (sqlite_forget.py)
             self._held = hold(path)
         except (sqlite3.Error, OSError) as exc:
             raise BankError(f"cannot open the bank at {path}: {exc}") from exc

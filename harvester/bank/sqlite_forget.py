@@ -1,0 +1,140 @@
+"""What ``harvester forget`` has to do outside its transaction, done so that a kill -9 cannot leave it undone.
+
+The order of operations: forget's one transaction deletes the sessions, writes their tombstones and records
+the work left outside the bank's rows (``pending_purges``, migration 10): the archive's files and blobs the
+transaction stopped naming, the folders ``export`` wrote into with the sessions whose files go there, the
+index's merge (FTS5 keeps a deleted row's terms in its segments until they merge) and the log's truncation.
+After the commit that work is done and its row deleted in the transaction that merges the index; a kill
+anywhere in between leaves the row, and the next process that opens the bank for writing does it all again
+(:meth:`SqliteForget.finish_purges`, from :class:`harvester.bank.sqlite.SqliteBank`). Every step can be done
+twice: a file already gone is gone, an archive file or blob is removed only while nothing names it (checked
+under the write lock, so that no writer starts naming it meanwhile), a merged index merges to itself. Until it
+is done, nothing of the sessions is readable through the bank: what is left are bytes that only a search of
+the files finds, which is what forget promises there is none of once it (or the next command) returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from harvester.archive import archive_dir, blob_path
+
+
+@dataclass
+class PurgeWork:
+    """What a forget leaves to do after its commit (stored as JSON in ``pending_purges``)."""
+
+    archive_files: list[str] = field(default_factory=list)  # relative to the archive's directory
+    blobs: list[tuple[str, str]] = field(default_factory=list)  # (texts|blobs, digest): gone unless named
+    sessions: list[tuple[str, str]] = field(default_factory=list)  # (harness, native id): their exported files
+    folders: list[str] = field(default_factory=list)  # the folders export wrote into
+
+
+@dataclass
+class Finished:
+    bytes_freed: int = 0
+    exported_removed: list[str] = field(default_factory=list)
+    exported_left: list[tuple[str, str]] = field(default_factory=list)  # (path, why it is still there)
+    wal_emptied: bool = True  # False: a reader held the log; its old pages go at the next checkpoint
+
+
+def _never(point: str) -> None:
+    """Where a forget stopped (for tests that kill it there: harvester/forget.py)."""
+
+
+class SqliteForget:
+    conn: sqlite3.Connection
+    path: str
+    transaction: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]]
+
+    def record_purge(self, conn: sqlite3.Connection, work: PurgeWork, now: str) -> None:
+        """Inside forget's transaction: the work its commit leaves to do."""
+        conn.execute("INSERT INTO pending_purges (created_at, work) VALUES (?, ?)",
+                     (now, orjson.dumps(work.__dict__).decode()))
+
+    def purges_pending(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM pending_purges LIMIT 1").fetchone() is not None
+
+    def finish_purges(self, stop: Callable[[str], None] = _never) -> Finished:
+        """Do what committed forgets left to do (see the module); ``stop`` is told each step done."""
+        done = Finished()
+        rows = self.conn.execute("SELECT id, work FROM pending_purges ORDER BY id").fetchall()
+        if not rows:
+            return done
+        works = [PurgeWork(**orjson.loads(work)) for _, work in rows]
+        self.conn.execute("PRAGMA secure_delete = ON")  # what is freed is overwritten, not left in free pages
+        try:
+            for work in works:
+                done.bytes_freed += self._remove_archived(work)
+            stop("archive-purged")
+            for work in works:
+                self._remove_exported(work, done)
+            with self.transaction() as conn:  # the index's own copy of the terms: merged away, with the rows
+                conn.execute("INSERT INTO events_fts (events_fts) VALUES ('optimize')")
+                conn.executemany("DELETE FROM pending_purges WHERE id = ?", [(pk,) for pk, _ in rows])
+            stop("index-merged")
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            done.wal_emptied = busy is None or busy[0] == 0
+        finally:
+            self.conn.execute("PRAGMA secure_delete = OFF")
+        return done
+
+    def _remove_archived(self, work: PurgeWork) -> int:
+        """The archive's files and blobs the forget stopped naming, unless named again since (an epoch number
+        can be used again once a source's frames are all gone)."""
+        where = archive_dir(self.path)
+        freed = 0
+        with self.transaction() as conn:  # no writer names a file between the check and the removal
+            for relative in work.archive_files:
+                kind, _, stem = relative.partition("/")
+                source, _, epoch = stem.removesuffix(".zst").partition("-")
+                if conn.execute("SELECT 1 FROM archive_frames WHERE kind = ? AND source_id = ? AND epoch = ? LIMIT 1",
+                                (kind, source, epoch)).fetchone() is None:
+                    freed += _unlink(where / relative)
+            for sub, digest in work.blobs:
+                table = "archive_texts" if sub == "texts" else "archive_docs"
+                if conn.execute(f"SELECT 1 FROM {table} WHERE digest = ? LIMIT 1", (digest,)).fetchone() is None:
+                    freed += _unlink(blob_path(where, sub, digest))
+        return freed
+
+    def _remove_exported(self, work: PurgeWork, done: Finished) -> None:
+        """The sessions' files in every folder export wrote into: only regular files of the names export gives
+        them, never through a link (harvester/repo_files.py); what cannot go is said."""
+        from harvester.repo_files import Folder, Refused, session_file_names
+
+        if not work.sessions:
+            return
+        for path in work.folders:
+            if not os.path.lexists(path):
+                continue  # a folder deleted since holds nothing
+            try:
+                folder = Folder.open_recorded(path)
+            except Refused as exc:
+                done.exported_left.append((path, str(exc)))
+                continue
+            with folder:
+                present = set(folder.names())
+                for harness, native_id in work.sessions:
+                    for name in session_file_names(harness, native_id):
+                        if name not in present:
+                            continue
+                        why = folder.remove(name)
+                        if why is None:
+                            done.exported_removed.append(str(folder.path / name))
+                        else:
+                            done.exported_left.append((str(folder.path / name), why))
+
+
+def _unlink(path: Any) -> int:
+    with contextlib.suppress(OSError):
+        size = path.stat().st_size
+        path.unlink()
+        return size
+    return 0

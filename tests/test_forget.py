@@ -1,0 +1,79 @@
+"""``harvester forget`` is for good: killed at any point (kill -9), the next command that opens the bank
+finishes it; the files ``export`` wrote go too; a fork or a resume that copies the forgotten records does not
+bring their text back. "Gone" is checked the way someone looking for it would: ``strings`` over every file of
+the bank's directory (the bank, its log, the archive, decompressed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from harvester.model import MAX_EVENT_TEXT
+from tests.helpers import ClaudeSession, sessions_of
+from tests.machine import harvester_cli, harvester_env
+
+# No secret the redactor knows (what forget is for), and one word to the search index, whose terms are its words
+# lowercased: the index keeps a term after the first on a page as what it adds to the one before, so it is looked
+# for by its tail.
+WORD = "qzplumzebra4417"
+TAIL = WORD[-11:]
+
+
+def _where_found(tmp: Path, word: str = TAIL) -> list[str]:
+    """Every file of the bank's directory holding ``word``: as ``strings -a`` sees it, and decompressed."""
+    found = []
+    for path in sorted(p for p in tmp.rglob("*") if (p.is_file() and p.name.startswith("bank"))
+                       or ("bank.archive" in p.parts and p.is_file())):
+        out = subprocess.run(["strings", "-a", str(path)], capture_output=True, text=True, check=True).stdout
+        data = path.read_bytes()
+        if path.suffix == ".zst" or "blobs" in path.parts or "texts" in path.parts:
+            with contextlib.suppress(zstandard.ZstdError):
+                data = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True).read()
+        if word in out or word.encode() in data:
+            found.append(str(path.relative_to(tmp)))
+    return found
+
+
+def _forgettable(tmp: Path) -> tuple[ClaudeSession, ClaudeSession]:
+    home = tmp / "home"
+    forgotten = ClaudeSession(home, "/work/app")
+    forgotten.write(forgotten.user(f"the staging password is {WORD}, keep it handy"), forgotten.assistant("noted"),
+                    forgotten.tool_use("Bash", {"command": "cat env"}, "t1"),
+                    forgotten.tool_result("t1", "x" * (MAX_EVENT_TEXT + 10) + f" {WORD}"))  # whole in the archive
+    kept = ClaudeSession(home, "/work/app")
+    kept.write(*kept.conversation(2))
+    assert harvester_cli(tmp, "scan").returncode == 0
+    assert _where_found(tmp)  # the bank, the archive's stream and its whole text hold it
+    return forgotten, kept
+
+
+def _forget(tmp: Path, session: str, stop: str | None = None) -> subprocess.CompletedProcess:
+    env = harvester_env(tmp)
+    if stop:
+        env["HARVESTER_TEST_FORGET_STOP"] = stop
+    return subprocess.run([sys.executable, "-m", "harvester", "forget", session, "--yes"], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp)
+
+
+@pytest.mark.parametrize(("stop", "next_command"), [
+    ("committed", ["status"]),  # after the bank's commit, before the archive's files went
+    ("archive-purged", ["search", "hello"]),  # the archive done, the index still holding the terms
+    ("index-merged", ["scan"]),  # the index merged, the log not yet emptied
+])
+def test_a_forget_killed_at_any_point_is_finished_by_the_next_command(tmp_path: Path, stop: str,
+                                                                       next_command: list[str]) -> None:
+    forgotten, kept = _forgettable(tmp_path)
+    killed = _forget(tmp_path, forgotten.id, stop)
+    assert killed.returncode == -9, killed.stdout + killed.stderr  # it stopped there
+    after = harvester_cli(tmp_path, *next_command)
+    assert after.returncode == 0, after.stderr
+    assert _where_found(tmp_path) == []
+    assert [s["native_id"] for s in sessions_of(tmp_path / "bank.sqlite")] == [kept.id]
+
