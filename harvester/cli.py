@@ -417,9 +417,13 @@ def export_sessions(settings: Settings, repo: str | None, target: str | None, fm
         except Refused as exc:
             raise click.ClickException(f"export: {exc}") from exc
         with folder:
+            if not getattr(bank, "readonly", False):  # for forget, which removes a session's files there too
+                bank.remember_export_folder(str(folder.path))
             for item in export(bank, scope, folder, fmt, cutoff, include_recall):
                 if item.error is not None:
-                    failed.append(f"not written: {item.path} ({item.error})")
+                    failed.append(f"not {'removed' if item.removed else 'written'}: {item.path} ({item.error})")
+                elif item.removed:
+                    terminal.echo(f"removed {item.path} (a session the bank no longer holds)")
                 elif item.changed:
                     written += 1
                     terminal.echo(f"wrote {item.path}")

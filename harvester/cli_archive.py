@@ -146,6 +146,11 @@ def _forget_summary(done: Any) -> str:
         lines.append(f"  {terminal.visible(path)} also holds other sessions, which could not be told apart from "
                      "these: its whole archive went (they stay in the bank; `harvester reparse` archives them "
                      "again from the file)")
+    if done.exported_removed or done.exported_left:
+        lines.append(f"Their exported files: {len(done.exported_removed):,} removed"
+                     + (f", {len(done.exported_left):,} not:" if done.exported_left else "."))
+        lines += [f"  removed {terminal.visible(p)}" for p in done.exported_removed]
+        lines += [f"  could not remove {terminal.visible(p)}: {why}" for p, why in done.exported_left]
     if not done.wal_emptied:
         lines.append("  another process is reading the bank: its write-ahead log keeps old pages until the next "
                      "checkpoint")

@@ -6,6 +6,8 @@ For the user who finds a secret in a transcript, or wants a repository's history
   forks), which hold their text too;
 - their events, their search index entries, their imports; their bytes in the raw archive
   (:mod:`harvester.archive.purge`: a source of theirs alone goes whole, a shared one is re-packed);
+- their files in every folder ``export`` wrote into (recorded in the bank): only regular files of the names
+  export gives them, never through a link; what cannot go is said (and a later export there removes it);
 - the deleted pages themselves: SQLite's ``secure_delete`` overwrites what is freed, the search index is
   rewritten (FTS5 keeps a deleted row's terms until its segments merge), and the write-ahead log is
   emptied, so that the text is not left in the bank's free space.
@@ -43,6 +45,8 @@ class Forgotten:
     inseparable: list[str] = field(default_factory=list)  # shared sources whose whole archive went
     bytes_freed: int = 0
     wal_emptied: bool = True  # False: a reader held the log; its old pages go at the next checkpoint
+    exported_removed: list[str] = field(default_factory=list)  # their files in the folders export wrote into
+    exported_left: list[tuple[str, str]] = field(default_factory=list)  # (path, why it could not go)
 
 
 def choose(bank: SqliteBank, session: str | None = None, scope: Scope | None = None,
@@ -137,7 +141,7 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
             # A writer that read these sources before this commit finds its cursor moved, and reads again:
             # the tombstones then keep what it read out.
             c.executemany("UPDATE sources SET generation = generation + 1 WHERE id = ?", [(i,) for i in source_ids])
-            work = PurgeWork(sessions=[(s["harness"], s["native_id"]) for s in sessions])
+            work = PurgeWork(sessions=[(s["harness"], s["native_id"]) for s in sessions], folders=bank.export_folders())
             if purge is not None:
                 work.archive_files = [str(p.relative_to(bank.archive.dir)) for p in purge.files]  # type: ignore[union-attr]
                 work.blobs = sorted(purge.blobs)
@@ -148,6 +152,7 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
         finished = bank.finish_purges(_stop_here)
         result.bytes_freed = finished.bytes_freed
         result.wal_emptied = finished.wal_emptied
+        result.exported_removed, result.exported_left = finished.exported_removed, finished.exported_left
     finally:
         conn.execute("PRAGMA secure_delete = OFF")
     return result

@@ -77,3 +77,75 @@ def test_a_forget_killed_at_any_point_is_finished_by_the_next_command(tmp_path: 
     assert _where_found(tmp_path) == []
     assert [s["native_id"] for s in sessions_of(tmp_path / "bank.sqlite")] == [kept.id]
 
+
+
+def _export(tmp: Path, repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harvester", "export", "--repo", str(repo), *args],
+                          env=harvester_env(tmp), capture_output=True, text=True, timeout=120, cwd=repo)
+
+
+def test_forget_removes_the_files_export_wrote_and_says_which_it_could_not(tmp_path: Path) -> None:
+    from harvester.recall.export import file_name
+    from tests.helpers import make_repo
+
+    repo = make_repo(tmp_path / "demo-repo")
+    forgotten = ClaudeSession(tmp_path / "home", str(repo))
+    forgotten.write(forgotten.user(f"the staging password is {WORD}"), forgotten.assistant("noted"))
+    kept = ClaudeSession(tmp_path / "home", str(repo))
+    kept.write(*kept.conversation(1))
+    assert harvester_cli(tmp_path, "scan").returncode == 0
+    history, elsewhere, third = repo / ".harvester" / "history", tmp_path / "jsonl", tmp_path / "third"
+    assert _export(tmp_path, repo).returncode == 0
+    assert _export(tmp_path, repo, "--to", str(elsewhere), "--format", "jsonl").returncode == 0
+    assert _export(tmp_path, repo, "--to", str(third)).returncode == 0
+    theirs = third / file_name("claude-code", forgotten.id, "md")
+    theirs.unlink()
+    theirs.symlink_to(tmp_path / "home")  # not a file export wrote: never removed, never followed, said
+
+    done = harvester_cli(tmp_path, "forget", forgotten.id, "--yes")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in history.iterdir()) == [file_name("claude-code", kept.id, "md")]
+    assert sorted(p.name for p in elsewhere.iterdir()) == [file_name("claude-code", kept.id, "jsonl")]
+    assert str(history / file_name("claude-code", forgotten.id, "md")) in done.stdout
+    assert f"could not remove {theirs}: not a regular file" in done.stdout, done.stdout
+    assert (tmp_path / "home").is_dir() and theirs.is_symlink()
+
+
+def test_a_later_export_removes_the_files_of_forgotten_sessions(tmp_path: Path) -> None:
+    """A clone made before the forget holds the session's file, committed: the next export there removes it."""
+    import shutil
+
+    from harvester.recall.export import file_name
+    from tests.helpers import make_repo
+
+    repo = make_repo(tmp_path / "demo-repo")
+    forgotten = ClaudeSession(tmp_path / "home", str(repo))
+    forgotten.write(forgotten.user(f"the staging password is {WORD}"), forgotten.assistant("noted"))
+    kept = ClaudeSession(tmp_path / "home", str(repo))
+    kept.write(*kept.conversation(1))
+    assert harvester_cli(tmp_path, "scan").returncode == 0
+    assert _export(tmp_path, repo).returncode == 0
+    clone = tmp_path / "clone-history"
+    shutil.copytree(repo / ".harvester" / "history", clone)
+    assert harvester_cli(tmp_path, "forget", forgotten.id, "--yes").returncode == 0
+
+    done = _export(tmp_path, repo, "--to", str(clone))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in clone.iterdir()) == [file_name("claude-code", kept.id, "md")]
+    assert f"removed {clone / file_name('claude-code', forgotten.id, 'md')}" in done.stdout, done.stdout
+
+
+def test_a_forget_killed_before_the_exported_files_went_is_finished_by_the_next_command(tmp_path: Path) -> None:
+    from harvester.recall.export import file_name
+    from tests.helpers import make_repo
+
+    repo = make_repo(tmp_path / "demo-repo")
+    forgotten = ClaudeSession(tmp_path / "home", str(repo))
+    forgotten.write(forgotten.user(f"the staging password is {WORD}"), forgotten.assistant("noted"))
+    assert harvester_cli(tmp_path, "scan").returncode == 0
+    assert _export(tmp_path, repo).returncode == 0
+    exported = repo / ".harvester" / "history" / file_name("claude-code", forgotten.id, "md")
+    assert _forget(tmp_path, forgotten.id, "archive-purged").returncode == -9
+    assert exported.exists()  # killed before it got there
+    assert harvester_cli(tmp_path, "status").returncode == 0
+    assert not exported.exists() and _where_found(tmp_path) == []

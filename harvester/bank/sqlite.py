@@ -28,7 +28,7 @@ from harvester.bank.sqlite_events import (
     split_known,
     stamp_changed,
 )
-from harvester.bank.sqlite_forget import SqliteForget
+from harvester.bank.sqlite_forget import SqliteForget, log_finished
 from harvester.bank.sqlite_index import SqliteIndex
 from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, check_bank, hold, release
 from harvester.bank.sqlite_read import SqliteReads
@@ -106,7 +106,7 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex, SqliteFo
             elif where.is_dir():
                 self.archive = Archive(where, readonly=True)  # what reading commands need of it
             if not readonly and repair and self.purges_pending():
-                self.finish_purges()  # a forget was killed after its commit: finished here (sqlite_forget.py)
+                log_finished(self.finish_purges())  # a forget killed after its commit: finished (sqlite_forget.py)
             self._held = hold(path)
         except (sqlite3.Error, OSError) as exc:
             raise BankError(f"cannot open the bank at {path}: {exc}") from exc

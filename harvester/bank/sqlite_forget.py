@@ -20,6 +20,7 @@ import os
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -86,6 +87,26 @@ class SqliteForget:
             self.conn.execute("PRAGMA secure_delete = OFF")
         return done
 
+    # -- the folders export wrote into --------------------------------------------------------------
+    def remember_export_folder(self, path: str) -> None:
+        """``export`` writes into ``path`` (a real path): forget removes a session's files there too."""
+        now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO export_folders (path, first_written_at, last_written_at) VALUES (?, ?, ?) "
+                         "ON CONFLICT (path) DO UPDATE SET last_written_at = excluded.last_written_at",
+                         (path, now, now))
+
+    def export_folders(self) -> list[str]:
+        return [p for (p,) in self.conn.execute("SELECT path FROM export_folders ORDER BY path")]
+
+    def forgotten_file_names(self) -> set[str]:
+        """Every name an export may have given the file of a session the bank will never hold again (forgotten,
+        or excluded by the configuration): a later export removes them (harvester/recall/export.py)."""
+        from harvester.repo_files import session_file_names
+
+        return {name for harness, native_id in self.conn.execute("SELECT harness, native_id FROM excluded_sessions")
+                for name in session_file_names(harness, native_id)}
+
     def _remove_archived(self, work: PurgeWork) -> int:
         """The archive's files and blobs the forget stopped naming, unless named again since (an epoch number
         can be used again once a source's frames are all gone)."""
@@ -130,6 +151,16 @@ class SqliteForget:
                             done.exported_removed.append(str(folder.path / name))
                         else:
                             done.exported_left.append((str(folder.path / name), why))
+
+
+def log_finished(done: Finished) -> None:
+    """What finishing a killed forget did, said in the log (nobody is at a terminal for it)."""
+    from harvester.log import get_logger
+
+    log = get_logger("harvester.forget")
+    log.info("a stopped forget was finished", bytes_freed=done.bytes_freed, exported_removed=len(done.exported_removed))
+    for path, why in done.exported_left:
+        log.warning("a forgotten session's exported file could not be removed", path=path, reason=why)
 
 
 def _unlink(path: Any) -> int:

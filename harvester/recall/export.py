@@ -39,7 +39,8 @@ class Written:
     session: str
     harness: str
     changed: bool  # False: the file already held exactly this
-    error: str | None = None  # not written: why (a directory in the file's place)
+    error: str | None = None  # not written (or not removed): why (a directory in the file's place)
+    removed: bool = False  # the file of a session the bank no longer holds (forgotten, excluded): removed
 
 
 def open_folder(repo_root: str, target: str | None) -> Folder:
@@ -65,6 +66,8 @@ def export(bank: Bank, scope: Scope, folder: Folder, fmt: str = "md", since: str
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}")
     folder.remove_stale()  # what a killed export left
+    for name in sorted(set(folder.names()) & bank.forgotten_file_names()):  # what forget could not reach
+        yield Written(folder.path / name, "", "", True, folder.remove(name), removed=True)
     for s in bank.scoped_sessions(scope, 1_000_000, since=since):
         events = bank.session_events(s["id"], include_recall=include_recall)
         content = markdown(s, events) if fmt == "md" else jsonl(s, events)
