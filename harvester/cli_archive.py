@@ -146,6 +146,11 @@ def _forget_summary(done: Any) -> str:
         lines.append(f"  {terminal.visible(path)} also holds other sessions, which could not be told apart from "
                      "these: its whole archive went (they stay in the bank; `harvester reparse` archives them "
                      "again from the file)")
+    if done.copies:
+        lines.append(f"  {done.copies:,} copies of their records in other sessions (a fork or a resume that nothing "
+                     "links to them) went too; those sessions stay")
+        lines += [f"  {terminal.visible(p)} held such copies: its archive went (`harvester reparse` reads its "
+                  "sessions from the file, without the copies)" for p in done.copies_sources]
     if done.exported_removed or done.exported_left:
         lines.append(f"Their exported files: {len(done.exported_removed):,} removed"
                      + (f", {len(done.exported_left):,} not:" if done.exported_left else "."))

@@ -21,7 +21,10 @@ file that is not there.
 
 A tombstone (``excluded_sessions``, reason ``forgotten``) keeps each one out of every later scan while the
 agent's own file still holds it: harvester never writes into an agent's directory, so that file stays as
-the agent left it, and the paths are listed for whoever wants it gone too.
+the agent left it, and the paths are listed for whoever wants it gone too. Their records leave tombstones too
+(a hash of each record's id and content, never the text: :mod:`harvester.bank.sqlite_forget`): a fork or a
+resume that copies them, read later, does not bring them back, and the copies other sessions already hold
+(a fork nothing links to its parent) go now, with their sources' archive.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ class Forgotten:
     bytes_freed: int = 0
     wal_emptied: bool = True  # False: a reader held the log; its old pages go at the next checkpoint
     exported_removed: list[str] = field(default_factory=list)  # their files in the folders export wrote into
+    copies: int = 0  # events of other sessions that were copies of theirs (an unlinked fork): gone too
+    copies_sources: list[str] = field(default_factory=list)  # those sessions' sources, whose archive went
     exported_left: list[tuple[str, str]] = field(default_factory=list)  # (path, why it could not go)
 
 
@@ -131,6 +136,11 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
             c.execute(f"INSERT INTO excluded_sessions (harness, native_id, excluded_at, reason, source_path) "
                       f"SELECT harness, native_id, ?, 'forgotten', source_path FROM sessions WHERE id IN ({marks}) "
                       "ON CONFLICT DO UPDATE SET reason = 'forgotten', excluded_at = excluded.excluded_at", [now, *pks])
+            # Their records leave a key (never their text), which keeps copies out: those a fork or a resume
+            # brings later (harvester/bank/sqlite_forget.py), and those other sessions hold already.
+            copies = bank.copies_of(c, bank.tombstone_records(c, pks), pks)
+            if copies:
+                _drop_copies(c, copies, purge, bank, result)
             c.execute(f"DELETE FROM events WHERE session_id IN ({marks})", pks)  # the index follows (a trigger)
             c.execute(f"DELETE FROM imports WHERE session_id IN ({marks})", pks)
             c.execute(f"DELETE FROM session_sources WHERE session_id IN ({marks})", pks)
@@ -147,6 +157,7 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
                 work.blobs = sorted(purge.blobs)
                 result.archive_dropped, result.archive_repacked = len(purge.dropped), len(purge.repacked)
                 result.inseparable = purge.inseparable
+                result.copies_sources = purge.copies
             bank.record_purge(c, work, now)
         _stop_here("committed")
         finished = bank.finish_purges(_stop_here)
@@ -156,6 +167,36 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
     finally:
         conn.execute("PRAGMA secure_delete = OFF")
     return result
+
+
+def _drop_copies(c: Any, copies: dict[int, list[tuple[int, int | None]]], purge: Any, bank: SqliteBank,
+                 result: Forgotten) -> None:
+    """Other sessions' copies of the forgotten records: their events go (the index and the team bank follow,
+    by triggers), the sessions are counted again and stamped for the sinks, their sources' archive goes."""
+    from harvester.archive.purge import drop_copies
+    from harvester.bank.sqlite_events import stamp_changed
+    from harvester.model import title_key
+
+    ids = [event for found in copies.values() for event, _ in found]
+    texts: dict[int, list[str]] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        marks = ", ".join("?" * len(part))
+        for session, text in c.execute(f"SELECT session_id, text FROM events WHERE id IN ({marks})", part):
+            texts.setdefault(session, []).append(text)
+        c.execute(f"DELETE FROM events WHERE id IN ({marks})", part)
+    forgotten_titles = {k for (k,) in c.execute("SELECT key FROM forgotten_records")}
+    for session, title in c.execute(f"SELECT id, title FROM sessions WHERE id IN ({', '.join('?' * len(copies))}) "
+                                    "AND title IS NOT NULL", list(copies)).fetchall():
+        if title_key(title) in forgotten_titles or any(title.removesuffix("…") in t for t in texts.get(session, [])):
+            c.execute("UPDATE sessions SET title = NULL, title_source = NULL WHERE id = ?", (session,))
+    c.executemany("UPDATE sessions SET event_count = event_count - ? WHERE id = ?",
+                  [(len(found), session) for session, found in copies.items()])
+    stamp_changed(c, set(copies))
+    result.copies = len(ids)
+    if purge is not None:
+        drop_copies(c, bank.archive, {source for found in copies.values() for _, source in found  # type: ignore[arg-type]
+                                      if source is not None}, purge)
 
 
 def _stop_here(point: str) -> None:

@@ -82,6 +82,8 @@ class Chunk:
     # start after: what it takes to tell which archived records are whose (harvester.archive.attribute),
     # when a session is not to be kept.
     origin: tuple[SourceRef, dict[str, Any], int] | None = None
+    # The version of the forgotten records' tombstones the archive pieces were cut by (Write.forgotten_as_of).
+    forgotten_as_of: int | None = None
 
 
 @dataclass(slots=True)

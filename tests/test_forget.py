@@ -149,3 +149,57 @@ def test_a_forget_killed_before_the_exported_files_went_is_finished_by_the_next_
     assert exported.exists()  # killed before it got there
     assert harvester_cli(tmp_path, "status").returncode == 0
     assert not exported.exists() and _where_found(tmp_path) == []
+
+
+def _fork_of(parent: ClaudeSession, lines: list[bytes], home: Path, cwd: str) -> ClaudeSession:
+    """What ``claude --fork-session`` writes: the parent's records, uuids included, under the fork's id."""
+    import orjson
+
+    fork = ClaudeSession(home, cwd)
+    fork.parent = parent.parent
+    copied = [orjson.dumps({**orjson.loads(line), "sessionId": fork.id, "cwd": cwd}) + b"\n" for line in lines]
+    fork.write(*copied, fork.user("and now the fork's own question"), fork.assistant("the fork's own answer"))
+    return fork
+
+
+def _texts(tmp: Path, native_id: str) -> list[str]:
+    from tests.helpers import events_of
+
+    return [e["text"] for e in events_of(tmp / "bank.sqlite", native_id)]
+
+
+def test_a_fork_read_after_the_forget_does_not_bring_the_forgotten_records_back(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    parent = ClaudeSession(home, "/work/app")
+    lines = [parent.user(f"the staging password is {WORD}, keep it handy"), parent.assistant("noted, the password")]
+    parent.write(*lines)
+    assert harvester_cli(tmp_path, "scan").returncode == 0
+    assert harvester_cli(tmp_path, "forget", parent.id, "--yes").returncode == 0
+
+    fork = _fork_of(parent, lines, home, "/work/app")  # forked (or resumed into a copy) after the forget
+    assert harvester_cli(tmp_path, "scan").returncode == 0
+    assert _texts(tmp_path, fork.id) == ["and now the fork's own question", "the fork's own answer"]
+    assert _where_found(tmp_path) == []  # nor in the archive of the fork's file
+    assert harvester_cli(tmp_path, "reparse").returncode == 0  # nor from the archive, nor from the fork's file
+    assert _texts(tmp_path, fork.id) == ["and now the fork's own question", "the fork's own answer"]
+    assert _where_found(tmp_path) == []
+
+
+def test_a_copy_already_in_the_bank_loses_the_forgotten_records_too(tmp_path: Path) -> None:
+    """A fork made in another directory is not linked to its parent (nothing names it): forgetting the parent
+    takes its records out of the copy all the same, and the copy's own stay."""
+    home = tmp_path / "home"
+    parent = ClaudeSession(home, "/work/app")
+    lines = [parent.user(f"the staging password is {WORD}, keep it handy"), parent.assistant("noted, the password")]
+    parent.write(*lines)
+    fork = _fork_of(parent, lines, home, "/work/app-worktree")
+    assert harvester_cli(tmp_path, "scan").returncode == 0
+    assert len(_texts(tmp_path, fork.id)) == 4
+
+    done = harvester_cli(tmp_path, "forget", parent.id, "--yes")
+    assert done.returncode == 0, done.stderr
+    assert _texts(tmp_path, fork.id) == ["and now the fork's own question", "the fork's own answer"]
+    assert _where_found(tmp_path) == []
+    assert harvester_cli(tmp_path, "reparse").returncode == 0  # the fork's file still holds them: kept out
+    assert _texts(tmp_path, fork.id) == ["and now the fork's own question", "the fork's own answer"]
+    assert _where_found(tmp_path) == []

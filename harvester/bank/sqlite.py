@@ -28,7 +28,7 @@ from harvester.bank.sqlite_events import (
     split_known,
     stamp_changed,
 )
-from harvester.bank.sqlite_forget import SqliteForget, log_finished
+from harvester.bank.sqlite_forget import SqliteForget, log_finished, without_copies
 from harvester.bank.sqlite_index import SqliteIndex
 from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, check_bank, hold, release
 from harvester.bank.sqlite_read import SqliteReads
@@ -288,6 +288,9 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex, SqliteFo
             expected = None if write.is_new_source else cur.generation
             if current != expected:
                 raise CursorMoved(cur.path)
+            if (write.archive and write.forgotten_as_of is not None
+                    and self.forgotten_records(cur.harness)[0] != write.forgotten_as_of):
+                raise CursorMoved(cur.path)  # a forget since it was read: its archive may hold what went
             # The cursor first: its row's id is what the archive index and the events name.
             self._store_cursor(conn, cur, now, is_new=write.is_new_source)
             source_id = conn.execute("SELECT id FROM sources WHERE path = ?", (cur.path,)).fetchone()[0]
@@ -310,9 +313,13 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex, SqliteFo
             purge = self._forget_session(conn, cur.harness, native_id, cur.path, now)
             if purge is not None and purges is not None:
                 purges.append(purge)
+        values = write.prepared if write.prepared is not None else event_rows(write.events)
+        sessions, events = write.sessions, write.events
+        if self.forgotten_records(cur.harness)[1]:  # copies of forgotten records (a fork, a resume) stay out,
+            sessions, events, values = without_copies(self, cur.harness, sessions, events, values)  # (sqlite_forget)
         pks: dict[str, int] = {}
         last_seq: dict[str, int] = {}
-        for sw in write.sessions:
+        for sw in sessions:
             pk, seq = self._upsert_session(conn, sw, now)
             pks[sw.patch.native_id] = pk
             last_seq[sw.patch.native_id] = seq
@@ -323,12 +330,11 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex, SqliteFo
                              [(pk, source_id) for pk in pks.values()])
 
         clock = next_clock(conn) if pks or write.marks else 0
-        values = write.prepared if write.prepared is not None else event_rows(write.events)
         last_id = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
-        places = places_of(write.events)
-        find_forks = {sw.patch.native_id for sw in write.sessions if sw.find_forks}
+        places = places_of(events)
+        find_forks = {sw.patch.native_id for sw in sessions if sw.find_forks}
         by_session: dict[str, list[tuple]] = {}
-        for event, row in zip(write.events, values, strict=True):
+        for event, row in zip(events, values, strict=True):
             by_session.setdefault(event.session, []).append(row)
         for native_id, session_rows in by_session.items():
             pk = pks[native_id]

@@ -1,4 +1,5 @@
-"""What ``harvester forget`` has to do outside its transaction, done so that a kill -9 cannot leave it undone.
+"""What ``harvester forget`` leaves behind in the bank: the work outside its transaction, done so that a kill -9
+cannot leave it undone, and the tombstones of its records, which keep their copies out.
 
 The order of operations: forget's one transaction deletes the sessions, writes their tombstones and records
 the work left outside the bank's rows (``pending_purges``, migration 10): the archive's files and blobs the
@@ -11,6 +12,12 @@ twice: a file already gone is gone, an archive file or blob is removed only whil
 under the write lock, so that no writer starts naming it meanwhile), a merged index merges to itself. Until it
 is done, nothing of the sessions is readable through the bank: what is left are bytes that only a search of
 the files finds, which is what forget promises there is none of once it (or the next command) returns.
+
+A forgotten session's records leave a key each (``forgotten_records``: a hash of the record's own id and of
+what the event said, :func:`harvester.model.record_key`; and one of its title), never their text. A fork or a
+resume that copies the records into a session of its own (Claude Code's ``--fork-session``) gives the same
+keys: every write of the harness is checked against them in its transaction (:func:`without_copies`), whoever
+read it (a scan, the service, ``reparse``), and ingest keeps the copied records out of the archive too.
 """
 
 from __future__ import annotations
@@ -87,6 +94,66 @@ class SqliteForget:
             self.conn.execute("PRAGMA secure_delete = OFF")
         return done
 
+    # -- the records of forgotten sessions ----------------------------------------------------------
+    def forgotten_records(self, harness: str) -> tuple[int, bool]:
+        """(the version of the tombstones of forgotten records, whether ``harness`` has any). One query a call
+        while the version stands: a writer asks it once a chunk, and asks for the keys only when there are
+        some (:meth:`forgotten_among`: one query a chunk, never one an event, nor every key in memory)."""
+        (version,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM forgotten_records").fetchone()
+        cache: dict[str, tuple[int, bool]] = self.__dict__.setdefault("_forgotten_records", {})
+        held = cache.get(harness)
+        if held is None or held[0] != version:
+            held = cache[harness] = (version, bool(version) and self.conn.execute(
+                "SELECT 1 FROM forgotten_records WHERE harness = ? LIMIT 1", (harness,)).fetchone() is not None)
+        return held
+
+    def forgotten_among(self, harness: str, keys: set[str]) -> set[str]:
+        """Which of ``keys`` (model.record_key, model.title_key) are tombstones of ``harness``."""
+        if not keys:
+            return set()
+        return {k for (k,) in self.conn.execute(
+            "SELECT key FROM forgotten_records WHERE harness = ? AND key IN (SELECT value FROM json_each(?))",
+            (harness, orjson.dumps(sorted(keys)).decode()))}
+
+    def tombstone_records(self, conn: sqlite3.Connection, pks: list[int]) -> dict[str, dict[str, str]]:
+        """Inside forget's transaction, before the events go: the keys of the sessions' records and titles
+        written; the records' returned by harness (uid -> key)."""
+        from harvester.model import record_key, title_key
+
+        marks = ", ".join("?" * len(pks))
+        keys: dict[str, dict[str, str]] = {}
+        for harness, uid, content_hash in conn.execute(
+                f"SELECT s.harness, e.uid, e.content_hash FROM events e JOIN sessions s ON s.id = e.session_id "
+                f"WHERE e.session_id IN ({marks})", pks):
+            key = record_key(uid, content_hash)
+            if key is not None:
+                keys.setdefault(harness, {})[uid] = key
+        titles = [(harness, title_key(title)) for harness, title in conn.execute(
+            f"SELECT harness, title FROM sessions WHERE id IN ({marks}) AND title IS NOT NULL", pks)]
+        conn.executemany("INSERT OR IGNORE INTO forgotten_records (harness, key) VALUES (?, ?)",
+                         [(h, k) for h, ks in keys.items() for k in sorted(set(ks.values()))] + titles)
+        return keys
+
+    def copies_of(self, conn: sqlite3.Connection, keys: dict[str, dict[str, str]], pks: list[int]
+                  ) -> dict[int, list[tuple[int, int | None]]]:
+        """Events of other sessions that are copies of the forgotten records (a fork or a resume made where
+        nothing links it to its parent): session -> [(event id, source id)]. Every event of the harnesses
+        concerned is looked at (forget is rare, and a copy can be in any directory), by its uid in SQLite."""
+        from harvester.model import record_key
+
+        found: dict[int, list[tuple[int, int | None]]] = {}
+        marks = ", ".join("?" * len(pks))
+        for harness, by_uid in keys.items():
+            wanted = set(by_uid.values())
+            for event, session, source, uid, content_hash in conn.execute(
+                    "SELECT e.id, e.session_id, e.source_id, e.uid, e.content_hash FROM events e "
+                    "WHERE e.uid IN (SELECT value FROM json_each(?)) AND e.session_id IN "
+                    f"(SELECT id FROM sessions WHERE harness = ? AND id NOT IN ({marks}))",
+                    (orjson.dumps(sorted(by_uid)).decode(), harness, *pks)):
+                if record_key(uid, content_hash) in wanted:
+                    found.setdefault(session, []).append((event, source))
+        return found
+
     # -- the folders export wrote into --------------------------------------------------------------
     def remember_export_folder(self, path: str) -> None:
         """``export`` writes into ``path`` (a real path): forget removes a session's files there too."""
@@ -151,6 +218,42 @@ class SqliteForget:
                             done.exported_removed.append(str(folder.path / name))
                         else:
                             done.exported_left.append((str(folder.path / name), why))
+
+
+def without_copies(bank: SqliteForget, harness: str, sessions: list[Any], events: list[Any], rows: list[tuple]
+                   ) -> tuple[list[Any], list[Any], list[tuple]]:
+    """A write's sessions, events and their rows (sqlite_events.event_rows: uid first, content hash second to
+    last) without what copies a forgotten session (model.record_key, model.title_key): its records' events,
+    its title, or a title made of a copied event's text (a fork's first prompt); and without a session not
+    held yet whose every event here is a copy (a resume that only replays)."""
+    from harvester.model import record_key, title_key
+
+    keys = [record_key(row[0], row[-2]) for row in rows]
+    titles = {sw.patch.title: title_key(sw.patch.title) for sw in sessions if sw.patch.title}
+    forgotten = bank.forgotten_among(harness, {k for k in keys if k} | set(titles.values()))
+    if not forgotten:
+        return sessions, events, rows
+    keep = [i for i, key in enumerate(keys) if key not in forgotten]
+    copies: dict[str, list[Any]] = {}
+    if len(keep) < len(rows):
+        kept = set(keep)
+        for i, event in enumerate(events):
+            if i not in kept:
+                copies.setdefault(event.session, []).append(event)
+        events, rows = [events[i] for i in keep], [rows[i] for i in keep]
+    own = {event.session for event in events}
+    out = []
+    for sw in sessions:
+        patch = sw.patch
+        gone = copies.get(patch.native_id, [])
+        if patch.title and (titles[patch.title] in forgotten
+                            or any(patch.title.removesuffix("…") in event.text for event in gone)):
+            patch.title = patch.title_source = None
+        if gone and patch.native_id not in own and bank.conn.execute(
+                "SELECT 1 FROM sessions WHERE harness = ? AND native_id = ?", (harness, patch.native_id)).fetchone() is None:
+            continue
+        out.append(sw)
+    return out, events, rows
 
 
 def log_finished(done: Finished) -> None:
