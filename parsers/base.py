@@ -283,8 +283,10 @@ def _json_type(python_name: str) -> str:
 # A quoted value in a detail: Python's repr of text (either quote, escapes inside), standing on its own (the
 # apostrophes of "agent's" open nothing).
 _QUOTED = re.compile(r"""(?<!\w)(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")(?!\w)""")
-# What of a record a detail may show: a name (a record type, a field, a key, a status), short, of name characters.
-_NAME = re.compile(r"[A-Za-z0-9_.:/@#+-]{0,40}\Z")
+# What of a record a detail may show: a name (a record type, a field, a key, a status): short, one word of
+# printable ASCII (a repr's escapes included: a hostile type name is shown, escaped); words a person wrote,
+# with their spaces, are not.
+_NAME = re.compile(r"[!#-&(-~]{0,40}\Z")
 # What a TypeError quotes: Python's type names, operators.
 _PYTHON_NAME = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_.]{0,40}|[<>=!+*/%&|^~@-]{1,3})\Z")
 MAX_DETAIL = 300  # a detail is a sentence: what was wrong and where
