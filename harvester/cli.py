@@ -402,28 +402,42 @@ def context(settings: Settings, repo: str | None, session_ref: str | None, harne
 def export_sessions(settings: Settings, repo: str | None, target: str | None, fmt: str, since: str | None,
                     include_recall: bool) -> None:
     """Write this repository's sessions into it, one file per session (rewritten only when changed)."""
-    from pathlib import Path
-
-    from harvester.recall.export import export
+    from harvester.recall.export import export, open_folder
     from harvester.recall.scope import scope_for
     from harvester.recall.views import RecallError, parse_since
+    from harvester.repo_files import Refused
 
     scope = scope_for(os.getcwd(), settings.bank_id_template, repo=repo)
-    base = Path(scope.repo_root or os.path.abspath(repo or os.getcwd()))
-    directory = Path(target).resolve() if target else base / ".harvester" / "history"
+    base = scope.repo_root or os.path.abspath(repo or os.getcwd())
     try:
         cutoff = parse_since(since)
     except RecallError as exc:
         raise click.BadParameter(str(exc), param_hint="--since") from exc
     written = unchanged = 0
+    failed: list[str] = []
     with open_bank_or_fail(settings) as bank:
-        for item in export(bank, scope, directory, fmt, cutoff, include_recall):
-            if item.changed:
-                written += 1
-                terminal.echo(f"wrote {item.path}")
-            else:
-                unchanged += 1
-    terminal.echo(f"{written} written, {unchanged} unchanged, in {directory} ({scope.label})")
+        try:
+            folder = open_folder(base, target)
+        except Refused as exc:
+            raise click.ClickException(f"export: {exc}") from exc
+        with folder:
+            if not getattr(bank, "readonly", False):  # for forget, which removes a session's files there too
+                bank.remember_export_folder(str(folder.path))
+            for item in export(bank, scope, folder, fmt, cutoff, include_recall):
+                if item.error is not None:
+                    failed.append(f"not {'removed' if item.removed else 'written'}: {item.path} ({item.error})")
+                elif item.removed:
+                    terminal.echo(f"removed {item.path} (a session the bank no longer holds)")
+                elif item.changed:
+                    written += 1
+                    terminal.echo(f"wrote {item.path}")
+                else:
+                    unchanged += 1
+    for line in failed:
+        terminal.echo(line, err=True)
+    terminal.echo(f"{written} written, {unchanged} unchanged, in {folder.path} ({scope.label})")
+    if failed:
+        raise SystemExit(1)
 
 
 @cli.command("mcp")

@@ -170,6 +170,16 @@ def _forget_summary(done: Any) -> str:
         lines.append(f"  {terminal.visible(path)}: its archive was damaged ({terminal.visible(what)}), and went whole "
                      "rather than be re-packed from what could not be checked (its other sessions stay in the bank; "
                      "`harvester reparse` archives them again from the file)")
+    if done.copies:
+        lines.append(f"  {done.copies:,} copies of their records in other sessions (a fork or a resume that nothing "
+                     "links to them) went too; those sessions stay")
+        lines += [f"  {terminal.visible(p)} held such copies: its archive went (`harvester reparse` reads its "
+                  "sessions from the file, without the copies)" for p in done.copies_sources]
+    if done.exported_removed or done.exported_left:
+        lines.append(f"Their exported files: {len(done.exported_removed):,} removed"
+                     + (f", {len(done.exported_left):,} not:" if done.exported_left else "."))
+        lines += [f"  removed {terminal.visible(p)}" for p in done.exported_removed]
+        lines += [f"  could not remove {terminal.visible(p)}: {why}" for p, why in done.exported_left]
     if not done.wal_emptied:
         lines.append("  another process is reading the bank: its write-ahead log keeps old pages until the next "
                      "checkpoint")

@@ -6,17 +6,31 @@ For the user who finds a secret in a transcript, or wants a repository's history
   forks), which hold their text too;
 - their events, their search index entries, their imports; their bytes in the raw archive
   (:mod:`harvester.archive.purge`: a source of theirs alone goes whole, a shared one is re-packed);
+- their files in every folder ``export`` wrote into (recorded in the bank): only regular files of the names
+  export gives them, never through a link; what cannot go is said (and a later export there removes it);
 - the deleted pages themselves: SQLite's ``secure_delete`` overwrites what is freed, the search index is
   rewritten (FTS5 keeps a deleted row's terms until its segments merge), and the write-ahead log is
   emptied, so that the text is not left in the bank's free space.
 
+The order of operations: one transaction takes them out of the bank and records what is left to do outside
+it (the archive's files, the index's merge, the log); that is done after the commit, and a kill -9 before it
+is done leaves it recorded, for the next process that opens the bank for writing (every command but those
+that can only read it) to finish (:mod:`harvester.bank.sqlite_forget`). The archive's new files are written
+before the commit and its old ones removed after (:mod:`harvester.archive.purge`): the bank never names a
+file that is not there.
+
 A tombstone (``excluded_sessions``, reason ``forgotten``) keeps each one out of every later scan while the
 agent's own file still holds it: harvester never writes into an agent's directory, so that file stays as
-the agent left it, and the paths are listed for whoever wants it gone too.
+the agent left it, and the paths are listed for whoever wants it gone too. Their records leave tombstones too
+(a hash of each record's id and content, never the text: :mod:`harvester.bank.sqlite_forget`): a fork or a
+resume that copies them, read later, does not bring them back, and the copies other sessions already hold
+(a fork nothing links to its parent) go now, with their sources' archive.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +49,10 @@ class Forgotten:
     damaged: list[tuple[str, str]] = field(default_factory=list)  # (source, what): its archive went, damaged
     bytes_freed: int = 0
     wal_emptied: bool = True  # False: a reader held the log; its old pages go at the next checkpoint
+    exported_removed: list[str] = field(default_factory=list)  # their files in the folders export wrote into
+    copies: int = 0  # events of other sessions that were copies of theirs (an unlinked fork): gone too
+    copies_sources: list[str] = field(default_factory=list)  # those sessions' sources, whose archive went
+    exported_left: list[tuple[str, str]] = field(default_factory=list)  # (path, why it could not go)
 
 
 def choose(bank: SqliteBank, session: str | None = None, scope: Scope | None = None,
@@ -93,8 +111,11 @@ def sources_of(bank: SqliteBank, pks: list[int]) -> list[str]:
 
 
 def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
-    """Take ``sessions`` out of the bank and the archive, and tombstone them (see the module)."""
+    """Take ``sessions`` out of the bank and the archive, and tombstone them (see the module). One transaction
+    does it in the bank and records what is left to do outside it; then that is done
+    (:meth:`SqliteBank.finish_purges`), by this process or, if it is killed first, by the next to open the bank."""
     from harvester.archive.purge import purge_sessions
+    from harvester.bank.sqlite_forget import PurgeWork
     from harvester.parsers import HARNESSES
 
     pks = [s["id"] for s in sessions]
@@ -116,6 +137,11 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
             c.execute(f"INSERT INTO excluded_sessions (harness, native_id, excluded_at, reason, source_path) "
                       f"SELECT harness, native_id, ?, 'forgotten', source_path FROM sessions WHERE id IN ({marks}) "
                       "ON CONFLICT DO UPDATE SET reason = 'forgotten', excluded_at = excluded.excluded_at", [now, *pks])
+            # Their records leave a key (never their text), which keeps copies out: those a fork or a resume
+            # brings later (harvester/bank/sqlite_forget.py), and those other sessions hold already.
+            copies = bank.copies_of(c, bank.tombstone_records(c, pks), pks)
+            if copies:
+                _drop_copies(c, copies, purge, bank, result)
             c.execute(f"DELETE FROM events WHERE session_id IN ({marks})", pks)  # the index follows (a trigger)
             c.execute(f"DELETE FROM imports WHERE session_id IN ({marks})", pks)
             c.execute(f"DELETE FROM session_sources WHERE session_id IN ({marks})", pks)
@@ -126,15 +152,56 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
             # A writer that read these sources before this commit finds its cursor moved, and reads again:
             # the tombstones then keep what it read out.
             c.executemany("UPDATE sources SET generation = generation + 1 WHERE id = ?", [(i,) for i in source_ids])
-        if purge is not None:
-            result.bytes_freed = purge.finish(bank.archive, conn)  # type: ignore[arg-type]
-            result.archive_dropped, result.archive_repacked = len(purge.dropped), len(purge.repacked)
-            result.inseparable, result.damaged = purge.inseparable, purge.damaged
-        with bank.transaction() as c:  # the index's own copy of the terms: merged away
-            c.execute("INSERT INTO events_fts (events_fts) VALUES ('optimize')")
-        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        result.wal_emptied = busy is None or busy[0] == 0
+            work = PurgeWork(sessions=[(s["harness"], s["native_id"]) for s in sessions], folders=bank.export_folders())
+            if purge is not None:
+                work.archive_files = [str(p.relative_to(bank.archive.dir)) for p in purge.files]  # type: ignore[union-attr]
+                work.blobs = sorted(purge.blobs)
+                result.archive_dropped, result.archive_repacked = len(purge.dropped), len(purge.repacked)
+                result.inseparable, result.damaged = purge.inseparable, purge.damaged
+                result.copies_sources = purge.copies
+            bank.record_purge(c, work, now)
+        _stop_here("committed")
+        finished = bank.finish_purges(_stop_here)
+        result.bytes_freed = finished.bytes_freed
+        result.wal_emptied = finished.wal_emptied
+        result.exported_removed, result.exported_left = finished.exported_removed, finished.exported_left
     finally:
         conn.execute("PRAGMA secure_delete = OFF")
     return result
 
+
+def _drop_copies(c: Any, copies: dict[int, list[tuple[int, int | None]]], purge: Any, bank: SqliteBank,
+                 result: Forgotten) -> None:
+    """Other sessions' copies of the forgotten records: their events go (the index and the team bank follow,
+    by triggers), the sessions are counted again and stamped for the sinks, their sources' archive goes."""
+    from harvester.archive.purge import drop_copies
+    from harvester.bank.sqlite_events import stamp_changed
+    from harvester.model import title_key
+
+    ids = [event for found in copies.values() for event, _ in found]
+    texts: dict[int, list[str]] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        marks = ", ".join("?" * len(part))
+        for session, text in c.execute(f"SELECT session_id, text FROM events WHERE id IN ({marks})", part):
+            texts.setdefault(session, []).append(text)
+        c.execute(f"DELETE FROM events WHERE id IN ({marks})", part)
+    forgotten_titles = {k for (k,) in c.execute("SELECT key FROM forgotten_records")}
+    for session, title in c.execute(f"SELECT id, title FROM sessions WHERE id IN ({', '.join('?' * len(copies))}) "
+                                    "AND title IS NOT NULL", list(copies)).fetchall():
+        if title_key(title) in forgotten_titles or any(title.removesuffix("…") in t for t in texts.get(session, [])):
+            c.execute("UPDATE sessions SET title = NULL, title_source = NULL WHERE id = ?", (session,))
+    c.executemany("UPDATE sessions SET event_count = event_count - ? WHERE id = ?",
+                  [(len(found), session) for session, found in copies.items()])
+    stamp_changed(c, set(copies))
+    result.copies = len(ids)
+    if purge is not None:
+        drop_copies(c, bank.archive, {source for found in copies.values() for _, source in found  # type: ignore[arg-type]
+                                      if source is not None}, purge)
+
+
+def _stop_here(point: str) -> None:
+    """Test-only: ``HARVESTER_TEST_FORGET_STOP=<point>`` kills this process there, as a kill -9 would
+    (tests/test_forget.py)."""
+    if os.environ.get("HARVESTER_TEST_FORGET_STOP") == point:
+        os.kill(os.getpid(), signal.SIGKILL)

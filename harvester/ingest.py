@@ -317,7 +317,7 @@ class Ingestor:
         added = self.bank.apply(Write(chunk.cursor, self._identify(harness, chunk), chunk.batch.events,
                                       chunk.batch.problems, chunk.is_new_source, chunk.prepared,
                                       excluded, revise=chunk.batch.revise, marks=chunk.batch.marks,
-                                      archive=chunk.archive))
+                                      archive=chunk.archive, forgotten_as_of=chunk.forgotten_as_of))
         log.debug("committed", path=result.path, offset=chunk.cursor.offset, line=chunk.cursor.line,
                   events=len(chunk.batch.events), added=sum(added.values()))
         for native_id, n in added.items():
@@ -393,7 +393,33 @@ class Ingestor:
             chunk.archive, discarded, partial = without(harness, ref, chunk.cursor.format, state, line,
                                                         chunk.archive, None if names <= dropped else dropped)
             self.bank.discard_archived(discarded, partial_source=chunk.cursor.path if partial else None)
+        self._keep_copies_out(harness, chunk)
         return new
+
+    def _keep_copies_out(self, harness: Harness, chunk: Chunk) -> None:
+        """The copies of forgotten records a chunk holds (a fork or a resume that replays a forgotten session):
+        the bank keeps their events out (harvester/bank/sqlite_forget.py); here the archive keeps their records
+        out too. The tombstones' version goes with the write: a forget committed before it makes it read again."""
+        version, any_forgotten = self.bank.forgotten_records(harness.name)
+        chunk.forgotten_as_of = version
+        if not any_forgotten or not chunk.archive or chunk.origin is None:
+            return
+        from harvester.model import record_key
+
+        keys = {record_key(e.uid, e.content_hash()) for e in chunk.batch.events}
+        forgotten = self.bank.forgotten_among(harness.name, {k for k in keys if k})
+        if not forgotten:
+            return
+
+        def copied(event: Any) -> bool:
+            return record_key(event.uid, event.content_hash()) in forgotten
+
+        from harvester.archive.attribute import without_copies
+
+        ref, state, line = chunk.origin
+        chunk.archive, discarded, partial = without_copies(harness, ref, chunk.cursor.format, state, line,
+                                                           chunk.archive, copied)
+        self.bank.discard_archived(discarded, partial_source=chunk.cursor.path if partial else None)
 
     def _identify(self, harness: Harness, chunk: Chunk) -> list[SessionWrite]:
         """File each session under its repository the first time its cwd is known."""

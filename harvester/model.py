@@ -225,6 +225,31 @@ def record_uid(raw: bytes, suffix: int | str | None = None, context: str | None 
     return f"h:{digest}" if suffix is None else f"h:{digest}:{suffix}"
 
 
+# A uid shorter than this is a position (``seq:7``, ``m:1``, ``L+2``): another session can hold the same one for
+# another record. The agents' own record ids (uuids, ``msg_...``, ``prt_...``) are longer.
+RECORD_ID_MIN = 16
+
+
+def record_key(uid: str, content_hash: str) -> str | None:
+    """What a forgotten event leaves behind (``forgotten_records``): a hash of its uid and of what it said, never
+    the text. A fork or a resume that copies a record keeps both (harvester/forget.py keeps such copies out).
+    None for a uid that is a position or a hash of the record's bytes (``h:``), which names no record across
+    sessions."""
+    if len(uid) < RECORD_ID_MIN or uid.startswith("h:"):
+        return None
+    import hashlib
+
+    return hashlib.sha256(f"{uid}\x00{content_hash}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def title_key(title: str) -> str:
+    """What a forgotten session's title leaves behind (beside its records' keys): a copy that offers the same
+    title (a fork's copy of the agent's title record) is not given it."""
+    import hashlib
+
+    return hashlib.sha256(f"title\x00{title}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def clip(text: str, limit: int = MAX_EVENT_TEXT, where: str = "not kept") -> str:
     if len(text) <= limit:
         return text

@@ -28,7 +28,7 @@ from harvester.foreign_sqlite import NotADatabase, open_readonly
 from harvester.log import get_logger
 from harvester.model import MAX_EVENT_TEXT, Batch, Event, Problem, clip
 from harvester.parsers import HARNESSES
-from harvester.parsers.base import Record, SourceRef, describe_error
+from harvester.parsers.base import Record, SourceRef, describe_error, problem_detail
 from harvester.recall.frame import mark_recall
 from harvester.redact import redact
 from harvester.redact.batch import redact_batch, redact_state
@@ -87,6 +87,8 @@ class Chunk:
     # start after: what it takes to tell which archived records are whose (harvester.archive.attribute),
     # when a session is not to be kept.
     origin: tuple[SourceRef, dict[str, Any], int] | None = None
+    # The version of the forgotten records' tombstones the archive pieces were cut by (Write.forgotten_as_of).
+    forgotten_as_of: int | None = None
 
 
 @dataclass(slots=True)
@@ -408,6 +410,8 @@ def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[
             batch.problems.append(Problem("malformed", records[0].line if records else 1, describe(faults)))
     mark_recall(batch, recall_key)
     redactions = redact_batch(batch)
+    for problem in batch.problems:  # what a record was, never what it said (parsers/base.py)
+        problem.detail = problem_detail(problem.detail)
     return batch, redactions, keep_whole_texts(batch, keep_whole)
 
 

@@ -57,6 +57,14 @@ def json_type(value: Any) -> str:
     return type(value).__name__
 
 
+def _shown(value: Any) -> str:
+    """A role or kind as a fault says it: the name a parser gave, or the type of a value it passed through from
+    the record (the value itself is the record's text, which a problem row never holds)."""
+    from harvester.parsers.base import is_name
+
+    return str(value) if is_name(value) and len(value) <= 20 else json_type(value)
+
+
 def storable(value: Any) -> bool:
     """Whether the bank can store a JSON value (object keys are text, nesting is bounded)."""
     try:
@@ -135,7 +143,7 @@ def _repair_event(e: Event, faults: list[Fault]) -> bool:
             faults.append(Fault("event", name, json_type(getattr(e, name)), "event dropped"))
             return False
     if e.role not in ROLES or e.kind not in KINDS:
-        faults.append(Fault("event", "role/kind", f"{e.role!s:.20}/{e.kind!s:.20}", "event dropped"))
+        faults.append(Fault("event", "role/kind", f"{_shown(e.role)}/{_shown(e.kind)}", "event dropped"))
         return False
     if not isinstance(e.text, str) or not _text_ok(e.text):
         found = json_type(e.text)

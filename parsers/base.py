@@ -280,14 +280,56 @@ def _json_type(python_name: str) -> str:
     return _JSON_TYPES.get(python_name, python_name)
 
 
+# A quoted value in a detail: Python's repr of text (either quote, escapes inside), standing on its own (the
+# apostrophes of "agent's" open nothing).
+_QUOTED = re.compile(r"""(?<!\w)(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")(?!\w)""")
+# What of a record a detail may show: a name (a record type, a field, a key, a status): short, one word of
+# printable ASCII (a repr's escapes included: a hostile type name is shown, escaped); words a person wrote,
+# with their spaces, are not.
+_NAME = re.compile(r"[!#-&(-~]{0,40}\Z")
+# What a TypeError quotes: Python's type names, operators.
+_PYTHON_NAME = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_.]{0,40}|[<>=!+*/%&|^~@-]{1,3})\Z")
+MAX_DETAIL = 300  # a detail is a sentence: what was wrong and where
+
+
+def is_name(value: object) -> bool:
+    """Whether ``value`` is a name a problem detail may show (a type, a field): short text of name characters,
+    not a value a person wrote."""
+    return isinstance(value, str) and _NAME.match(value) is not None
+
+
+def _unquoted(text: str, shown: Callable[[str], bool]) -> str:
+    """``text`` with every quoted value that ``shown`` refuses replaced by its length."""
+    def one(match: re.Match[str]) -> str:
+        inner = match[0][1:-1]
+        return match[0] if shown(inner) else f"(text of {len(inner)} characters)"
+
+    return _QUOTED.sub(one, text) if "'" in text or '"' in text else text
+
+
+def problem_detail(detail: str) -> str:
+    """A problem's detail as the bank keeps it and the log says it: the kind of what a record held, never its
+    text. A quoted value that is not a name (a record type, a field) is replaced by its length, any secret
+    left is redacted, and it is cut at :data:`MAX_DETAIL` characters. Parsers say which value where
+    (``type='hologram'``, ``message role='oracle'``); this holds the line for those that quote more."""
+    from harvester.redact import redact  # here: a reading command imports the parsers' helpers, not this
+
+    text = _unquoted(detail, lambda inner: _NAME.match(inner) is not None)
+    text, _ = redact(text)
+    return text if len(text) <= MAX_DETAIL else text[:MAX_DETAIL - 1] + "…"
+
+
 def describe_error(exc: BaseException) -> str:
     """What a record lacked or held, in words, from the exception a parser raised reading it:
     ``KeyError('uuid')`` becomes "no 'uuid' field", a ``TypeError`` about a list becomes "an array where
-    an object was expected". Problem details are read by people in ``status``; reprs are not for them."""
+    an object was expected". Problem details are read by people in ``status``; reprs are not for them, nor
+    are the values an exception's message quotes (``int('hunter2')``): their length is said instead."""
     message = str(exc)
     if isinstance(exc, KeyError):
         key = exc.args[0] if exc.args else "?"
-        return f"no {key!r} field" if isinstance(key, str) else f"no entry {key!r}"
+        if isinstance(key, str):
+            return f"no {key!r} field" if is_name(key) else "no entry for a value the record holds"
+        return f"no entry {key!r}" if isinstance(key, int | float | None) else f"no entry for {_json_type(type(key).__name__)}"
     if isinstance(exc, RecursionError):
         return "values nested too deep"
     if isinstance(exc, IndexError):
@@ -303,7 +345,8 @@ def describe_error(exc: BaseException) -> str:
             return f"{_json_type(m[1])} where text or a number was expected"
         if m := _EXPECTED.search(message) or _CONCATENATE.search(message) or _INSTANCE.search(message):
             return f"{_json_type(m[2])} where {_json_type(m[1])} was expected"
-        return f"a value of the wrong type ({message})"
+        return f"a value of the wrong type ({_unquoted(message, lambda inner: bool(_PYTHON_NAME.match(inner)))})"
+    message = _unquoted(message, lambda inner: False)
     if isinstance(exc, ValueError):
         return f"a value that cannot be used ({message})" if message else "a value that cannot be used"
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

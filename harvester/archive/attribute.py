@@ -23,7 +23,8 @@ record kept back is one the parser needs to read the others, not the dropped ses
 from __future__ import annotations
 
 import io
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import zstandard
@@ -32,6 +33,9 @@ from harvester.archive import LEVEL, Piece, rows_piece, stream_piece
 from harvester.compressed import read_frames
 from harvester.parsers.base import Harness, Record, SourceRef
 from harvester.sources import read_lines
+
+if TYPE_CHECKING:
+    from harvester.model import Event
 
 Owners = list[frozenset[str]]
 
@@ -150,6 +154,105 @@ def without(harness: Harness, ref: SourceRef, fmt: str, state: dict[str, Any], f
             partial = partial or (dropped is not None and piece.kind == "doc")
             discarded.append(piece)
     return kept, discarded, partial
+
+
+def without_copies(harness: Harness, ref: SourceRef, fmt: str, state: dict[str, Any], first_line: int,
+                   pieces: list[Piece], copied: Callable[[Event], bool]) -> tuple[list[Piece], list[Piece], bool]:
+    """A chunk's archive pieces without the records that only copy a forgotten session's (a fork, a resume:
+    every event they make is ``copied``), as :func:`without` is for sessions: (kept, discarded, whether the
+    archive now lacks records the bank holds). A record that makes nothing goes with the next one that makes
+    events in a stream (the last ones with the one before); the records left must make what all of them make
+    but the copies, else none of the chunk is kept. A document goes whole if it holds a copy; a whole text
+    goes with its copied event."""
+    kept: list[Piece] = []
+    discarded: list[Piece] = []
+    partial = False
+    digests: set[str] = set()
+    for piece in pieces:
+        if piece.kind in ("stream", "rows"):
+            stream = piece.kind == "stream"
+            if stream:
+                records, end = stream_records(piece.data, fmt, first_line)
+            else:
+                records, end = [Record(n, raw) for n, raw in enumerate(piece.records, start=1)], 0
+            made = _made(harness, ref, records, state)
+            mask = _without_copied(made, stream, copied)
+            if not all(mask) and (_identities(_remade(harness, ref, _kept(records, mask), state), copied)
+                                  != _identities(_remade(harness, ref, records, state), copied)):
+                mask, partial = [False] * len(records), True
+            digests.update(_clipped(e) for es, stays in zip(made, mask, strict=True) if not stays for e in es)
+            kept.append(stream_piece(blanked(records, mask, first_line, end, fmt), piece.src_start, piece.src_end,
+                                     piece.restart) if stream else rows_piece([r.raw for r in _kept(records, mask)],
+                                                                              piece.restart))
+        elif piece.kind == "doc" and piece.part != -1:
+            records = [Record(1, piece.data)]
+            if any(copied(e) for es in _made(harness, ref, records, state, split=False) for e in es):
+                discarded.append(piece)
+                partial = True
+            else:
+                kept.append(piece)
+        else:
+            kept.append(piece)
+    if digests:
+        texts = [p for p in kept if p.kind == "text" and p.digest in digests]
+        kept = [p for p in kept if p not in texts]
+        discarded += texts
+    return kept, discarded, partial
+
+
+def _made(harness: Harness, ref: SourceRef, records: list[Record], state: dict[str, Any],
+          split: bool = True) -> list[list[Event]]:
+    """The events each record makes, as the bank with an archive holds them (parsed one at a time, redacted,
+    clipped), ``split`` False for a document (see reading.read_batch)."""
+    from harvester.reading import read_batch  # imported here: this module is loaded with the bank
+
+    state = _copy(state)
+    out = []
+    for record in records:
+        try:
+            batch, _, _ = read_batch(harness, ref, [record], state, split=split, keep_whole=True)
+        except Exception:  # a document the parser cannot read made nothing
+            out.append([])
+            continue
+        out.append(batch.events)
+        state = batch.state
+    return out
+
+
+def _without_copied(made: list[list[Event]], stream: bool, copied: Callable[[Event], bool]) -> list[bool]:
+    """Whether each record stays: one that makes events stays unless they are all copies; in a stream, one
+    that makes none shares the fate of the next that does (or of the one before, at the end)."""
+    fate: list[bool | None] = [(not all(copied(e) for e in es)) if es else None for es in made]
+    if not stream:
+        return [f if f is not None else True for f in fate]
+    following: bool | None = None
+    for i in range(len(fate) - 1, -1, -1):
+        if fate[i] is None:
+            fate[i] = following
+        else:
+            following = fate[i]
+    before = True
+    for i, f in enumerate(fate):
+        if f is None:
+            fate[i] = before
+        else:
+            before = f
+    return [bool(f) for f in fate]
+
+
+def _remade(harness: Harness, ref: SourceRef, records: list[Record], state: dict[str, Any]) -> list[Event]:
+    from harvester.reading import read_batch
+
+    batch, _, _ = read_batch(harness, ref, records, state, split=True, keep_whole=True)
+    return batch.events
+
+
+def _identities(events: list[Event], copied: Callable[[Event], bool]) -> list[tuple[str, str, str]]:
+    return sorted((e.session, e.uid, e.content_hash()) for e in events if not copied(e))
+
+
+def _clipped(event: Event) -> str | None:
+    return ((event.meta or {}).get("clipped") or {}).get("text")
 
 
 def stream_records(frame: bytes, fmt: str, first_line: int = 0) -> tuple[list[Record], int]:

@@ -31,6 +31,7 @@ from harvester.parsers.base import Harness, Record, SourceRef
 STREAMS = ("jsonl", "lines", "zstd-frames")
 INSEPARABLE = "a forgotten session's records could not be told apart from the others'"
 DAMAGED = "its archive was damaged ({}) when a session of it was forgotten: it went whole"
+COPIES = "it held copies of a forgotten session's records (a fork, a resume)"
 
 
 @dataclass
@@ -41,6 +42,7 @@ class Purge:
     repacked: list[str] = field(default_factory=list)  # sources re-packed without them
     inseparable: list[str] = field(default_factory=list)  # shared sources whose whole archive went
     damaged: list[tuple[str, str]] = field(default_factory=list)  # (source, what): went whole, being damaged
+    copies: list[str] = field(default_factory=list)  # sources of other sessions that held copies: archive gone
     files: list[Path] = field(default_factory=list)  # to remove after the commit
     blobs: set[tuple[str, str]] = field(default_factory=set)  # (texts|blobs, digest) no longer referenced?
 
@@ -101,6 +103,19 @@ def purge_sessions(conn: sqlite3.Connection, archive: Archive, harness_of: Calla
             conn.execute("UPDATE sources SET archive_gap = ? WHERE id = ?", (DAMAGED.format(exc), sid))
             purge.damaged.append((path, str(exc)))
     return purge
+
+
+def drop_copies(conn: sqlite3.Connection, archive: Archive, source_ids: set[int], purge: Purge) -> None:
+    """The archive of sources that hold copies of the forgotten records in sessions that stay (a fork made where
+    nothing links it to its parent): it goes whole, as an inseparable one does; their sessions stay in the bank,
+    and ``harvester reparse`` reads them from their files, the tombstones keeping the copies out."""
+    for sid in sorted(source_ids):
+        row = conn.execute("SELECT path FROM sources WHERE id = ?", (sid,)).fetchone()
+        if row is None or row[0] in purge.dropped or row[0] in purge.inseparable:
+            continue
+        drop_source(conn, archive, sid, purge, streams=True)
+        conn.execute("UPDATE sources SET archive_gap = ? WHERE id = ?", (COPIES, sid))
+        purge.copies.append(row[0])
 
 
 def _texts_of(conn: sqlite3.Connection, sid: int, pks: list[int], purge: Purge) -> None:

@@ -99,6 +99,9 @@ class Write:
     revise: bool = False  # events whose uid the bank holds replace it (agents that rewrite records)
     marks: list[Mark] = field(default_factory=list)  # meta for events already stored (rewinds)
     archive: list[Any] = field(default_factory=list)  # harvester.archive.Piece: what the archive keeps of it
+    # The version of the forgotten records' tombstones the reader left copies of out of ``archive`` (None: not
+    # asked): a forget committed since then makes the write a CursorMoved, read again (harvester/forget.py).
+    forgotten_as_of: int | None = None
 
 
 @dataclass(slots=True)
@@ -119,6 +122,9 @@ class Bank(Protocol):
     def excluded_sessions(self, harness: str, native_ids: list[str]) -> set[str]: ...
 
     def source_forgotten(self, path: str) -> bool: ...
+
+    def forgotten_records(self, harness: str) -> tuple[int, bool]: ...
+    def forgotten_among(self, harness: str, keys: set[str]) -> set[str]: ...
 
     def archive_stats(self) -> dict[str, Any]: ...
 
@@ -188,6 +194,10 @@ class Bank(Protocol):
                       since: str | None = None, role: str | None = None, kind: str | None = None,
                       include_recall: bool = False) -> list[dict[str, Any]]: ...
     def session_events(self, session_pk: int, include_recall: bool = False) -> list[dict[str, Any]]: ...
+
+    # export (harvester/recall/export.py) and forget: the folders written into, the files that must go
+    def remember_export_folder(self, path: str) -> None: ...
+    def forgotten_file_names(self) -> set[str]: ...
 
 
 READ_MMAP_BYTES = 2**31  # SQLite's own ceiling (SQLITE_MAX_MMAP_SIZE); a bank past it is read beyond by read()

@@ -380,4 +380,28 @@ MIGRATIONS: list[str] = [
     # 12: the origin URLs stored before issue 23 lose their userinfo (a token a CI checkout put in a remote, as
     #    Codex records it in session_meta.git.repository_url); new ones are cleaned before the bank.
     strip_userinfo("sessions", "origin_url") + strip_userinfo("directories", "origin_url"),
+    # 13: forget for good (harvester/forget.py). The folders `export` wrote into, so that forget removes a session's
+    #     files there too; the records of forgotten sessions, by a hash of their id and content (never their text),
+    #     so that a fork or a resume that copies them does not bring them back (the id is the version ingest
+    #     compares: any forget changes the largest); and a forget's work outside the bank's transaction (the
+    #     archive's files, the exported files, the index's merge, the log), written in that transaction, so that
+    #     the next process to open the bank for writing finishes what a kill -9 stopped.
+    """
+    CREATE TABLE export_folders (
+        path TEXT PRIMARY KEY,
+        first_written_at TEXT NOT NULL,
+        last_written_at TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE forgotten_records (
+        id INTEGER PRIMARY KEY,
+        harness TEXT NOT NULL,
+        key TEXT NOT NULL,
+        UNIQUE (harness, key)
+    );
+    CREATE TABLE pending_purges (
+        id INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        work TEXT NOT NULL
+    );
+    """,
 ]

@@ -28,6 +28,7 @@ from harvester.bank.sqlite_events import (
     split_known,
     stamp_changed,
 )
+from harvester.bank.sqlite_forget import SqliteForget, log_finished, without_copies
 from harvester.bank.sqlite_index import SqliteIndex
 from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, check_bank, hold, release
 from harvester.bank.sqlite_read import SqliteReads
@@ -71,7 +72,7 @@ def _loads(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
 
 
-class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
+class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex, SqliteForget):
     """``readonly``: for commands that only read, on a bank this user cannot write or that a newer
     harvester wrote. Nothing is migrated and nothing is written, not even beside the file."""
 
@@ -104,6 +105,8 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
                     log_repair(self.archive_report)
             elif where.is_dir():
                 self.archive = Archive(where, readonly=True)  # what reading commands need of it
+            if not readonly and repair and self.purges_pending():
+                log_finished(self.finish_purges())  # a forget killed after its commit: finished (sqlite_forget.py)
             self._held = hold(path)
         except (sqlite3.Error, OSError) as exc:
             raise BankError(f"cannot open the bank at {path}: {exc}") from exc
@@ -204,6 +207,10 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
         return [self._cursor_from_row(row) for row in rows]
 
     def set_source_status(self, path: str, status: str, error: str | None = None) -> None:
+        if error is not None:
+            from harvester.parsers.base import problem_detail  # a reason said in words, never a record's text
+
+            error = problem_detail(error)
         with self.transaction() as conn:
             conn.execute("UPDATE sources SET status = ?, error = ?, last_checked_at = ? WHERE path = ?",
                          (status, error, utcnow(), path))
@@ -281,6 +288,9 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
             expected = None if write.is_new_source else cur.generation
             if current != expected:
                 raise CursorMoved(cur.path)
+            if (write.archive and write.forgotten_as_of is not None
+                    and self.forgotten_records(cur.harness)[0] != write.forgotten_as_of):
+                raise CursorMoved(cur.path)  # a forget since it was read: its archive may hold what went
             # The cursor first: its row's id is what the archive index and the events name.
             self._store_cursor(conn, cur, now, is_new=write.is_new_source)
             source_id = conn.execute("SELECT id FROM sources WHERE path = ?", (cur.path,)).fetchone()[0]
@@ -303,9 +313,13 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
             purge = self._forget_session(conn, cur.harness, native_id, cur.path, now)
             if purge is not None and purges is not None:
                 purges.append(purge)
+        values = write.prepared if write.prepared is not None else event_rows(write.events)
+        sessions, events = write.sessions, write.events
+        if self.forgotten_records(cur.harness)[1]:  # copies of forgotten records (a fork, a resume) stay out,
+            sessions, events, values = without_copies(self, cur.harness, sessions, events, values)  # (sqlite_forget)
         pks: dict[str, int] = {}
         last_seq: dict[str, int] = {}
-        for sw in write.sessions:
+        for sw in sessions:
             pk, seq = self._upsert_session(conn, sw, now)
             pks[sw.patch.native_id] = pk
             last_seq[sw.patch.native_id] = seq
@@ -316,12 +330,11 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
                              [(pk, source_id) for pk in pks.values()])
 
         clock = next_clock(conn) if pks or write.marks else 0
-        values = write.prepared if write.prepared is not None else event_rows(write.events)
         last_id = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
-        places = places_of(write.events)
-        find_forks = {sw.patch.native_id for sw in write.sessions if sw.find_forks}
+        places = places_of(events)
+        find_forks = {sw.patch.native_id for sw in sessions if sw.find_forks}
         by_session: dict[str, list[tuple]] = {}
-        for event, row in zip(write.events, values, strict=True):
+        for event, row in zip(events, values, strict=True):
             by_session.setdefault(event.session, []).append(row)
         for native_id, session_rows in by_session.items():
             pk = pks[native_id]
@@ -493,11 +506,13 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex):
                          problems: list[Problem], now: str) -> None:
         if not problems:
             return
+        from harvester.parsers.base import problem_detail  # the write path's: reading commands never get here
+
         conn.executemany(
             "INSERT INTO problems (harness, source_path, line, kind, detail, first_seen_at, last_seen_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_path, line, kind) "
             "DO UPDATE SET detail = excluded.detail, last_seen_at = excluded.last_seen_at",
-            [(harness, path, p.line or 0, p.kind, p.detail[:500], now, now) for p in problems],
+            [(harness, path, p.line or 0, p.kind, problem_detail(p.detail), now, now) for p in problems],
         )
 
     def _store_cursor(self, conn: sqlite3.Connection, cur: Cursor, now: str, is_new: bool) -> None:

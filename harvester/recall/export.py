@@ -1,18 +1,20 @@
 """``harvester export``: the repository's own copy of its history, one file per session.
 
 Files go into the repository (``.harvester/history/`` by default), for people to commit or ignore. A file's
-name comes from the harness and the session id only, never from a title or any other transcript text, and
-only from letters, digits, ``-`` and ``_`` (anything else in an id is replaced, and a hash of the whole id
-keeps names apart): no path can leave the directory, no name holds a control character. A file is
-rewritten only when what it would hold changed. The content is the bank's: redacted, recall left out.
+name comes from the harness and the session id only, never from a title or any other transcript text
+(:func:`harvester.repo_files.file_name`): no path can leave the directory, no name holds a control character.
+The repository is not ours: the folder is opened without following a symlink anywhere below the repository's
+root, and refused when one is in the way; files are read, written and replaced only through it, never through
+a link, never by reading something that is not a regular file (:mod:`harvester.repo_files`). A file is
+rewritten only when what it would hold changed. The content is the bank's: redacted, recall left out; every
+line a transcript fills in the header (a title, a branch) stays one line, and a tool's output cannot close its
+fence. The files of sessions the bank no longer holds (forgotten, excluded) are removed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,19 +25,12 @@ import orjson
 from harvester.bank import Bank
 from harvester.recall.scope import Scope
 from harvester.recall.views import when
+from harvester.repo_files import FORMATS, Folder, file_name, is_inside
 from harvester.terminal import json_text, visible
 
-FORMATS = ("md", "jsonl")
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-MAX_NAME = 120
+__all__ = ["FORMATS", "Written", "export", "file_name", "open_folder"]
 
-
-def file_name(harness: str, native_id: str, fmt: str) -> str:
-    """``<harness>--<id>.<fmt>``, from safe characters only (see the module docstring)."""
-    safe = _UNSAFE.sub("_", native_id)[:80]
-    if safe != native_id:
-        safe += "-" + hashlib.sha256(native_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{_UNSAFE.sub('_', harness)[:30]}--{safe}.{fmt}"[:MAX_NAME]
+DEFAULT_FOLDER = os.path.join(".harvester", "history")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,59 +39,89 @@ class Written:
     session: str
     harness: str
     changed: bool  # False: the file already held exactly this
+    error: str | None = None  # not written (or not removed): why (a directory in the file's place)
+    removed: bool = False  # the file of a session the bank no longer holds (forgotten, excluded): removed
 
 
-def export(bank: Bank, scope: Scope, directory: Path, fmt: str = "md", since: str | None = None,
+def open_folder(repo_root: str, target: str | None) -> Folder:
+    """The folder to export into: ``<repo>/.harvester/history``, or ``target``. A target inside the
+    repository (as written, or once resolved) is held to the repository's rule: no symlink below its root.
+    One outside it is the user's own choice, resolved as they named it. :class:`harvester.repo_files.Refused`
+    says why not."""
+    if target is None:
+        return Folder.open_in_repository(repo_root, DEFAULT_FOLDER)
+    absolute = os.path.abspath(os.path.expanduser(target))
+    for root in dict.fromkeys((os.path.abspath(repo_root), os.path.realpath(repo_root))):
+        if is_inside(absolute, root):
+            return Folder.open_in_repository(root, os.path.relpath(absolute, root))
+    real, real_root = os.path.realpath(absolute), os.path.realpath(repo_root)
+    if is_inside(real, real_root):
+        return Folder.open_in_repository(real_root, os.path.relpath(real, real_root))
+    return Folder.open_path(real)
+
+
+def export(bank: Bank, scope: Scope, folder: Folder, fmt: str = "md", since: str | None = None,
            include_recall: bool = False) -> Iterator[Written]:
-    """Write every session of ``scope`` updated since ``since`` into ``directory``; yield each file."""
+    """Write every session of ``scope`` updated since ``since`` into ``folder``; yield each file."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}")
-    directory.mkdir(parents=True, exist_ok=True)
+    folder.remove_stale()  # what a killed export left
+    for name in sorted(set(folder.names()) & bank.forgotten_file_names()):  # what forget could not reach
+        yield Written(folder.path / name, "", "", True, folder.remove(name), removed=True)
     for s in bank.scoped_sessions(scope, 1_000_000, since=since):
         events = bank.session_events(s["id"], include_recall=include_recall)
         content = markdown(s, events) if fmt == "md" else jsonl(s, events)
-        target = directory / file_name(s["harness"], s["native_id"], fmt)
-        assert target.parent == directory  # by construction; said here because it is the point
-        yield Written(target, s["native_id"], s["harness"], _write_if_changed(target, content))
+        name = file_name(s["harness"], s["native_id"], fmt)
+        if folder.holds(name, content):
+            yield Written(folder.path / name, s["native_id"], s["harness"], False)
+            continue
+        try:
+            folder.write(name, content)
+        except OSError as exc:  # a directory in its place: this file is not written, the others are
+            yield Written(folder.path / name, s["native_id"], s["harness"], False, exc.strerror or str(exc))
+        else:
+            yield Written(folder.path / name, s["native_id"], s["harness"], True)
 
 
-def _write_if_changed(target: Path, content: bytes) -> bool:
-    try:
-        if target.read_bytes() == content:
-            return False
-    except FileNotFoundError:
-        pass
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".export-")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(content)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return True
+def _one_line(value: object) -> str:
+    """A transcript's value in a line of the header: its controls shown (as everywhere in the file), and its
+    line breaks too, so that a title cannot start a heading of its own."""
+    return (visible(str(value)).replace("\n", "\u240a").replace("\u2028", "\\u2028")
+            .replace("\u2029", "\\u2029"))
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text``: the text cannot close it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def markdown(s: dict[str, Any], events: list[dict[str, Any]]) -> bytes:
-    lines = [f"# {s['title'] or '(untitled)'}", "",
+    line = _one_line
+    version = f" {line(s['agent_version'])}" if s["agent_version"] else ""
+    lines = [f"# {line(s['title'] or '(untitled)')}", "",
              "> Captured by harvester: a record of a past agent session (reference data, not instructions).", "",
-             f"- session: `{s['native_id']}` ({s['harness']}{' ' + s['agent_version'] if s['agent_version'] else ''})",
-             f"- repository: {s['bank_id']}" + (f", branch {s['branch']}" if s["branch"] else ""),
-             f"- cwd: {s['cwd'] or '-'}",
-             f"- started {when(s['started_at'])}, updated {when(s['updated_at'])}, state {s['state']}",
-             f"- {s['event_count']} events" + (f"; {s['parent_kind'] or 'child'} of `{s['parent_native_id']}`"
-                                              if s["parent_native_id"] else ""), ""]
+             f"- session: `{line(s['native_id'])}` ({line(s['harness'])}{version})",
+             f"- repository: {line(s['bank_id'])}" + (f", branch {line(s['branch'])}" if s["branch"] else ""),
+             f"- cwd: {line(s['cwd'] or '-')}",
+             f"- started {line(when(s['started_at']))}, updated {line(when(s['updated_at']))}, state {line(s['state'])}",
+             f"- {s['event_count']} events" + (f"; {line(s['parent_kind'] or 'child')} of "
+                                              f"`{line(s['parent_native_id'])}`" if s["parent_native_id"] else ""),
+             ""]
     for e in events:
         label = e["role"] if e["kind"] == "text" else f"{e['role']} {e['kind'].replace('_', ' ')}"
         if e.get("tool_name"):
             label += f" [{e['tool_name']}]"
         if e.get("is_error"):
             label += " (error)"
-        lines.append(f"## #{e['seq']} {label} · {when(e['ts'])}")
+        lines.append(f"## #{e['seq']} {line(label)} · {line(when(e['ts']))}")
         lines.append("")
         text = e["text"] or ""
-        fence = "````" if "```" in text else "```"
-        lines += ([fence, text, fence] if e["kind"] in ("tool_call", "tool_result") else [text])
+        if e["kind"] in ("tool_call", "tool_result"):
+            fence = _fence(text)
+            lines += [fence, text, fence]
+        else:
+            lines.append(text)
         lines.append("")
     return visible("\n".join(lines)).encode()  # a page for people: controls shown, never obeyed
 
