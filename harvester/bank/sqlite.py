@@ -7,13 +7,13 @@ import fcntl
 import os
 import sqlite3
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from harvester.archive import Archive, ArchiveReport, archive_dir
-from harvester.bank import BankError, BankNewer, Cursor, CursorMoved, SessionHead, Write
+from harvester.bank import BankError, BankNewer, CursorMoved, SessionHead, Write
 from harvester.bank.migrations import MIGRATIONS, search_text
 from harvester.bank.sqlite_archive import SqliteArchive, log_repair
 from harvester.bank.sqlite_events import (
@@ -33,14 +33,13 @@ from harvester.bank.sqlite_index import SqliteIndex
 from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, check_bank, hold, release
 from harvester.bank.sqlite_read import SqliteReads
 from harvester.bank.sqlite_recall import SqliteRecall
+from harvester.bank.sqlite_sources import SqliteSources, utcnow
 from harvester.foreign_sqlite import open_readonly
 
 if TYPE_CHECKING:  # the model and git identities are imported by what writes (ingest), not by reading commands
     from harvester.archive.purge import Purge
     from harvester.gitident import RepoIdentity
-    from harvester.model import Event, Problem
-
-UNLISTED = "directory cannot be listed: "  # the detail of a directory's problem (set_unlisted_directories)
+    from harvester.model import Event
 
 # The imports table feeds "recently imported" in status; older rows carry no information.
 IMPORTS_KEPT = 5000
@@ -58,10 +57,6 @@ def _title_rank(source: str | None) -> int:
     return title_rank(source)
 
 
-def utcnow() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _dumps(value: Any) -> str | None:
     if value is None:
         return None
@@ -72,7 +67,7 @@ def _loads(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
 
 
-class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex, SqliteForget):
+class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex, SqliteForget):
     """``readonly``: for commands that only read, on a bank this user cannot write or that a newer
     harvester wrote. Nothing is migrated and nothing is written, not even beside the file."""
 
@@ -181,74 +176,6 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex, SqliteFo
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- cursors ---------------------------------------------------------------------------
-    _CURSOR_COLUMNS = (
-        "harness, path, format, device, inode, size, mtime_ns, offset, line, head_len, head_hash, "
-        "tail_hash, parser_state, generation, status, error, root, variant"
-    )
-
-    def _cursor_from_row(self, row: tuple) -> Cursor:
-        (harness, path, fmt, device, inode, size, mtime_ns, offset, line, head_len, head_hash, tail_hash,
-         state, generation, status, error, root, variant) = row
-        return Cursor(harness, path, fmt, device or 0, inode or 0, size or 0, mtime_ns or 0, offset,
-                      line, head_len, head_hash, tail_hash, _loads(state) or {}, generation, status, error,
-                      root or "", variant or "")
-
-    def cursor(self, path: str) -> Cursor | None:
-        row = self.conn.execute(
-            f"SELECT {self._CURSOR_COLUMNS} FROM sources WHERE path = ?", (path,)).fetchone()
-        return None if row is None else self._cursor_from_row(row)
-
-    def cursors(self, harness: str | None = None) -> list[Cursor]:
-        sql = f"SELECT {self._CURSOR_COLUMNS} FROM sources"
-        rows = (self.conn.execute(sql + " WHERE harness = ?", (harness,)) if harness
-                else self.conn.execute(sql))
-        return [self._cursor_from_row(row) for row in rows]
-
-    def set_source_status(self, path: str, status: str, error: str | None = None) -> None:
-        if error is not None:
-            from harvester.parsers.base import problem_detail  # a reason said in words, never a record's text
-
-            error = problem_detail(error)
-        with self.transaction() as conn:
-            conn.execute("UPDATE sources SET status = ?, error = ?, last_checked_at = ? WHERE path = ?",
-                         (status, error, utcnow(), path))
-
-    def record_problems(self, harness: str, path: str, problems: list[Problem]) -> None:
-        with self.transaction() as conn:
-            self._insert_problems(conn, harness, path, problems, utcnow())
-
-    def resolve_read_problems(self, path: str) -> None:
-        # Only the reader's own line-0 problems (a database caught mid-creation, a file that could not
-        # be opened) and a failure of the whole source describe a condition that ends; a bad record
-        # stays a bad record.
-        if self.conn.execute("SELECT 1 FROM problems WHERE source_path = ? AND (line = 0 OR kind = 'failed')",
-                             (path,)).fetchone():
-            with self.transaction() as conn:
-                conn.execute("DELETE FROM problems WHERE source_path = ? AND (kind = 'failed' OR line = 0 AND "
-                             "(kind = 'unreadable' OR detail LIKE 'unexpected database shape:%'))", (path,))
-
-    def set_unlisted_directories(self, harness: str, roots: list[str], directories: dict[str, str]) -> None:
-        """The directories under ``roots`` that could not be listed now (path -> reason): recorded as
-        problems of the directory; those recorded before that can be listed again are cleared."""
-        known = {p for (p,) in self.conn.execute(
-            "SELECT source_path FROM problems WHERE harness = ? AND line = 0 AND kind = 'unreadable' "
-            "AND detail LIKE ?", (harness, UNLISTED + "%"))}
-        gone = [p for p in known - set(directories)
-                if any(p == r or p.startswith(r.rstrip(os.sep) + os.sep) for r in roots)]
-        new = {p: r for p, r in directories.items() if p not in known}
-        if not gone and not new:
-            return
-        with self.transaction() as conn:
-            conn.executemany("DELETE FROM problems WHERE harness = ? AND source_path = ? AND line = 0 "
-                             "AND kind = 'unreadable'", [(harness, p) for p in gone])
-            now = utcnow()
-            conn.executemany(
-                "INSERT INTO problems (harness, source_path, line, kind, detail, first_seen_at, last_seen_at) "
-                "VALUES (?, ?, 0, 'unreadable', ?, ?, ?) ON CONFLICT (source_path, line, kind) DO UPDATE SET "
-                "detail = excluded.detail, last_seen_at = excluded.last_seen_at",
-                [(harness, p, f"{UNLISTED}{reason}", now, now) for p, reason in new.items()])
 
     # -- sessions --------------------------------------------------------------------------
     def session_heads(self, harness: str, native_ids: list[str]) -> dict[str, SessionHead]:
@@ -501,38 +428,6 @@ class SqliteBank(SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex, SqliteFo
             (now, harness, pk, path, n))
         if cursor.lastrowid and cursor.lastrowid % 500 == 0:
             conn.execute("DELETE FROM imports WHERE id <= ?", (cursor.lastrowid - IMPORTS_KEPT,))
-
-    def _insert_problems(self, conn: sqlite3.Connection, harness: str, path: str,
-                         problems: list[Problem], now: str) -> None:
-        if not problems:
-            return
-        from harvester.parsers.base import problem_detail  # the write path's: reading commands never get here
-
-        conn.executemany(
-            "INSERT INTO problems (harness, source_path, line, kind, detail, first_seen_at, last_seen_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_path, line, kind) "
-            "DO UPDATE SET detail = excluded.detail, last_seen_at = excluded.last_seen_at",
-            [(harness, path, p.line or 0, p.kind, problem_detail(p.detail), now, now) for p in problems],
-        )
-
-    def _store_cursor(self, conn: sqlite3.Connection, cur: Cursor, now: str, is_new: bool) -> None:
-        values = (cur.format, cur.device, cur.inode, cur.size, cur.mtime_ns, cur.offset, cur.line,
-                  cur.head_len, cur.head_hash, cur.tail_hash, _dumps(cur.state), cur.status, cur.error,
-                  now, now, cur.root or None, cur.variant or None)
-        if is_new:
-            conn.execute(
-                "INSERT INTO sources (format, device, inode, size, mtime_ns, offset, line, head_len, "
-                "head_hash, tail_hash, parser_state, status, error, last_read_at, last_checked_at, root, variant, "
-                "generation, harness, path, first_seen_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
-                (*values, cur.harness, cur.path, now))
-        else:
-            conn.execute(
-                "UPDATE sources SET format = ?, device = ?, inode = ?, size = ?, mtime_ns = ?, offset = ?, "
-                "line = ?, head_len = ?, head_hash = ?, tail_hash = ?, parser_state = ?, status = ?, "
-                "error = ?, last_read_at = ?, last_checked_at = ?, root = coalesce(?, root), "
-                "variant = coalesce(?, variant), generation = generation + 1 WHERE path = ?",
-                (*values, cur.path))
 
     # -- session states (the service) ----------------------------------------------------
     def open_sessions(self, harness: str, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
