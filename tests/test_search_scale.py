@@ -121,7 +121,10 @@ def test_migration_7_upgrades_a_bank_that_holds_events(tmp_path: Path) -> None:
             "DROP TABLE sinks; DROP TABLE sink_documents; "
             # and what migration 9 added (the team bank's outbox)
             "DROP TRIGGER team_events_deleted; DROP TRIGGER team_session_deleted; DROP TABLE team_sessions; "
-            "DROP TABLE bank_facts; ALTER TABLE events DROP COLUMN changed; PRAGMA user_version = 6;")
+            "DROP TABLE bank_facts; ALTER TABLE events DROP COLUMN changed; "
+            # and what migration 10 added (each session's repository identity)
+            "DROP INDEX sessions_repo_key; ALTER TABLE sessions DROP COLUMN repo_key; "
+            "ALTER TABLE directories DROP COLUMN repo_key; PRAGMA user_version = 6;")
     with open_bank(path) as bank:  # as migration 6 left it, with events
         assert bank.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         indexes = {n for (n,) in bank.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
