@@ -261,3 +261,141 @@ def test_clones_with_one_origin_or_one_first_commit_share_and_so_do_worktrees(tm
     notes = {ids["local"].id, ids["local_clone"].id, ids["worktree"].id}
     assert here(upstream) == here(same_origin) == shop
     assert here(local) == here(local_clone) == here(worktree) == notes
+
+
+# --- status: unrelated repositories sharing a bank id; one repository over its life -----------------------
+
+def test_status_warns_when_two_repositories_share_a_bank_id(two_apis: dict) -> None:
+    bank, a = two_apis["bank"], two_apis["a"]
+    [shared] = orjson.loads(ok(harvester(bank, a, "status", "--json")))["repositories"]["shared_bank_ids"]
+    assert shared["bank_id"] == "coding-agent::api"
+    by_key = {r["key"]: r for r in shared["repositories"]}
+    root = "root:" + git(a, "rev-list", "--max-parents=0", "HEAD")
+    assert {k: r["sessions"] for k, r in by_key.items()} == {root: 2, "origin:github.com/bee/api": 3}
+    # b's long session started first (2026-11-01): b keeps the bank id, a is kept apart.
+    assert by_key["origin:github.com/bee/api"]["label"] == "coding-agent::api"
+    assert by_key[root]["label"] == f"coding-agent::api@root-{root[5:17]}"
+    text = ok(harvester(bank, a, "status"))
+    assert "WARNING: coding-agent::api is the bank id of 2 different repositories" in text
+    assert f"{root} (2 sessions)" in text and "origin:github.com/bee/api (3 sessions)" in text
+
+
+def test_one_repository_before_its_first_commit_and_its_remote_is_one_repository(tmp_path: Path) -> None:
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    repo = tmp_path / "src" / "shop"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    sessions = []
+
+    def work() -> None:
+        s = ClaudeSession(home, str(repo))
+        s.write(*s.conversation(1))
+        sessions.append(s.id)
+        scan(home, bank)
+
+    work()  # no commit yet: its path
+    (repo / "README").write_text("shop\n")
+    git(repo, "add", "README")
+    git(repo, "commit", "-q", "-m", "init")
+    work()  # its first commit
+    git(repo, "remote", "add", "origin", "git@github.com:acme/shop.git")
+    work()  # its origin
+    assert [s["repo_key"].split(":")[0] for s in sorted(sessions_of(bank), key=lambda s: sessions.index(
+        s["native_id"]))] == ["path", "root", "origin"]
+    here = orjson.loads(ok(harvester(bank, repo, "sessions", "--here", "--json")))
+    assert {s["native_id"] for s in here} == set(sessions)
+    assert orjson.loads(ok(harvester(bank, repo, "status", "--json")))["repositories"]["shared_bank_ids"] == []
+
+
+# --- migration 10 on a bank of before ---------------------------------------------------------------------
+
+def test_migration_fills_the_identity_from_what_the_bank_stored(tmp_path: Path) -> None:
+    from harvester.bank import open_bank
+    from harvester.bank.migrations import MIGRATIONS
+
+    old_repo = make_repo(tmp_path / "src" / "old-repo")  # probed without a remote
+    clone = make_repo(tmp_path / "src" / "shop-clone", origin="git@github.com:acme/shop.git")
+    gone_worktree = tmp_path / "wt" / "old-repo-feature"  # a worktree the old probe learned, gone since
+    path = tmp_path / "bank.sqlite"
+    with open_bank(path) as bank:  # as harvester before migration 10 left it
+        bank.conn.executescript(  # type: ignore[attr-defined]
+            "DROP INDEX sessions_repo_key; ALTER TABLE sessions DROP COLUMN repo_key; "
+            "ALTER TABLE directories DROP COLUMN repo_key; PRAGMA user_version = 9;")
+        rows = [  # harness, native id, bank id, cwd, repo root, origin url, origin id, how
+            ("claude-code", "probed-origin", "coding-agent::shop", "/elsewhere/shop", "/elsewhere/shop",
+             "git@github.com:acme/shop.git", "github.com/acme/shop", "cwd"),
+            ("claude-code", "probed-root", "coding-agent::old-repo", str(old_repo), str(old_repo), None, None, "cwd"),
+            ("codex", "recorded-origin", "coding-agent::laptop", "/gone/laptop", None,
+             "https://github.com/acme/shop.git", None, "no-git"),
+            ("codex", "nothing-known", "coding-agent::old-repo", "/other-machine/old-repo", None, None, None,
+             "no-git"),
+        ]
+        bank.conn.executemany(  # type: ignore[attr-defined]
+            "INSERT INTO sessions (harness, native_id, bank_id, cwd, repo_root, origin_url, origin_id, git_how, "
+            "first_imported_at, last_imported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '2026-01-01', '2026-01-01')", rows)
+        bank.conn.execute(  # type: ignore[attr-defined]
+            "INSERT INTO directories (path, project, root, probed_at) VALUES (?, 'old-repo', ?, '2026-01-01')",
+            (str(gone_worktree), str(old_repo)))
+        bank.conn.commit()  # type: ignore[attr-defined]
+    with open_bank(path) as bank:
+        assert bank.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)  # type: ignore[attr-defined]
+        keys = dict(bank.conn.execute("SELECT native_id, repo_key FROM sessions"))  # type: ignore[attr-defined]
+    assert keys == {"probed-origin": "origin:github.com/acme/shop", "probed-root": f"path:{old_repo}",
+                    "recorded-origin": "origin:github.com/acme/shop", "nothing-known": None}
+
+    def here(where: Path) -> set[str]:
+        return {s["native_id"] for s in orjson.loads(ok(harvester(path, where, "sessions", "--here", "--json")))}
+
+    assert here(clone) == {"probed-origin", "recorded-origin"}
+    assert here(old_repo) == {"probed-root"}  # by its main worktree's path, one of its keys
+    home = tmp_path / "home"  # a new session in the learned worktree, gone: still that repository's
+    s = ClaudeSession(home, str(gone_worktree))
+    s.write(*s.conversation(1))
+    scan(home, path)
+    assert here(old_repo) == {"probed-root", s.id}
+
+
+# --- Hindsight: two repositories of one bank id, two banks ----------------------------------------------
+
+def test_the_sink_sends_two_repositories_of_one_bank_id_to_two_banks_and_moves_what_it_sent_merged(
+        tmp_path: Path) -> None:
+    from harvester.bank import open_bank
+    from harvester.sinks.config import HindsightSettings
+    from harvester.sinks.forward import Forwarder
+    from harvester.sinks.hindsight import Hindsight
+    from tests.hindsight_fake import FakeHindsight
+
+    home, path = tmp_path / "home", tmp_path / "bank.sqlite"
+    a = make_repo(tmp_path / "work" / "a" / "api")
+    b = make_repo(tmp_path / "work" / "b" / "api", origin="https://github.com/bee/api.git")
+    first = long_session(home, b, "the zebra quota migration", turns=8)  # started 2026-11-01: b keeps the bank
+    mine = {place_claude(home, a, "two_turns"), place_codex(home, a, "tool_error")}
+    scan(home, path)
+    root = "root:" + git(a, "rev-list", "--max-parents=0", "HEAD")
+    apart = f"coding-agent::api@root-{root[5:17]}"
+    fake = FakeHindsight().start()
+    try:
+        with open_bank(path) as bank:
+            forward = Forwarder(bank, HindsightSettings(url=fake.url), Hindsight(fake.url), host="test-host")  # type: ignore[arg-type]
+            # As a bank of before had it: a's identity unknown, all of it sent into the one bank.
+            bank.conn.execute("UPDATE sessions SET repo_key = NULL WHERE repo_key = ?", (root,))  # type: ignore[attr-defined]
+            bank.conn.commit()  # type: ignore[attr-defined]
+            assert forward.forward().sent == 3
+            assert set(fake.documents) == {"coding-agent::api"} and len(fake.documents["coding-agent::api"]) == 3
+            # Its identity known (as migration 10 or a reparse fills it): a's documents move to a bank of their own.
+            bank.conn.execute("UPDATE sessions SET repo_key = ? WHERE repo_key IS NULL", (root,))  # type: ignore[attr-defined]
+            bank.conn.commit()  # type: ignore[attr-defined]
+            report = forward.forward()
+            assert (report.queued, report.sent) == (2, 2)
+            assert {d.split(":")[-1] for d in fake.documents["coding-agent::api"]} == {first}
+            assert {d.split(":")[-1] for d in fake.documents[apart]} == mine
+            assert forward.forward().sent == 0  # settled: nothing moves again
+            b_new = ClaudeSession(home, str(b))
+            b_new.write(*b_new.conversation(1))
+        scan(home, path)
+        with open_bank(path) as bank:
+            forward = Forwarder(bank, HindsightSettings(url=fake.url), Hindsight(fake.url), host="test-host")  # type: ignore[arg-type]
+            assert forward.forward().sent == 1
+        assert len(fake.documents["coding-agent::api"]) == 2 and len(fake.documents[apart]) == 2
+    finally:
+        fake.stop()

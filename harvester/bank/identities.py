@@ -51,8 +51,9 @@ class Repositories:
                 return repository.label
         return label
 
-    def colliding_keys(self) -> list[str]:
-        return sorted(k for repositories in self.shared.values() for r in repositories[1:] for k in r.keys)
+    def shared_keys(self) -> list[str]:
+        """The keys of every repository that shares its label with another."""
+        return sorted(k for repositories in self.shared.values() for r in repositories for k in r.keys)
 
 
 def suffix(key: str) -> str:
