@@ -399,3 +399,27 @@ def test_the_sink_sends_two_repositories_of_one_bank_id_to_two_banks_and_moves_w
         assert len(fake.documents["coding-agent::api"]) == 2 and len(fake.documents[apart]) == 2
     finally:
         fake.stop()
+
+
+# --- the team bank --------------------------------------------------------------------------------------
+
+def test_the_team_bank_keeps_two_repositories_of_one_bank_id_apart(postgres_server: Any, tmp_path: Path) -> None:
+    import uuid
+
+    from tests.test_team_read import _machine
+    from tests.test_team_read import harvester as on
+
+    alpha = _machine(tmp_path, "alpha", postgres_server.uri(f"team_identity_{uuid.uuid4().hex[:8]}"), "work/a/api",
+                     None)  # type: ignore[arg-type]
+    b = make_repo(alpha["home"] / "work" / "b" / "api", origin="https://github.com/bee/api.git")
+    mine, theirs = place_claude(alpha["home"], alpha["clone"], "two_turns"), place_codex(alpha["home"], b, "two_turns")
+    scan(alpha["home"], alpha["bank"])
+    pushed = on(alpha, "team", "push")
+    assert pushed.returncode == 0, pushed.stderr
+    for where, expected in ((alpha["clone"], {mine}), (b, {theirs})):
+        listed = on(alpha, "sessions", "--team", "--here", "--json", cwd=where)
+        assert listed.returncode == 0, listed.stderr
+        assert {r["native_id"] for r in orjson.loads(listed.stdout)} == expected
+    assert on(alpha, "context", "--team", "--session", theirs).returncode == 1  # not a's
+    everyone = orjson.loads(on(alpha, "sessions", "--team", "--bank", "coding-agent::api", "--json").stdout)
+    assert {r["native_id"] for r in everyone} == {mine, theirs}  # --bank stays a bank-id filter

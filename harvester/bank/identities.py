@@ -10,7 +10,8 @@ apart: they are no repository's, and are filed under their label as they are.
 The rule for a label two or more repositories share (``coding-agent::api`` of ``~/work/a/api`` and
 ``~/work/b/api``): the repository whose earliest session started first keeps the label; every other one is kept
 apart under ``<label>@<its key, in letters, digits, '.', '_' and '-'>`` (``coding-agent::api@github.com-b-api``,
-``coding-agent::api@root-1a2b3c4d5e6f``, ``coding-agent::api@path-home-me-work-b-api``). "Started first" is the
+``coding-agent::api@root-1a2b3c4d5e6f``, ``coding-agent::api@path-home-me-work-b-api``; one past 80 characters is
+cut and ends with a hash of the whole). "Started first" is the
 sessions' own start time, which a reparse keeps and every machine holding them agrees on; it changes only when a
 session older than all of the first one's is captured later (an agent enabled later with older history), and
 then the documents follow (harvester/sinks/forward.py moves them).
@@ -60,11 +61,11 @@ def suffix(key: str) -> str:
     """A key as a label's suffix: letters, digits, '.', '_' and '-' only (a Hindsight bank id goes into a URL's
     path), at most MAX_SUFFIX characters (a longer one is cut and keeps a hash of the whole)."""
     kind, _, body = key.partition(":")
-    text = _UNSAFE.sub("-", {"root": f"root-{body[:12]}", "path": f"path-{body}"}.get(kind, body)).strip("-")
+    text = _UNSAFE.sub("-", {"root": f"root-{body[:12]}", "path": f"path{body}"}.get(kind, body)).strip("-")
     if len(text) > MAX_SUFFIX:
         import hashlib  # here: status, which reads labels, has no other use for it
 
-        text = text[:MAX_SUFFIX - 9] + "-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        text = text[:MAX_SUFFIX - 9].rstrip("-") + "-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return text
 
 
