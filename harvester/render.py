@@ -350,8 +350,9 @@ def status_text(data: dict[str, Any]) -> str:
         parts += ["", "History the agents delete on their own:"]
         parts += [f"  {visible(w['text'])}" for w in data["retention"]]
     if data.get("git", {}).get("found") is False:
-        parts += ["", "git: not found on PATH. Nothing changes: harvester reads each repository's .git directory "
-                      "itself to tell which repository a session belongs to."]
+        parts += ["", "git: not found on PATH. harvester reads each repository's .git directory itself to tell which "
+                      "repository a session belongs to; only a repository without a remote is then known by its "
+                      "folder, not by its first commit (which git reads)."]
     mcp = data.get("mcp")
     if mcp and (mcp["registered"] or mcp["not_registered"]):
         parts.append("")

@@ -216,6 +216,9 @@ def test_a_clone_deleted_and_made_anew_at_the_same_path_is_another_repository(tm
     old = place_claude(home, path, "two_turns")
     scan(home, bank)
     shutil.rmtree(path)
+    # Asked for by its path while it is gone: what was recorded there (forget --repo, sessions --repo).
+    gone = orjson.loads(ok(harvester(bank, tmp_path, "sessions", "--repo", str(path), "--json")))
+    assert [s["native_id"] for s in gone] == [old]
     make_repo(path)  # another project, same folder
     new = long_session(home, path, "the new project")
     scan(home, bank)

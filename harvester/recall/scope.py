@@ -5,8 +5,9 @@ repository: the sessions whose repository identity (harvester/gitident.py: its o
 worktree) is one of the keys the repository answers to, so every clone and linked worktree shares it, and an
 unrelated repository of the same name (the same bank id) never does. A session whose repository is unknown (its
 folder is not on this machine, nothing was learned of it, no remote recorded) is in no repository's scope: only
-``bank`` (a bank-id filter) and ``all_repos`` reach it, or ``repo`` naming the very path it was recorded in when
-that path is not here. ``repo`` and ``bank`` name another one; ``all_repos`` widens to every session.
+``bank`` (a bank-id filter) and ``all_repos`` reach it, or ``repo`` naming the very path it was recorded in: a
+path that is not here (and of which nothing is known) means the sessions recorded there, whatever their
+repository (``forget --repo`` of a deleted clone). ``repo`` and ``bank`` name another one; ``all_repos`` widens to every session.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Sessions of one repository (``keys``: every identity key it answers to), of a bank id (``bank_id``), of
-    a path that is not here (``recorded_at``: sessions of unknown repository recorded there), or every session.
+    a path that is not here (``recorded_at``: the sessions recorded there or beneath, or in a repository whose main
+    worktree it was), or every session.
     ``repo_root``: the repository's main worktree; ``origin_id``: its normalized origin, its identity in a team
     bank (harvester/team/read.py)."""
 
@@ -45,8 +47,8 @@ class Scope:
             return f"{alias}.repo_key IN ({', '.join('?' * len(self.keys))})", list(self.keys)
         if self.recorded_at is not None:  # the path, or beneath it
             base = self.recorded_at.rstrip("/")
-            return (f"({alias}.repo_key IS NULL AND ({alias}.cwd = ? OR substr({alias}.cwd, 1, ?) = ?))",
-                    [self.recorded_at, len(base) + 1, base + "/"])
+            return (f"({alias}.repo_root = ? OR {alias}.cwd = ? OR substr({alias}.cwd, 1, ?) = ?)",
+                    [self.recorded_at, self.recorded_at, len(base) + 1, base + "/"])
         return "1", []
 
     def holds(self, session: dict[str, Any]) -> bool:
@@ -61,7 +63,7 @@ class Scope:
         if self.keys:
             return session.get("repo_key") in self.keys
         cwd, base = session.get("cwd") or "", (self.recorded_at or "").rstrip("/")
-        return session.get("repo_key") is None and (cwd == self.recorded_at or cwd.startswith(base + "/"))
+        return self.recorded_at in (cwd, session.get("repo_root")) or cwd.startswith(base + "/")
 
 
 EVERYTHING = Scope("every repository")
@@ -82,4 +84,4 @@ def scope_for(directory: str, template: str, repo: str | None = None, bank: str 
     if identity.key is not None:
         return Scope(label, repo_root=identity.root, origin_id=identity.origin_id,
                      keys=identity.aliases or (identity.key,))
-    return Scope(label, recorded_at=os.path.normpath(where))  # not here, and nothing learned of it
+    return Scope(label, recorded_at=os.path.normpath(where))  # not here, and nothing known of it
