@@ -426,3 +426,58 @@ def test_the_team_bank_keeps_two_repositories_of_one_bank_id_apart(postgres_serv
     assert on(alpha, "context", "--team", "--session", theirs).returncode == 1  # not a's
     everyone = orjson.loads(on(alpha, "sessions", "--team", "--bank", "coding-agent::api", "--json").stdout)
     assert {r["native_id"] for r in everyone} == {mine, theirs}  # --bank stays a bank-id filter
+
+
+def test_a_bank_opted_out_keeps_every_repository_filed_under_it_out(tmp_path: Path) -> None:
+    """Kept apart in Hindsight, two repositories of coding-agent::api are still what its opt-out names."""
+    from harvester.bank import open_bank
+    from harvester.sinks.config import HindsightSettings
+    from harvester.sinks.forward import Forwarder
+    from harvester.sinks.hindsight import Hindsight
+    from tests.hindsight_fake import FakeHindsight
+
+    home, path = tmp_path / "home", tmp_path / "bank.sqlite"
+    place_claude(home, make_repo(tmp_path / "work" / "a" / "api"), "two_turns")
+    place_codex(home, make_repo(tmp_path / "work" / "b" / "api", origin="https://github.com/bee/api"), "two_turns")
+    other = place_claude(home, make_repo(tmp_path / "work" / "shop"), "tool_error")
+    scan(home, path)
+    fake = FakeHindsight().start()
+    try:
+        with open_bank(path) as bank:
+            for options in ({"opted_out": ["coding-agent::api"]}, {"exclude_banks": ["coding-agent::ap*"]},
+                            {"banks": ["coding-agent::shop"]}):
+                first = not fake.documents
+                settings = HindsightSettings(url=fake.url, **options)  # type: ignore[arg-type]
+                report = Forwarder(bank, settings, Hindsight(fake.url), host="h").forward()  # type: ignore[arg-type]
+                assert (report.sent, report.held) == ((1, 2) if first else (0, 2)), options
+                assert {d.split(":")[-1] for docs in fake.documents.values() for d in docs} == {other}
+                bank.conn.execute("UPDATE sink_documents SET state = 'pending'")  # type: ignore[attr-defined]
+                bank.conn.commit()  # type: ignore[attr-defined]
+            allowed = HindsightSettings(url=fake.url, banks=["coding-agent::api"])
+            assert Forwarder(bank, allowed, Hindsight(fake.url), host="h").forward().sent == 2  # type: ignore[arg-type]
+        assert len(fake.documents) == 3  # shop, api, api@...: the allow-list names the bank both are filed under
+    finally:
+        fake.stop()
+
+
+def test_sink_backfill_of_a_kept_apart_bank_forwards_that_repository_only(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.hindsight_fake import FakeHindsight
+
+    home, path = tmp_path / "home", tmp_path / "bank.sqlite"
+    a = make_repo(tmp_path / "work" / "a" / "api")
+    b = make_repo(tmp_path / "work" / "b" / "api", origin="https://github.com/bee/api")
+    long_session(home, b, "the zebra quota migration", turns=3)  # started first: b keeps coding-agent::api
+    mine = place_claude(home, a, "two_turns")
+    scan(home, path)
+    apart = f"coding-agent::api@root-{git(a, 'rev-list', '--max-parents=0', 'HEAD')[:12]}"
+    fake = FakeHindsight().start()
+    try:
+        conf = tmp_path / "config.toml"
+        conf.write_text(f'[sinks.hindsight]\nurl = "{fake.url}"\n')
+        monkeypatch.setenv("HARVESTER_CONFIG", str(conf))
+        out = CliRunner().invoke(cli, ["--bank", str(path), "sink", "backfill", "--bank", apart])
+        assert out.exit_code == 0 and "Forwarded 1 of 1 sessions" in out.output, out.output
+        assert {b: {d.split(":")[-1] for d in docs} for b, docs in fake.documents.items() if docs} == {apart: {mine}}
+    finally:
+        fake.stop()

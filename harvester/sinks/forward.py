@@ -139,6 +139,15 @@ class Forwarder:
                                  [(outbox.now_iso(), SINK, h, n) for h, n in moved])
         return len(moved)
 
+    def _bank_refusal(self, named: str, target: str) -> str | None:
+        """Why nothing of a session goes to ``target``, the bank ``named`` kept apart (see the module): an opt-out
+        or a deny pattern of either refuses it, an allow-list admits it when it names either."""
+        reasons = [self.settings.bank_refusal(bank) for bank in dict.fromkeys((named, target))]
+        denied = [r for r in reasons if r and r != "not in banks"]
+        if denied:
+            return denied[0]
+        return reasons[0] if all(reasons) else None
+
     def _session(self, row: dict[str, Any]) -> dict[str, Any] | None:
         cur = self.bank.conn.execute("SELECT * FROM sessions WHERE harness = ? AND native_id = ?",
                                      (row["harness"], row["native_id"]))
@@ -161,7 +170,7 @@ class Forwarder:
             return
         target = self.target(session)
         refusal = None if self.settings.harness_allowed(harness) else "harness not forwarded"
-        refusal = refusal or self.settings.bank_refusal(target)
+        refusal = refusal or self._bank_refusal(bank_for(self.settings.bank_template, session), target)
         if refusal:
             put(state="held", bank=row["bank"] or target, last_error=refusal, in_flight=None)
             report.held += 1
