@@ -364,6 +364,22 @@ def search(settings: Settings, query: str, repo: str | None, here: bool, bank_fi
                                           page.ranked))
 
 
+def unknown_hint(bank: Any, scope: Any) -> str:
+    """When a repository's scope came up empty: the sessions filed under its bank id whose repository is unknown
+    (recorded in a folder of that name that is not here), which it does not include, and how to read them."""
+    from harvester.recall.scope import Scope
+
+    if not scope.keys:
+        return ""
+    rows = bank.scoped_sessions(Scope(scope.label, bank_id=scope.label), 10_000, listed=True)
+    n = sum(1 for row in rows if "repo_key" in row and row["repo_key"] is None)
+    if not n:
+        return ""
+    return (f"\n{n} {'session' if n == 1 else 'sessions'} filed under {scope.label} {'was' if n == 1 else 'were'} "
+            "recorded in a folder of that name that is not here (repository unknown), so not this repository's: "
+            f"`harvester sessions --bank {scope.label}` lists them, `harvester show ID` reads one")
+
+
 @cli.command()
 @click.option("--repo", type=click.Path(file_okay=False), help="The repository (default: the one you are in).")
 @click.option("--session", "session_ref", metavar="ID", help="This session (default: the latest).")
@@ -385,7 +401,7 @@ def context(settings: Settings, repo: str | None, session_ref: str | None, harne
             chosen = brief.pick_session(r, session_ref, harness)
             text = brief.handoff(r, chosen["native_id"], None, max_bytes)
         except RecallError as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(str(exc) + unknown_hint(bank, r.scope)) from exc
     if as_json:
         _print_json({"scope": r.scope.label, "session": chosen, "brief": text})
     else:

@@ -63,7 +63,6 @@ def sink_backfill(settings: Settings, bank_id: str | None, since: str | None) ->
     from harvester.recall.views import RecallError, parse_since
     from harvester.render import ProgressLine
     from harvester.sinks import forwarder
-    from harvester.sinks.config import bank_for
 
     options = _options(settings)
     try:
@@ -80,11 +79,11 @@ def sink_backfill(settings: Settings, bank_id: str | None, since: str | None) ->
             bank.close()
             raise click.ClickException(f"{bank_id}: {refusal}: nothing of it is forwarded")
         rows = bank.conn.execute(  # type: ignore[attr-defined]
-            "SELECT harness, native_id, project, cwd, coalesce(updated_at, started_at, last_imported_at) "
+            "SELECT harness, native_id, project, cwd, repo_key, coalesce(updated_at, started_at, last_imported_at) "
             "FROM sessions").fetchall()
-        keys = [(h, n) for h, n, project, cwd, at in rows
+        keys = [(h, n) for h, n, project, cwd, key, at in rows
                 if (not since_iso or (at or "") >= since_iso)
-                and (not bank_id or bank_for(options.bank_template, {"harness": h, "project": project, "cwd": cwd})
+                and (not bank_id or forward.target({"harness": h, "project": project, "cwd": cwd, "repo_key": key})
                      == bank_id)]
     from harvester.sinks import outbox
 

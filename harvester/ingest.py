@@ -28,7 +28,7 @@ from typing import Any
 
 from harvester import workers
 from harvester.bank import Bank, BankError, Cursor, CursorMoved, SessionWrite, Write
-from harvester.gitident import GitResolver, RepoIdentity, bank_id
+from harvester.gitident import GitResolver, RepoIdentity, bank_id, with_recorded_origin
 from harvester.log import configure as configure_log
 from harvester.log import configured_level, get_logger
 from harvester.model import Batch, Problem
@@ -437,6 +437,7 @@ class Ingestor:
             if head is None or (head.cwd is None and patch.cwd):
                 identity = (self.git.resolve(patch.cwd) if patch.cwd
                             else RepoIdentity(project="unknown", how="no-cwd"))
+                identity = with_recorded_origin(identity, patch.git.origin_url if patch.git else None, patch.cwd)
                 write.identity = identity
                 write.bank_id = bank_id(self.template, identity, patch.cwd, harness.name)
                 if identity.error:

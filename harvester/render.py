@@ -294,6 +294,23 @@ def archive_text(archive: dict[str, Any], harnesses: list[dict[str, Any]]) -> li
     return lines
 
 
+def repositories_text(repositories: dict[str, Any]) -> list[str]:
+    """Sessions of unknown repository, and bank ids that unrelated repositories share (status.repositories_status)."""
+    lines = []
+    n = repositories.get("unknown_sessions") or 0
+    if n:
+        lines.append(f"{n} {plural(n, 'session')} of unknown repository: recorded in a folder that is not on this "
+                     "machine (another machine's, a deleted clone) with no remote recorded; no repository's --here, "
+                     "context, MCP or export includes them (`sessions` lists them, --bank ID reads them)")
+    for shared in repositories.get("shared_bank_ids") or []:
+        listed = ", ".join(f"{r['key']} ({r['sessions']} {plural(r['sessions'], 'session')})"
+                           for r in shared["repositories"])
+        labels = ", ".join(r["label"] for r in shared["repositories"])
+        lines.append(f"WARNING: {shared['bank_id']} is the bank id of {len(shared['repositories'])} different "
+                     f"repositories: {listed}. Reads keep them apart; Hindsight gets them as {labels}")
+    return ["", *(visible(line) for line in lines)] if lines else []
+
+
 def status_text(data: dict[str, Any]) -> str:
     bank = data["bank"]
     parts = [f"Bank: {bank['path']} ({human_bytes(bank['size_bytes'])})"]
@@ -345,12 +362,14 @@ def status_text(data: dict[str, Any]) -> str:
             parts.append(f"    failed: {f['path']}:{f['line'] or 0}: {_short(f['reason'], 100)}")
         for d in h.get("unlisted_directories", [])[:3]:
             parts.append(f"    cannot list: {d['path']}: {_short(d['reason'], 60)}")
+    parts += repositories_text(data.get("repositories") or {})
     if data.get("retention"):
         parts += ["", "History the agents delete on their own:"]
         parts += [f"  {visible(w['text'])}" for w in data["retention"]]
     if data.get("git", {}).get("found") is False:
-        parts += ["", "git: not found on PATH. Nothing changes: harvester reads each repository's .git directory "
-                      "itself to tell which repository a session belongs to."]
+        parts += ["", "git: not found on PATH. harvester reads each repository's .git directory itself to tell which "
+                      "repository a session belongs to; only a repository without a remote is then known by its "
+                      "folder, not by its first commit (which git reads)."]
     mcp = data.get("mcp")
     if mcp and (mcp["registered"] or mcp["not_registered"]):
         parts.append("")
@@ -372,13 +391,18 @@ def status_text(data: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+UNKNOWN_MARK = " (unknown repository)"
+
+
 def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
     """The sessions as a table; ``width`` (a terminal's columns): titles, then banks, then ids are cut with
     "…" so that every row fits (``--json`` has the whole values)."""
     if not rows:
         return "No sessions."
     # A listing's rows carry their time in local time already (SqliteRecall.scoped_sessions, listed=True).
-    table = _visible_cells([[r["native_id"], r["harness"], r["bank_id"],
+    # A session whose repository is unknown (harvester/gitident.py) is no repository's: said beside its bank id.
+    table = _visible_cells([[r["native_id"], r["harness"],
+                             r["bank_id"] + UNKNOWN_MARK * ("repo_key" in r and not r["repo_key"]),
                              r.get("updated_local") or _when(r["updated_at"] or r["started_at"])[:16],
                              str(r["event_count"]), r["title"] or ""] for r in rows])
     for row in table:

@@ -51,11 +51,24 @@ def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
         "sinks": sinks_status(bank, settings),
         "team": team_status(bank, settings),
         "harnesses": harnesses,
+        "repositories": repositories_status(bank),
         # History the agents delete on their own (harvester/retention)
         "retention": retention.status_entries(os.environ, home, archive=settings.archive),
         "recent_imports": bank.recent_imports(20),
         "recent_problems": bank.recent_problems(10),
     }
+
+
+def repositories_status(bank: Bank) -> dict[str, Any]:
+    """Sessions of unknown repository, and the bank ids that unrelated repositories share (harvester/gitident.py,
+    harvester/bank/identities.py): each repository's key, its sessions, and the label Hindsight keeps it under."""
+    from harvester.bank.identities import repositories
+
+    found = repositories(bank.conn)  # type: ignore[attr-defined]
+    return {"unknown_sessions": found.unknown,
+            "shared_bank_ids": [{"bank_id": label, "repositories": [
+                {"key": r.key, "sessions": r.sessions, "label": r.label} for r in shared]}
+                for label, shared in sorted(found.shared.items())]}
 
 
 def sinks_status(bank: Bank, settings: Settings) -> dict[str, Any]:

@@ -200,7 +200,9 @@ def git(cwd: Path | str, *args: str) -> str:
 def make_repo(path: Path, origin: str | None = None) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     git(path, "init", "-q", "-b", "main")
-    (path / "README").write_text("hello\n")
+    # Its own first commit: two repositories made in the same second would otherwise be one history (the same
+    # tree, author, time and message), as unrelated repositories never are.
+    (path / "README").write_text(f"hello from {uuidlib.uuid4()}\n")
     git(path, "add", "README")
     git(path, "commit", "-q", "-m", "init")
     if origin:

@@ -123,14 +123,19 @@ def harvester_cli(tmp: Path, *args: str, timeout: float = 120) -> subprocess.Com
 
 
 
-def real_capture_bank(tmp: Path) -> Path:
+def real_capture_bank(tmp: Path, repo: Path | None = None) -> Path:
     """A bank holding every captured real run (``fixtures/*/real/``), each scanned from its own HOME as its
     agent would find it; the runs were made in a repository named demo-repo, so they file under
-    ``coding-agent::demo-repo``. Returns the bank's path."""
+    ``coding-agent::demo-repo``. Returns the bank's path.
+
+    The folders they were recorded in are not on this machine, so their repository is unknown. With ``repo`` (a
+    git repository), they are that repository's, as harvester knows a clone that is gone: it learned each folder
+    while it existed (the directories a probe remembers), here told so before the scan."""
     from tests.golden import trees
     from tests.helpers import scan
 
     bank = tmp / "capture-bank.sqlite"
+    runs = []
     for n, (key, name, root) in enumerate(trees()):
         if "real" not in name:
             continue
@@ -139,5 +144,29 @@ def real_capture_bank(tmp: Path) -> Path:
         home.mkdir(parents=True)
         shutil.copytree(root, tree, ignore=shutil.ignore_patterns("*.db-wal", "*.db-shm"))
         env, roots = layout.place(tree, home)
-        scan(home, bank, (layout.harness,), env={"HOME": str(home), **env}, extra_roots=roots)
+        runs.append((home, layout.harness, {"HOME": str(home), **env}, roots))
+    if repo is not None:
+        _learn_capture_folders(tmp, bank, repo, runs)
+    for home, harness, env, roots in runs:
+        scan(home, bank, (harness,), env=env, extra_roots=roots)
     return bank
+
+
+def _learn_capture_folders(tmp: Path, bank: Path, repo: Path, runs: list[tuple]) -> None:
+    """Every folder the captures name as their cwd in demo-repo (found by a first scan, into a bank thrown away),
+    learned as a clone of ``repo``."""
+    from harvester.bank import open_bank
+    from harvester.gitident import GitResolver
+    from tests.helpers import scan
+
+    scratch = tmp / "capture-folders.sqlite"
+    for home, harness, env, roots in runs:
+        scan(home, scratch, (harness,), env=env, extra_roots=roots)
+    with open_bank(scratch, archive=False) as found:
+        folders = [cwd for (cwd,) in found.conn.execute(  # type: ignore[attr-defined]
+            "SELECT DISTINCT cwd FROM sessions WHERE bank_id = 'coding-agent::demo-repo' AND cwd IS NOT NULL")]
+    identity = GitResolver().resolve(str(repo))
+    assert identity.key is not None and identity.project == "demo-repo", identity
+    with open_bank(bank, archive=False) as learning:
+        for folder in folders:
+            learning.remember_identity(folder, identity)

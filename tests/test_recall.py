@@ -20,7 +20,7 @@ from harvester.cli import cli
 from harvester.recall.export import file_name
 from harvester.recall.frame import frame, is_recall_text
 from harvester.recall.shown import Md, md
-from tests.helpers import FIXTURES, ClaudeSession, events_of, scan
+from tests.helpers import FIXTURES, ClaudeSession, events_of, make_repo, scan
 from tests.machine import real_capture_bank
 
 EXPECTED = FIXTURES / "recall" / "expected"
@@ -121,9 +121,8 @@ def test_summaries_leave_recall_out(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def capture(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("recall")
-    repo = tmp / "demo-repo"
-    repo.mkdir()
-    return {"bank": real_capture_bank(tmp), "repo": repo, "tmp": tmp}
+    repo = make_repo(tmp / "demo-repo")  # the repository the captures were made in (learned: they are not here)
+    return {"bank": real_capture_bank(tmp, repo), "repo": repo, "tmp": tmp}
 
 
 def _in_repo(capture: dict[str, Path], *args: str) -> str:

@@ -226,5 +226,6 @@ def test_without_git_on_path_every_command_works_and_status_says_so_once(tmp_pat
 
     [session] = orjson.loads(listed.stdout)
     assert (session["bank_id"], session["repo_root"]) == ("coding-agent::demo-repo", str(repo))  # still resolved
+    assert session["repo_key"] == f"path:{repo}"  # its first commit needs git: known by its main worktree
     status = harvester("status")
     assert status.returncode == 0 and status.stdout.count("git: not found on PATH") == 1

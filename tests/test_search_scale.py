@@ -122,11 +122,13 @@ def test_migration_7_upgrades_a_bank_that_holds_events(tmp_path: Path) -> None:
             # and what migration 9 added (the team bank's outbox)
             "DROP TRIGGER team_events_deleted; DROP TRIGGER team_session_deleted; DROP TABLE team_sessions; "
             "DROP TABLE bank_facts; ALTER TABLE events DROP COLUMN changed; "
-            # and what migrations 10 to 13 added (the recall key lives in bank_facts; the archive's digests and
-            # damage; forget's export folders, record tombstones and pending work)
+            # and what migrations 10 to 14 added (the recall key lives in bank_facts; the archive's digests and
+            # damage; forget's export folders, record tombstones and pending work; each session's repository
+            # identity)
             "ALTER TABLE archive_frames DROP COLUMN digest; DROP TABLE archive_damage; "
             "DROP TABLE export_folders; DROP TABLE forgotten_records; DROP TABLE pending_purges; "
-            "PRAGMA user_version = 6;")
+            "DROP INDEX sessions_repo_key; ALTER TABLE sessions DROP COLUMN repo_key; "
+            "ALTER TABLE directories DROP COLUMN repo_key; PRAGMA user_version = 6;")
     with open_bank(path) as bank:  # as migration 6 left it, with events
         assert bank.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         indexes = {n for (n,) in bank.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}

@@ -67,16 +67,30 @@ def _documents(url: str, bank: str) -> dict[str, dict[str, Any]]:
 
 
 def _expected(bank_path: Path, template: str = "coding-agent::{gitProject}") -> dict[tuple[str, str], str]:
-    """What a fresh backfill sends: (bank, document id) -> text, from the bank as it stands."""
+    """What a fresh backfill sends: (bank, document id) -> text, from the bank as it stands. Different folders of
+    one name (the Aider runs, each in its own folder named repo, outside git) are kept apart: the one whose first
+    session started first keeps the bank, each other one goes to <bank>@<its key as a suffix>."""
+    from harvester.bank.identities import suffix
+
     out = {}
     with open_bank(bank_path) as bank:
         cur = bank.conn.execute("SELECT * FROM sessions")
         names = [d[0] for d in cur.description]
-        for row in cur.fetchall():
-            s = dict(zip(names, row, strict=True))
+        sessions = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        firsts: dict[str, dict[str, str]] = {}
+        for s in sessions:
+            if s["repo_key"]:
+                started = s["started_at"] or s["first_imported_at"]
+                keys = firsts.setdefault(bank_for(template, s), {})
+                keys[s["repo_key"]] = min(keys.get(s["repo_key"], started), started)
+        for s in sessions:
             doc = build(s, bank.session_events(s["id"]), host="x")
+            target = bank_for(template, s)
+            keys = sorted(firsts.get(target, {}).items(), key=lambda kv: (kv[1], kv[0]))
+            if s["repo_key"] and len(keys) > 1 and s["repo_key"] != keys[0][0]:
+                target += "@" + suffix(s["repo_key"])
             if doc.lines:
-                out[(bank_for(template, s), doc.document_id)] = doc.text()
+                out[(target, doc.document_id)] = doc.text()
     return out
 
 

@@ -34,6 +34,25 @@ def strip_userinfo(table: str, column: str) -> str:
     return statement * 3
 
 
+def stored_repo_key(origin_id: str | None, repo_root: str | None, recorded_origin: str | None = None) -> str | None:
+    """Migration 14's repository identity of a session (or a learned directory) from what the bank stored, with
+    no probe (harvester/gitident.py says what the keys are): the probe's origin when it is one another clone
+    shares; else the main worktree's path, which is always one of its repository's keys (so its sessions stay
+    its own; ``harvester reparse`` files them by their first commit); else the origin the agent recorded; else
+    unknown (None), which is what a directory outside git looks like in a bank of before: whether it existed
+    when it was read was not kept. A SQL function while migrating (SqliteBank._migrate): keep it as it is."""
+    from harvester.gitident import origin_key, shared_origin
+
+    if shared_origin(origin_id):
+        return f"origin:{origin_id}"
+    if repo_root:
+        return f"path:{repo_root}"
+    return origin_key(recorded_origin)
+
+
+# Python functions the migrations call, registered on the connection that migrates.
+MIGRATION_FUNCTIONS = {"stored_repo_key": (3, stored_repo_key)}
+
 MIGRATIONS: list[str] = [
     # 1: sessions, events (+ full-text index), sources with their cursors, problems, imports, and
     #    the directory -> repository facts learned by git probes.
@@ -403,5 +422,16 @@ MIGRATIONS: list[str] = [
         created_at TEXT NOT NULL,
         work TEXT NOT NULL
     );
+    """,
+    # 14: each session's repository identity (harvester/gitident.py: origin, first commit, main worktree path;
+    #     NULL: unknown), which every read is scoped by instead of the bank id (a folder's name, which unrelated
+    #     repositories share); and the identity each learned directory had, so that a deleted clone still maps.
+    #     Filled from what is stored (stored_repo_key above); reparse refines it.
+    """
+    ALTER TABLE sessions ADD COLUMN repo_key TEXT;
+    UPDATE sessions SET repo_key = stored_repo_key(origin_id, repo_root, origin_url);
+    CREATE INDEX sessions_repo_key ON sessions (repo_key);
+    ALTER TABLE directories ADD COLUMN repo_key TEXT;
+    UPDATE directories SET repo_key = stored_repo_key(origin_id, root, NULL);
     """,
 ]

@@ -14,7 +14,7 @@ import orjson
 
 from harvester.archive import Archive, ArchiveReport, archive_dir
 from harvester.bank import BankError, BankNewer, CursorMoved, SessionHead, Write
-from harvester.bank.migrations import MIGRATIONS, search_text
+from harvester.bank.migrations import MIGRATION_FUNCTIONS, MIGRATIONS, search_text
 from harvester.bank.sqlite_archive import SqliteArchive, log_repair
 from harvester.bank.sqlite_events import (
     event_rows,
@@ -113,6 +113,8 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
             raise BankNewer(version, len(MIGRATIONS), self.path)
         if version == len(MIGRATIONS) and app == APPLICATION_ID:
             return
+        for name, (arity, function) in MIGRATION_FUNCTIONS.items():
+            self.conn.create_function(name, arity, function, deterministic=True)
         with self.transaction():
             # Read again under the write lock: another process (status beside a starting service)
             # may have migrated the file between the check above and now.
@@ -342,8 +344,8 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
                 "INSERT INTO sessions (harness, native_id, bank_id, cwd, project, repo_root, origin_url, "
                 "origin_id, branch, commit_sha, git_how, git_error, title, title_source, model, "
                 "agent_version, started_at, updated_at, parent_native_id, parent_kind, state, redactions, "
-                "meta, first_imported_at, last_imported_at, parser_version) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "meta, first_imported_at, last_imported_at, parser_version, repo_key) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     sw.harness, p.native_id, sw.bank_id or "unknown", p.cwd,
                     ident.project if ident else None, ident.root if ident else None,
@@ -357,6 +359,7 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
                     p.title, p.title_source if p.title else None, p.model, p.agent_version,
                     p.started_at, p.updated_at, p.parent_native_id, p.parent_kind,
                     p.state or "unknown", sw.redactions, _dumps(p.meta), now, now, sw.parser_version,
+                    ident.key if ident else None,
                 ),
             )
             return int(cursor.lastrowid or 0), 0
@@ -374,7 +377,7 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
             put("bank_id", sw.bank_id)
             for column, value in (("project", ident.project), ("repo_root", ident.root),
                                   ("origin_id", ident.origin_id), ("git_how", ident.how),
-                                  ("git_error", ident.error)):
+                                  ("git_error", ident.error), ("repo_key", ident.key)):
                 put(column, value)
             if ident.origin_url and not (git and git.origin_url):
                 put("origin_url", ident.origin_url)
@@ -478,24 +481,27 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
     # -- git facts learned by probes -------------------------------------------------------
     def learned_identity(self, directory: str) -> RepoIdentity | None:
         row = self.conn.execute(
-            "SELECT project, root, origin_url, origin_id FROM directories WHERE path = ?",
+            "SELECT project, root, origin_url, origin_id, repo_key FROM directories WHERE path = ?",
             (directory,)).fetchone()
         if row is None:
             return None
         from harvester.gitident import RepoIdentity
 
-        return RepoIdentity(project=row[0], root=row[1], origin_url=row[2], origin_id=row[3], how="learned")
+        # Its other keys (origin, main worktree) are not kept: a session is filed under one key, the strongest.
+        return RepoIdentity(project=row[0], root=row[1], origin_url=row[2], origin_id=row[3],
+                            how="learned" if row[1] else "no-git", key=row[4], aliases=(row[4],) if row[4] else ())
 
     def remember_identity(self, directory: str, identity: RepoIdentity) -> None:
-        if not identity.in_git:
+        if identity.key is None:
             return
         # Outside a transaction of our own this is autocommit; inside apply() it joins it.
         self.conn.execute(
-            "INSERT INTO directories (path, project, root, origin_url, origin_id, probed_at) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET project = excluded.project, "
+            "INSERT INTO directories (path, project, root, origin_url, origin_id, probed_at, repo_key) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET project = excluded.project, "
             "root = excluded.root, origin_url = excluded.origin_url, origin_id = excluded.origin_id, "
-            "probed_at = excluded.probed_at",
-            (directory, identity.project, identity.root, identity.origin_url, identity.origin_id, utcnow()))
+            "probed_at = excluded.probed_at, repo_key = excluded.repo_key",
+            (directory, identity.project, identity.root, identity.origin_url, identity.origin_id, utcnow(),
+             identity.key))
 
 
 def _seconds_between(earlier: str, later: str) -> float:

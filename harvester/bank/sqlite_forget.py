@@ -2,7 +2,7 @@
 cannot leave it undone, and the tombstones of its records, which keep their copies out.
 
 The order of operations: forget's one transaction deletes the sessions, writes their tombstones and records
-the work left outside the bank's rows (``pending_purges``, migration 10): the archive's files and blobs the
+the work left outside the bank's rows (``pending_purges``, migration 13): the archive's files and blobs the
 transaction stopped naming, the folders ``export`` wrote into with the sessions whose files go there, the
 index's merge (FTS5 keeps a deleted row's terms in its segments until they merge) and the log's truncation.
 After the commit that work is done and its row deleted in the transaction that merges the index; a kill

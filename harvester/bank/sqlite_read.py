@@ -12,7 +12,8 @@ import orjson
 SESSION_COLUMNS = (
     "id, harness, native_id, bank_id, cwd, project, repo_root, origin_url, origin_id, branch, commit_sha, "
     "git_how, git_error, title, title_source, model, agent_version, started_at, updated_at, "
-    "parent_native_id, parent_kind, state, event_count, redactions, meta, first_imported_at, last_imported_at"
+    "parent_native_id, parent_kind, state, event_count, redactions, meta, first_imported_at, last_imported_at, "
+    "repo_key"
 )
 EVENT_COLUMNS = (
     "seq, uid, role, kind, text, ts, tool_name, tool_input, tool_call_id, is_error, model, tokens_in, "

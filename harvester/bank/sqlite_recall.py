@@ -41,7 +41,8 @@ _HITS = ("events_fts f JOIN events e INDEXED BY events_hit ON e.id = f.rowid "
 _S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
 # What a list of sessions shows (harvester.render.sessions_text), and when each was updated in local time to the
 # minute, as it shows it: SQLite's localtime is the C library's, as Python's, at a tenth of the cost a row.
-LISTED_COLUMNS = ("id", "native_id", "harness", "bank_id", "title", "started_at", "updated_at", "event_count", "state")
+LISTED_COLUMNS = ("id", "native_id", "harness", "bank_id", "title", "started_at", "updated_at", "event_count", "state",
+                  "repo_key")
 _LISTED = ", ".join(f"s.{c}" for c in LISTED_COLUMNS) + (
     ", strftime('%Y-%m-%d %H:%M', coalesce(s.updated_at, s.started_at), 'localtime') AS updated_local")
 

@@ -1,10 +1,10 @@
 """``harvester mcp``: a read-only MCP server over stdio, on the official SDK (``mcp.server.MCPServer``).
 
 An agent registers it once (``harvester connect``) and starts it in whatever repository it works in. The
-server answers about that repository's bank (the scope comes from its cwd, with the rules capture files
-by; ``repo`` / ``bank`` / ``all_repos`` arguments change it), from every agent's sessions, without a model:
-the answers are extracts of the transcripts (:mod:`harvester.recall.views`, :mod:`harvester.recall.brief`),
-bounded by ``max_bytes``, framed as reference data. Every tool is read-only and closed-world
+server answers about that repository, by its identity (harvester/recall/scope.py: never another repository
+that only shares its folder's name; ``repo`` / ``bank`` / ``all_repos`` arguments change it), from every
+agent's sessions, without a model: the answers are extracts of the transcripts (:mod:`harvester.recall.views`,
+:mod:`harvester.recall.brief`), bounded by ``max_bytes``, framed as reference data. Every tool is read-only and closed-world
 (``readOnlyHint``, ``openWorldHint: false``: headless Codex cancels calls to tools without them); the bank
 is opened for reading and nothing is ever written.
 

@@ -106,10 +106,7 @@ def session_in_scope(r: Recall, ref: str) -> dict[str, Any]:
                           "characters here")
     found = r.bank.find_sessions(ref)
     where = r.scope
-    if not where.everything:
-        found = [s for s in found if s["bank_id"] == where.bank_id or (where.repo_root and s["repo_root"] == where.repo_root)
-                 # a team bank's row (it names its host): another machine's clone is this repository by its origin
-                 or ("host" in s and where.origin_id and s["origin_id"] == where.origin_id)]
+    found = [s for s in found if where.holds(s)]
     if not found:
         raise RecallError(f"no session {clip(ref, 80)!r} in {where.label} (recent_sessions lists them)")
     if len(found) > 1:

@@ -10,6 +10,13 @@ the operation is completed (it applies retains in the background): after a crash
 exactly as it was (the server collapses it if it had it), never rebuilt with more lines behind the same id,
 and a document's next payload waits for the previous one to be applied, so appends land in order.
 
+Two repositories that share a bank (``coding-agent::api`` of two unrelated ``api`` folders) are never merged:
+the one whose earliest session started first keeps the bank, each other one goes to ``<bank>@<its identity>``
+(harvester/bank/identities.py says the rule), when the bank template names the repository ({gitProject} or
+{project}). A document already sent to the shared bank (before the rule, or before its identity was known) is
+queued again and moved: a replace in its bank, then a delete in the old one. Sessions of unknown repository go
+to the bank as it is.
+
 A session already filed by Hindsight's own hooks (``conversation:<id>``, ``chat:<id>``, ``<id>`` in the
 bank) is skipped (``skipped`` in status), or with ``converge = true`` taken over: its document is replaced
 by ours and kept up from then on.
@@ -24,6 +31,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from harvester.bank.identities import Repositories, repositories
 from harvester.bank.sqlite import SqliteBank
 from harvester.log import get_logger
 from harvester.sinks import outbox
@@ -65,11 +73,13 @@ class Forwarder:
     settings: HindsightSettings
     client: Hindsight
     host: str = field(default_factory=socket.gethostname)
+    _repositories: Repositories | None = field(default=None, init=False, repr=False)
 
     def forward(self, keys: list[tuple[str, str]] | None = None, on_document: Any = None) -> ForwardReport:
         """Queue what changed, then send what is due, until nothing is due or the server stops answering.
         ``keys``: only these sessions, (harness, native id)."""
-        report = ForwardReport(queued=outbox.enqueue(self.bank, SINK))
+        self._repositories = None  # read again: a scan since may have brought another repository of a bank
+        report = ForwardReport(queued=outbox.enqueue(self.bank, SINK) + self._requeue_moved())
         chunks = [None] if keys is None else [keys[i:i + 400] for i in range(0, len(keys), 400)]
         for chunk in chunks:
             while not report.stopped_by:
@@ -93,6 +103,51 @@ class Forwarder:
             outbox.note_outcome(self.bank, SINK, None)
         return report
 
+    def target(self, session: dict[str, Any]) -> str:
+        """The Hindsight bank of a session (a bank row): its bank template's, kept apart from another repository's
+        that shares it (see the module)."""
+        bank = bank_for(self.settings.bank_template, session)
+        shared = self._shared()
+        return bank if shared is None else shared.label(bank, session.get("repo_key"))
+
+    def _shared(self) -> Repositories | None:
+        """The repositories of each bank (read once a pass), or None when the template files every repository
+        together (no {gitProject} nor {project}): as the configuration asks."""
+        template = self.settings.bank_template
+        if not any(name in template for name in ("{gitProject}", "{project}")):
+            return None
+        if self._repositories is None:
+            self._repositories = repositories(self.bank.conn, lambda row: bank_for(template, row))
+        return self._repositories
+
+    def _requeue_moved(self) -> int:
+        """Queue the documents sent to a bank their repository no longer goes to (it shares the bank with another
+        one, which keeps it; or it did, and no longer does): each is moved at its turn."""
+        shared = self._shared()
+        keys = shared.shared_keys() if shared is not None else []
+        marks = ", ".join("?" * len(keys))
+        rows = self.bank.conn.execute(
+            "SELECT d.harness, d.native_id, d.bank, s.project, s.cwd, s.repo_key FROM sink_documents d JOIN sessions s "
+            "ON s.harness = d.harness AND s.native_id = d.native_id WHERE d.sink = ? AND d.state IN ('sent', 'empty') "
+            f"AND (s.repo_key IN ({marks}) OR d.bank LIKE '%@%')", [SINK, *keys]).fetchall()
+        moved = [(h, n) for h, n, bank, project, cwd, key in rows
+                 if bank != self.target({"harness": h, "project": project, "cwd": cwd, "repo_key": key})]
+        if moved:
+            with self.bank.transaction() as conn:
+                conn.executemany("UPDATE sink_documents SET state = 'pending', next_try_at = NULL, queued_at = ? "
+                                 "WHERE sink = ? AND harness = ? AND native_id = ?",
+                                 [(outbox.now_iso(), SINK, h, n) for h, n in moved])
+        return len(moved)
+
+    def _bank_refusal(self, named: str, target: str) -> str | None:
+        """Why nothing of a session goes to ``target``, the bank ``named`` kept apart (see the module): an opt-out
+        or a deny pattern of either refuses it, an allow-list admits it when it names either."""
+        reasons = [self.settings.bank_refusal(bank) for bank in dict.fromkeys((named, target))]
+        denied = [r for r in reasons if r and r != "not in banks"]
+        if denied:
+            return denied[0]
+        return reasons[0] if all(reasons) else None
+
     def _session(self, row: dict[str, Any]) -> dict[str, Any] | None:
         cur = self.bank.conn.execute("SELECT * FROM sessions WHERE harness = ? AND native_id = ?",
                                      (row["harness"], row["native_id"]))
@@ -113,9 +168,9 @@ class Forwarder:
             put(state="deleted", lines=0, fingerprint=None, in_flight=None, last_error=None)
             report.deleted += 1
             return
-        target = bank_for(self.settings.bank_template, session)
+        target = self.target(session)
         refusal = None if self.settings.harness_allowed(harness) else "harness not forwarded"
-        refusal = refusal or self.settings.bank_refusal(target)
+        refusal = refusal or self._bank_refusal(bank_for(self.settings.bank_template, session), target)
         if refusal:
             put(state="held", bank=row["bank"] or target, last_error=refusal, in_flight=None)
             report.held += 1

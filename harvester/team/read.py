@@ -4,10 +4,10 @@
 A session's row carries its provenance too (``host``, ``os_user``, ``harvester_version``: who pushed it).
 "This repository" is the repository's identity across machines (harvester/team/identity.py): its normalized
 origin, so a teammate's clone elsewhere under another folder name is the same repository; this machine's own
-sessions filed under the scope's bank id are in it too. Search is PostgreSQL's full-text search over the
-generated ``tsvector`` (schema.py): plain words must all match, a "quoted phrase" stays a phrase; with
-``--fts`` the query is PostgreSQL's web-search syntax (``or``, ``-word``, "phrase"). The raw archive never
-leaves a machine: a text the bank keeps clipped stays clipped here.
+sessions of its main worktree are in it too (never another repository's that shares its bank id). Search is
+PostgreSQL's full-text search over the generated ``tsvector`` (schema.py): plain words must all match, a "quoted
+phrase" stays a phrase; with ``--fts`` the query is PostgreSQL's web-search syntax (``or``, ``-word``,
+"phrase"). The raw archive never leaves a machine: a text the bank keeps clipped stays clipped here.
 """
 
 from __future__ import annotations
@@ -82,10 +82,10 @@ def tsquery(match: str) -> tuple[str, list[str]]:
 
 
 class TeamReader:
-    """The team bank, read. ``machine``: this machine's id in it (its own sessions filed under a scope's bank id
-    belong to the scope even without a shared origin). ``recall_key``: the local bank's, which seals the answers
-    given from the team bank as it does those from the local one (harvester/recall/frame.py); it never leaves
-    this machine. A teammate's rows are shown through the same sanitizer as this machine's."""
+    """The team bank, read. ``machine``: this machine's id in it (its own sessions of a repository without a
+    shared origin are keyed by it and their main worktree). ``recall_key``: the local bank's, which seals the
+    answers given from the team bank as it does those from the local one (harvester/recall/frame.py); it never
+    leaves this machine. A teammate's rows are shown through the same sanitizer as this machine's."""
 
     archive = None  # the archive never leaves a machine
 
@@ -114,16 +114,17 @@ class TeamReader:
 
     def _scope(self, scope: Scope) -> tuple[str, list[Any]]:
         """A WHERE condition on sessions ``s`` joined to repositories ``r``, for ``scope``."""
-        origin = shared_origin(getattr(scope, "origin_id", None))
-        mine = "(s.bank_id = %s AND s.machine_id = %s)" if self.machine else "FALSE"
-        own = [scope.bank_id or "", self.machine] if self.machine else []
-        if origin is not None:
-            return f"(r.repo_key = %s OR {mine})", [origin, *own]
-        if scope.repo_root is not None and self.machine:
-            return f"(r.repo_key = %s OR {mine})", [f"{self.machine}:{scope.repo_root}", *own]
         if scope.bank_id is not None:
             return "(s.bank_id = %s OR r.name = %s)", [scope.bank_id, scope.bank_id]
-        return "TRUE", []
+        if scope.everything:
+            return "TRUE", []
+        # This repository by its origin, on every machine; this machine's sessions of it too by its main worktree
+        # (its repository key there when they were pushed without a remote: identity.py). Never by the bank id,
+        # which unrelated repositories of one name share.
+        keys = [k for k in (shared_origin(scope.origin_id),
+                            f"{self.machine}:{scope.repo_root}" if self.machine and scope.repo_root else None,
+                            f"{self.machine}:{scope.recorded_at}" if self.machine and scope.recorded_at else None) if k]
+        return ("r.repo_key = ANY(%s)", [keys]) if keys else ("FALSE", [])
 
     # -- sessions ------------------------------------------------------------------------------------
     def scoped_sessions(self, scope: Scope, limit: int = 10, harness: str | None = None, since: str | None = None,
