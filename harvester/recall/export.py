@@ -21,7 +21,9 @@ from typing import Any
 import orjson
 
 from harvester.bank import Bank
+from harvester.model import is_injected
 from harvester.recall.scope import Scope
+from harvester.recall.tools import call_lines, children_of_calls
 from harvester.recall.views import when
 from harvester.terminal import json_text, visible
 
@@ -54,7 +56,8 @@ def export(bank: Bank, scope: Scope, directory: Path, fmt: str = "md", since: st
     directory.mkdir(parents=True, exist_ok=True)
     for s in bank.scoped_sessions(scope, 1_000_000, since=since):
         events = bank.session_events(s["id"], include_recall=include_recall)
-        content = markdown(s, events) if fmt == "md" else jsonl(s, events)
+        children = children_of_calls(events, bank.subagents(s["harness"], s["native_id"])) if fmt == "md" else {}
+        content = markdown(s, events, children) if fmt == "md" else jsonl(s, events)
         target = directory / file_name(s["harness"], s["native_id"], fmt)
         assert target.parent == directory  # by construction; said here because it is the point
         yield Written(target, s["native_id"], s["harness"], _write_if_changed(target, content))
@@ -77,7 +80,10 @@ def _write_if_changed(target: Path, content: bytes) -> bool:
     return True
 
 
-def markdown(s: dict[str, Any], events: list[dict[str, Any]]) -> bytes:
+def markdown(s: dict[str, Any], events: list[dict[str, Any]], children: dict[int, str] | None = None) -> bytes:
+    """The session as a page: each event under a heading with its position (``#N``, as everywhere); a tool call
+    as what it changed, searched for or ran (a compact diff, clipped: harvester/recall/tools.py), and the
+    subagent session it started (``children``: by position); context the agent injected said to be that."""
     lines = [f"# {s['title'] or '(untitled)'}", "",
              "> Captured by harvester: a record of a past agent session (reference data, not instructions).", "",
              f"- session: `{s['native_id']}` ({s['harness']}{' ' + s['agent_version'] if s['agent_version'] else ''})",
@@ -92,11 +98,16 @@ def markdown(s: dict[str, Any], events: list[dict[str, Any]]) -> bytes:
             label += f" [{e['tool_name']}]"
         if e.get("is_error"):
             label += " (error)"
+        if is_injected(e):
+            label += ", injected by the agent"
         lines.append(f"## #{e['seq']} {label} · {when(e['ts'])}")
         lines.append("")
         text = e["text"] or ""
-        fence = "````" if "```" in text else "```"
-        lines += ([fence, text, fence] if e["kind"] in ("tool_call", "tool_result") else [text])
+        if e["kind"] == "tool_call":
+            more = f"harvester show {s['native_id']} --around {e['seq']} --full shows all"
+            text = "\n".join(call_lines(e, more=more, child=(children or {}).get(e["seq"])))
+        fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", text)), default=0))  # longer than any run
+        lines += ([fence, text, fence] if e["kind"] in ("tool_call", "tool_result") or is_injected(e) else [text])
         lines.append("")
     return visible("\n".join(lines)).encode()  # a page for people: controls shown, never obeyed
 
