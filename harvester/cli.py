@@ -366,8 +366,8 @@ def search(settings: Settings, query: str, repo: str | None, here: bool, bank_fi
            harness: str | None, since: str | None, until: str | None, role: str | None, kind: str | None, limit: int,
            fts: bool, include_injected: bool, include_recall: bool, team: bool, as_json: bool) -> None:
     """Search every session: QUERY is plain words (all must match; "a phrase" in quotes). What agents wrote,
-    patched, grepped and ran is found too (a tool call's input). `harvester show SESSION --around N` shows a hit
-    (#N) in its context."""
+    patched, grepped and ran is found too (a tool call's input). A hit is #N of its session: `harvester show`
+    shows it in its context (around N)."""
     from harvester import render
     from harvester.bank.sqlite_recall import plain_words
 

@@ -470,3 +470,20 @@ def test_the_options_name_the_models_roles_and_kinds() -> None:
     from harvester import cli_options, model
 
     assert (", ".join(model.ROLES), ", ".join(model.KINDS)) == (cli_options.ROLE_NAMES, cli_options.KIND_NAMES)
+
+
+def test_a_tool_input_nested_past_any_stack_is_read_without_failing() -> None:
+    nested: dict[str, Any] = {"old_string": "a"}  # no pair at the top: the edits are looked for inside
+    for _ in range(3000):
+        nested = {"edits": [nested]}
+    call = {"kind": "tool_call", "tool_name": "MultiEdit", "tool_input": {"file_path": "/a.py", **nested},
+            "text": "MultiEdit: /a.py", "seq": 1}
+    assert tool_call(call).family == "edit" and call_lines(call) == ["MultiEdit: /a.py"]
+
+
+def test_a_short_call_id_does_not_link_a_subagent_whose_id_merely_ends_with_it() -> None:
+    events = [{"seq": 1, "kind": "tool_call", "tool_name": "Read", "tool_call_id": "1", "tool_input": {"path": "x"},
+               "text": "Read: x", "ts": "2026-01-01T10:00:00Z"}]
+    child = {"native_id": "p:agent-1", "meta": None, "started_at": "2026-01-01T10:00:01Z", "first_text": "hello"}
+    assert children_of_calls(events, [child]) == {}
+    assert children_of_calls([{**events[0], "tool_call_id": "agent-1"}], [child]) == {1: "p:agent-1"}

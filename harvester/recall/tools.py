@@ -110,8 +110,9 @@ def _paths(args: dict[str, Any]) -> tuple[str, ...]:
     return ()
 
 
-def _pairs(args: dict[str, Any]) -> list[tuple[str, str]]:
-    """Old → new strings: a pair of arguments, a list of them (MultiEdit ``edits``), or SEARCH/REPLACE blocks."""
+def _pairs(args: dict[str, Any], depth: int = 0) -> list[tuple[str, str]]:
+    """Old → new strings: a pair of arguments, a list of them (MultiEdit ``edits``), or SEARCH/REPLACE blocks.
+    Looked for two lists deep at most: a transcript's JSON can be nested past any stack."""
     for old_key, new_key in PAIR_KEYS:
         old, new = args.get(old_key), args.get(new_key)
         if isinstance(old, str) and isinstance(new, str):
@@ -122,8 +123,8 @@ def _pairs(args: dict[str, Any]) -> list[tuple[str, str]]:
     for value in args.values():
         if isinstance(value, list):
             for item in value:
-                if isinstance(item, Mapping):
-                    pairs += _pairs(_lowered(item))
+                if isinstance(item, Mapping) and depth < 2:
+                    pairs += _pairs(_lowered(item), depth + 1)
                 elif isinstance(item, str):
                     pairs += _BLOCK.findall(item)
         elif isinstance(value, str) and "SEARCH\n" in value:
@@ -316,7 +317,7 @@ def children_of_calls(events: list[dict[str, Any]], children: list[dict[str, Any
         named = (result or {}).get("meta") or {}
         for child_id, child in list(left.items()):
             meta = child.get("meta") or {}
-            if (call_id and (any(meta.get(k) == call_id for k in _LINK_KEYS) or child_id.endswith(call_id))) \
+            if (call_id and (any(meta.get(k) == call_id for k in _LINK_KEYS) or _ends_with_id(child_id, call_id))) \
                     or named.get("subagent_session") == child_id:
                 take(call, child_id)
                 break
@@ -350,6 +351,14 @@ def children_of_calls(events: list[dict[str, Any]], children: list[dict[str, Any
         if child is not None:
             take(call, child["native_id"])
     return linked
+
+
+def _ends_with_id(child_id: str, call_id: str) -> bool:
+    """``parent:toolu_01B``, ``m2$$tc2``: the call's id ends the child's, after a separator, and is no number or
+    letter of a name (``x:agent-1`` does not end with the id ``1``)."""
+    if child_id == call_id:
+        return True
+    return len(call_id) >= 3 and child_id.endswith(call_id) and not child_id[-len(call_id) - 1].isalnum()
 
 
 def grouped(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from harvester.bank import Bank
 from harvester.bank.sqlite_recall import plain_words
+from harvester.model import is_injected
 from harvester.recall.frame import frame
 from harvester.recall.scope import Scope
 from harvester.recall.shown import EMPTY, Md, md, quote
@@ -208,12 +209,15 @@ def search_history(r: Recall, query: str, harness: str | None = None, since: str
 
 
 def label_of(e: dict[str, Any]) -> Md:
-    """What an event is, as answers name it: ``user``, ``assistant tool call [Bash] (error)``."""
+    """What an event is, as answers name it: ``user``, ``assistant tool call [Bash] (error)``, ``system (injected by
+    the agent)``."""
     label = md("{}", e["role"]) if e["kind"] == "text" else md("{} {}", e["role"], str(e["kind"]).replace("_", " "))
     if e.get("tool_name"):
         label += md(" [{}]", e["tool_name"])
     if e.get("is_error"):
         label += md(" (error)")
+    if is_injected(e):
+        label += md(" (injected by the agent)")
     return label
 
 
