@@ -12,6 +12,7 @@ import click
 import orjson
 
 from harvester import config, log, terminal
+from harvester.cli_options import KIND_NAMES, ROLE_NAMES, names, when_option
 from harvester.config import ConfigError, Settings
 
 if TYPE_CHECKING:
@@ -259,18 +260,21 @@ def status(settings: Settings, as_json: bool) -> None:
 @cli.command()
 @where_option
 @click.option("--harness", type=HarnessChoice(), help="Only this agent's sessions.")
+@when_option
 @click.option("--limit", type=int, default=None, help="At most this many (newest first).")
 @team_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
 def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str | None, harness: str | None,
-             limit: int | None, team: bool, as_json: bool) -> None:
-    """List sessions, newest first (of every repository, unless --repo, --here or --bank)."""
+             since: str | None, until: str | None, limit: int | None, team: bool, as_json: bool) -> None:
+    """List sessions, newest first, each subagent under the session that started it (of every repository,
+    unless --repo, --here or --bank; active in --since/--until)."""
     from harvester import render
 
     scope = chosen_scope(settings, repo, here, bank_filter)
     with open_reading(settings, team) as bank:
-        rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness, listed=not as_json)
+        rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness, listed=not as_json, since=since,
+                                    until=until)
     if as_json:
         _print_json(rows)
     else:
@@ -282,15 +286,28 @@ def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str 
 
 @cli.command()
 @click.argument("session")
-@click.option("--full", is_flag=True, help="Every text whole: tool output unshortened, and what the bank keeps "
-                                           "clipped (past 256 KiB) read from the archive.")
+@click.option("--full", is_flag=True, help="Every text whole and nothing folded: tool output unshortened, and what "
+                                           "the bank keeps clipped (past 256 KiB) read from the archive.")
+@click.option("--around", type=int, metavar="N", help="Only the events around #N (see -C).")
+@click.option("-C", "--context", "context_events", type=int, default=5, show_default=True, metavar="K",
+              help="With --around: K events before and after it.")
+@click.option("--from", "start", type=int, metavar="N", help="Only the events from #N on.")
+@click.option("--kinds", callback=names("KINDS"), metavar="KINDS",
+              help=f"Only these kinds, comma-separated ({KIND_NAMES}); shown unfolded.")
+@click.option("--role", "roles", callback=names("ROLES"), metavar="ROLES",
+              help=f"Only these roles, comma-separated ({ROLE_NAMES}).")
+@click.option("--no-pager", is_flag=True, help="Print, even on a terminal (which pages through $PAGER, else less).")
 @team_option
 @click.option("--json", "as_json", is_flag=True, help="The normalized session and events as JSON.")
 @click.pass_obj
-def show(settings: Settings, session: str, full: bool, team: bool, as_json: bool) -> None:
-    """Show one session's transcript (SESSION: its id, or an unambiguous prefix)."""
-    from harvester import render
+def show(settings: Settings, session: str, full: bool, around: int | None, context_events: int, start: int | None,
+         kinds: tuple[str, ...], roles: tuple[str, ...], no_pager: bool, team: bool, as_json: bool) -> None:
+    """Show one session's transcript (SESSION: its id, or an unambiguous prefix), its events numbered #N."""
+    from harvester import render_transcript
+    from harvester.recall.tools import children_of_calls
 
+    if around is not None and start is not None:
+        raise click.UsageError("give one of --around and --from")
     with open_reading(settings, team) as bank:
         found = bank.find_sessions(session)
         if not found:
@@ -299,13 +316,18 @@ def show(settings: Settings, session: str, full: bool, team: bool, as_json: bool
             listing = "\n".join(f"  {s['native_id']}  ({s['harness']})" for s in found)
             raise click.ClickException(f"{session!r} matches several sessions:\n{listing}")
         row = found[0]
-        events = bank.events(row["id"])
+        every = bank.events(row["id"])
+        events = render_transcript.select_events(every, around, max(context_events, 0), start, kinds, roles)
         if full:
             _whole_texts(bank, events)
+        children = children_of_calls(every, bank.subagents(row["harness"], row["native_id"])) if not as_json else {}
     if as_json:
         _print_json({"session": row, "events": events})
-    else:
-        terminal.echo(render.transcript_text(row, events, full=full))
+        return
+    text = render_transcript.transcript_text(row, events, full=full, shown_kinds=kinds, children=children)
+    if not events and every:
+        text += f"\n\nNo events match (the session's are #{every[0]['seq']} to #{every[-1]['seq']})."
+    terminal.page(text, no_pager)
 
 
 def _whole_texts(bank: Bank, events: list[dict[str, Any]]) -> None:
@@ -331,15 +353,25 @@ def _whole_texts(bank: Bank, events: list[dict[str, Any]]) -> None:
 @click.argument("query")
 @where_option
 @click.option("--harness", type=HarnessChoice(), help="Only this agent's sessions.")
+@when_option
+@click.option("--role", callback=names("ROLES", many=False), metavar="ROLE",
+              help=f"Only events of this role ({ROLE_NAMES}).")
+@click.option("--kind", callback=names("KINDS", many=False), metavar="KIND",
+              help=f"Only events of this kind ({KIND_NAMES}).")
 @click.option("--limit", type=int, default=20, show_default=True, help="Show at most this many, best first.")
 @click.option("--fts", is_flag=True, help="QUERY is SQLite FTS5 syntax (OR, NOT, NEAR, prefix*), not plain words.")
+@click.option("--include-injected", is_flag=True, help="Also the context agents inject into a conversation (their "
+                                                       "environment preambles, AGENTS.md, reminders).")
 @click.option("--include-recall", is_flag=True, help="Also the harvester's own answers that sessions recorded.")
 @team_option
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON: the match count and the hits.")
 @click.pass_obj
 def search(settings: Settings, query: str, repo: str | None, here: bool, bank_filter: str | None,
-           harness: str | None, limit: int, fts: bool, include_recall: bool, team: bool, as_json: bool) -> None:
-    """Search every session: QUERY is plain words (all must match; "a phrase" in quotes)."""
+           harness: str | None, since: str | None, until: str | None, role: str | None, kind: str | None, limit: int,
+           fts: bool, include_injected: bool, include_recall: bool, team: bool, as_json: bool) -> None:
+    """Search every session: QUERY is plain words (all must match; "a phrase" in quotes). What agents wrote,
+    patched, grepped and ran is found too (a tool call's input). A hit is #N of its session: `harvester show`
+    shows it in its context (around N)."""
     from harvester import render
     from harvester.bank.sqlite_recall import plain_words
 
@@ -350,15 +382,16 @@ def search(settings: Settings, query: str, repo: str | None, here: bool, bank_fi
         raise BadQuery(str(exc)) from exc
     with open_reading(settings, team) as bank:
         try:
-            page = bank.search_page(match, scope, limit, harness=harness, include_recall=include_recall)
+            page = bank.search_page(match, scope, limit, harness=harness, since=since, until=until, role=role,
+                                    kind=kind, include_recall=include_recall, include_injected=include_injected)
         except sqlite3.OperationalError as exc:
             if not fts:
                 raise
             reason = str(exc).removeprefix("fts5: ")
             raise BadQuery(f"not a valid FTS5 query: {reason} (without --fts, QUERY is plain words)") from exc
     if as_json:
-        _print_json([{k: h[k] for k in ("harness", "session", "bank_id", "title", "seq", "role", "kind", "ts",
-                                         "snippet")} for h in page.hits])
+        _print_json({"query": query, "total": page.total, "more": page.more, "ranked": page.ranked,
+                     "hits": [{k: h.get(k) for k in SEARCH_HIT_KEYS} for h in page.hits]})
     else:
         terminal.echo(render.search_text(page.hits, page.total, query, scope.label, limit, page.more,
                                           page.ranked))
@@ -378,6 +411,11 @@ def unknown_hint(bank: Any, scope: Any) -> str:
     return (f"\n{n} {'session' if n == 1 else 'sessions'} filed under {scope.label} {'was' if n == 1 else 'were'} "
             "recorded in a folder of that name that is not here (repository unknown), so not this repository's: "
             f"`harvester sessions --bank {scope.label}` lists them, `harvester show ID` reads one")
+
+
+# What `search --json` says of each hit: the session by its full id (a subagent's names its parent too).
+SEARCH_HIT_KEYS = ("harness", "session", "parent_native_id", "parent_kind", "bank_id", "title", "seq", "role", "kind",
+                   "tool_name", "ts", "snippet")
 
 
 @cli.command()

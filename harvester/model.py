@@ -11,6 +11,9 @@ Event
     a tool result, a compaction boundary, or a meta record the agent wrote (mode change, queue
     operation, ...). ``uid`` is the agent's own id where it has one, else a hash of the record, so
     reading the same bytes twice yields the same uids (the bank ignores uids it already has).
+    Text the agent itself put into the conversation (its environment and permissions preambles, AGENTS.md,
+    a session context, reminders, hook output) is a ``system`` text whose meta says ``injected``: the
+    parser knows its agent's preambles; readers ask :func:`is_injected`.
 Problem
     A record that could not be used: malformed (bad JSON, invalid UTF-8, a value of the wrong type),
     oversize, unreadable (a file, a directory), or of a type the parser does not know (format drift);
@@ -23,6 +26,7 @@ Batch
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -206,6 +210,14 @@ class Batch:
             self.sessions[patch.native_id] = patch
         else:
             current.merge(patch)
+
+
+def is_injected(event: Event | Mapping[str, Any]) -> bool:
+    """Whether an event (an :class:`Event`, or an event as the bank returns it) is context the agent injected
+    into the conversation, not anything a person or the model wrote: what ``show`` folds, ``search`` leaves
+    out unless asked, and a handoff does not count as an ask. Parsers mark it (``meta.injected``)."""
+    meta = event.get("meta") if isinstance(event, Mapping) else event.meta
+    return bool(meta and meta.get("injected"))
 
 
 def record_uid(raw: bytes, suffix: int | str | None = None, context: str | None = None) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import textwrap
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -392,66 +391,75 @@ def status_text(data: dict[str, Any]) -> str:
 
 
 UNKNOWN_MARK = " (unknown repository)"
+AGENT_PREFIX = "coding-agent::"  # the common start of bank ids (the default template): the first thing cut
 
 
 def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
-    """The sessions as a table; ``width`` (a terminal's columns): titles, then banks, then ids are cut with
-    "…" so that every row fits (``--json`` has the whole values)."""
+    """The sessions as a table, each subagent under the session that started it (``└``); ``width`` (a
+    terminal's columns): titles give way first, then bank ids (their common ``coding-agent::``, then their
+    end), the year of the time, the bank column, the harness column: never a session's id, which is what a
+    reader copies (``--json`` has every whole value)."""
+    from harvester.recall.tools import grouped
+
     if not rows:
         return "No sessions."
+    ordered = grouped(rows)
     # A listing's rows carry their time in local time already (SqliteRecall.scoped_sessions, listed=True).
     # A session whose repository is unknown (harvester/gitident.py) is no repository's: said beside its bank id.
-    table = _visible_cells([[r["native_id"], r["harness"],
+    table = _visible_cells([[("  " * (depth - 1) + "└ " if depth else "") + r["native_id"], r["harness"],
                              r["bank_id"] + UNKNOWN_MARK * ("repo_key" in r and not r["repo_key"]),
                              r.get("updated_local") or _when(r["updated_at"] or r["started_at"])[:16],
-                             str(r["event_count"]), r["title"] or ""] for r in rows])
+                             str(r["event_count"]), r["title"] or ""] for r, depth in ordered])
     for row in table:
         row[5] = " ".join(row[5].split())  # a title on one line (after visible: \x1c-\x1e are spaces to split)
     headers = ["SESSION", "HARNESS", "BANK", "UPDATED", "EVENTS", "TITLE"]
     if "host" in rows[0]:  # the team bank's (harvester/team/read.py): whose machine each came from, last
         headers.append("HOST")
-        for row, r in zip(table, _visible_cells([[r["host"] or ""] for r in rows]), strict=True):
+        for row, r in zip(table, _visible_cells([[r["host"] or ""] for r, _ in ordered]), strict=True):
             row.append(r[0])
     if width:
-        columns = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers)]
-        for column, floor in ((5, 10), (2, 16), (0, 9)):  # what gives way first, and how far (9: an id's prefix)
-            over = sum(columns) + 2 * (len(columns) - 1) - width
-            if over > 0:
-                columns[column] = max(floor, columns[column] - over)
-        for row in table:
-            for i in (0, 2, 5):
-                row[i] = _short(row[i], columns[i])
+        headers, table = _fitted(headers, table, width)
     return _aligned(headers, table)
 
 
-def transcript_text(session: dict[str, Any], events: list[dict[str, Any]], full: bool = False) -> str:
-    """``full``: every text whole (tool output is shortened to 2,000 characters otherwise)."""
-    s = session
-    head = [f"{s['title'] or '(untitled)'}",
-            f"session {s['native_id']} ({s['harness']}{', ' + s['agent_version'] if s['agent_version'] else ''})",
-            f"bank {s['bank_id']}   cwd {s['cwd'] or '-'}"]
-    if s["repo_root"]:
-        head.append(f"repo {s['repo_root']}" + (f" ({s['origin_id']})" if s["origin_id"] else "")
-                    + (f"   branch {s['branch']}" if s["branch"] else ""))
-    if s["git_error"]:
-        head.append(f"git probe failed: {s['git_error']}")
-    if s["parent_native_id"]:
-        head.append(f"{s['parent_kind'] or 'child'} of {s['parent_native_id']}")
-    head.append(f"started {_when(s['started_at'])}   updated {_when(s['updated_at'])}   model {s['model'] or '-'}"
-                f"   {s['event_count']} events   state {s['state']}")
-    out = ["\n".join(head)]
-    for e in events:
-        label = _label(e["role"], e["kind"])
-        if e["tool_name"] and e["kind"] in ("tool_call", "tool_result"):
-            label += f" [{e['tool_name']}]"
-        if e["is_error"]:
-            label += " (error)"
-        body = e["text"] or ""
-        if not full and e["kind"] == "tool_result" and len(body) > 2000:
-            body = body[:2000] + f"\n… ({len(body) - 2000} more characters)"
-        body = visible(body)  # before indenting: textwrap.indent also starts lines after \r and \x1c-\x1e
-        out.append(f"[{_when(e['ts'])[11:] or '-'}] {label}\n{textwrap.indent(body, '  ')}".rstrip())
-    return "\n\n".join(out)
+def _fitted(headers: list[str], table: list[list[str]], width: int) -> tuple[list[str], list[list[str]]]:
+    """The table made to fit ``width`` columns, giving way in the order sessions_text says."""
+    def widths() -> list[int]:
+        return [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers)]
+
+    def over() -> int:
+        return sum(widths()) + 2 * (len(headers) - 1) - width
+
+    def cut(name: str, floor: int) -> None:
+        if name in headers and over() > 0:
+            i = headers.index(name)
+            room = max(floor, widths()[i] - over())
+            for row in table:
+                row[i] = _short(row[i], room)
+
+    def drop(name: str) -> None:
+        if name in headers and over() > 0:
+            i = headers.index(name)
+            del headers[i]
+            for row in table:
+                del row[i]
+
+    cut("TITLE", 10)
+    if over() > 0 and "BANK" in headers:
+        i = headers.index("BANK")
+        for row in table:
+            row[i] = row[i].removeprefix(AGENT_PREFIX)
+    cut("BANK", 8)
+    if over() > 0:
+        i = headers.index("UPDATED")
+        for row in table:
+            row[i] = row[i][5:] if row[i][4:5] == "-" else row[i]  # 2026-11-01 10:00 -> 11-01 10:00
+    cut("HOST", 8)
+    cut("TITLE", 5)
+    drop("BANK")
+    drop("HARNESS")
+    cut("TITLE", 1)
+    return headers, table
 
 
 def search_text(hits: list[dict[str, Any]], total: int, query: str, where: str, limit: int,
@@ -467,6 +475,9 @@ def search_text(hits: list[dict[str, Any]], total: int, query: str, where: str, 
     else:
         head += f"; the best {len(hits)} (--limit for more):" if total > len(hits) else ":"
     lines = [head]
-    lines += [f"{h['harness']} {_short(h['session'], 14)} #{h['seq']} {_label(h['role'], h['kind'])} "
-              f"({h['bank_id']}): {_short(h['snippet'], 100)}" for h in hits]
+    for h in hits:  # the session's whole id: what `show` takes; a subagent's names the session that started it
+        parent = f" ({h['parent_kind']} of {h['parent_native_id']})" if h.get("parent_native_id") else ""
+        tool = f" [{h['tool_name']}]" if h.get("tool_name") and h["kind"] in ("tool_call", "tool_result") else ""
+        lines.append(f"{h['harness']} {h['session']}{parent} #{h['seq']} {_label(h['role'], h['kind'])}{tool} "
+                     f"({h['bank_id']}): {_short(h['snippet'], 100)}")
     return "\n".join(lines)

@@ -19,7 +19,9 @@ The visible forms:
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from typing import Any
 
 import click
@@ -51,6 +53,18 @@ def _shown(match: re.Match[str]) -> str:
 def echo(message: str = "", err: bool = False) -> None:
     """The one way the CLI prints for a person (stdout, or stderr with ``err``)."""
     click.echo(visible(message), err=err)
+
+
+def page(message: str, no_pager: bool = False) -> None:
+    """A long text for a person (``show``): through a pager on a terminal, as git does ($PAGER, else ``less``
+    with LESS=FRX unless LESS is set: it quits when the text fits one screen, and leaves it on the screen);
+    printed otherwise, or with ``no_pager``. Made visible first either way: a pager, ``less -R`` included, is
+    handed no control character to obey."""
+    if no_pager or not sys.stdout.isatty():
+        echo(message)
+        return
+    os.environ.setdefault("LESS", "FRX")
+    click.echo_via_pager(visible(message))
 
 
 class VisibleErrors(click.Group):

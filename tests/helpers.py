@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from harvester.bank import open_bank
+from harvester.bank.migrations import SEARCH_VIEW_AND_TRIGGERS, search_text, search_text_v1
 from harvester.config import DEFAULT_BANK_ID_TEMPLATE
 from harvester.ingest import Ingestor, ScanReport
 from harvester.parsers import HARNESSES
@@ -226,3 +227,16 @@ class KillPoints:
             if self.landed >= self.needed:
                 return
             yield fraction
+
+
+def as_migration_14_left_it(conn: sqlite3.Connection) -> None:
+    """Undo migration 15 on a bank: tool calls indexed by their text alone, no injected column."""
+    conn.executescript(
+        f"INSERT INTO events_fts (events_fts, rowid, text) SELECT 'delete', id, {search_text()} FROM events "
+        "WHERE kind = 'tool_call'; DROP TRIGGER events_fts_delete; DROP TRIGGER events_fts_update; "
+        "DROP VIEW events_search; "
+        + SEARCH_VIEW_AND_TRIGGERS.format(search_text=search_text_v1(), search_text_old=search_text_v1("old."),
+                                           search_text_new=search_text_v1("new."), columns="text")
+        + f"INSERT INTO events_fts (rowid, text) SELECT id, {search_text_v1()} FROM events WHERE kind = 'tool_call';"
+        "DROP INDEX events_hit; CREATE INDEX events_hit ON events (id, session_id, recall); "
+        "ALTER TABLE events DROP COLUMN injected; PRAGMA user_version = 14;")

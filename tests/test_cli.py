@@ -64,7 +64,9 @@ def test_scan_status_sessions_show_agree(tmp_path: Path) -> None:
     transcript = run(home, bank, "show", a.id)
     assert "question 2: how does module 2 work?" in transcript and "coding-agent::shop" in transcript
 
-    hits = orjson.loads(run(home, bank, "search", "module", "--json"))
+    found = orjson.loads(run(home, bank, "search", "module", "--json"))
+    hits = found["hits"]
+    assert found["total"] == len(hits) and not found["more"]  # the match count goes with the hits
     assert hits and all("module" in h["snippet"].lower() for h in hits)
 
 

@@ -174,7 +174,7 @@ def test_every_character_that_folds_to_a_bracket_is_looked_for() -> None:
 def _search(bank_path: Path, query: str, *more: str) -> list[dict[str, Any]]:
     result = CliRunner().invoke(cli, ["--bank", str(bank_path), "search", query, "--json", *more])
     assert result.exit_code == 0, result.output
-    return orjson.loads(result.output)
+    return orjson.loads(result.output)["hits"]
 
 
 def test_a_transcript_that_quotes_the_frames_opening_is_not_hidden_from_search(tmp_path: Path) -> None:

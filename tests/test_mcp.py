@@ -92,9 +92,12 @@ def test_recent_sessions_lists_every_agent_of_this_repository_newest_first(captu
     harnesses = set(re.findall(r"^- session `[^`]+` \(([a-z-]+)", text, re.M))
     assert {"claude-code", "codex", "gemini-cli", "opencode", "qwen-code"} <= harnesses
     assert "aider" not in harnesses  # another repository's
-    updated = re.findall(r"updated (\S+ \S+?Z)", text)
-    assert updated == sorted(updated, reverse=True)
+    updated = re.findall(r"^- started .*?, updated (\S+ \S+?Z)", text, re.M)  # each session listed on its own
+    assert len(updated) > 10 and updated == sorted(updated, reverse=True)
     assert "first ask (#" in text and "last answer (#" in text
+    # A subagent is listed under the session that started it, by its whole id (the capture's Claude Code subagent).
+    parent = re.search(r"^- session `(b38c3c5f-[^`]+)` \(claude-code", text, re.M)
+    assert parent and f"\n- subagent session `{parent[1]}:agent-a2a4f0ab423afff0b`:" in text[parent.end():].split("\n## ")[0]
 
 
 @pytest.mark.parametrize("mode", MODES)

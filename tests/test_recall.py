@@ -93,12 +93,12 @@ def test_search_finds_the_original_first_and_never_its_echo(tmp_path: Path) -> N
     original, echo = _echoing_session(home, bank, "zebra42")
     scan(home, bank)
     runner = CliRunner()
-    hits = orjson.loads(runner.invoke(cli, ["--bank", str(bank), "search", "zebra42", "--json"]).output)
+    hits = orjson.loads(runner.invoke(cli, ["--bank", str(bank), "search", "zebra42", "--json"]).output)["hits"]
     assert hits[0]["session"] == original.id and hits[0]["seq"] == 1
     assert {(h["session"], h["kind"]) for h in hits} == {(original.id, "text"), (echo.id, "text")}
     assert all(h["seq"] in (1, 5) for h in hits if h["session"] == echo.id)  # its own words, not the echo
     everything = orjson.loads(runner.invoke(cli, ["--bank", str(bank), "search", "zebra42", "--include-recall",
-                                                  "--json"]).output)
+                                                  "--json"]).output)["hits"]
     assert len(everything) == len(hits) + 3
 
 

@@ -21,6 +21,7 @@ from harvester.cli import cli
 from harvester.model import Event, SessionPatch
 from harvester.recall.scope import EVERYTHING, Scope
 from harvester.recall.views import Recall, search_history
+from tests.helpers import as_migration_14_left_it
 
 BANK_ID = "coding-agent::demo"
 
@@ -114,6 +115,7 @@ def test_migration_7_upgrades_a_bank_that_holds_events(tmp_path: Path) -> None:
         _write(bank, "pi", "s2", ["beta epsilon"], cwd="/work/other", bank_id="coding-agent::other", day=3)
         before = {w: len(bank.search_events(f'"{w}"', EVERYTHING, 100)) for w in
                   ("alpha", "beta", "gamma", "delta", "epsilon")}
+        as_migration_14_left_it(bank.conn)  # what migration 15 added
         bank.conn.executescript(
             "DROP INDEX events_hit; DROP INDEX sessions_recent; "
             # and what migration 8 added after it (the sinks' outbox)

@@ -81,15 +81,15 @@ def test_search_team_finds_what_the_other_machine_pushed_and_local_search_does_n
     alpha = team["alpha"]
     found = harvester(alpha, "search", "--team", "--here", "flaky checkout", "--json")
     assert found.returncode == 0, found.stderr
-    hits = orjson.loads(found.stdout)
+    hits = orjson.loads(found.stdout)["hits"]
     assert {h["session"] for h in hits} == {team["theirs"]}
     assert any("[flaky]" in h["snippet"] and "[checkout]" in h["snippet"] for h in hits)
     assert {h["bank_id"] for h in hits} == {"coding-agent::shop-copy"}  # beta's name for it, shown as filed
     local = harvester(alpha, "search", "--here", "flaky checkout", "--json")
-    assert local.returncode == 0 and orjson.loads(local.stdout) == []
+    assert local.returncode == 0 and orjson.loads(local.stdout)["hits"] == []
     # Words inside a path or a file name are found, as by the local index.
     inside = harvester(alpha, "search", "--team", "test_checkout.py", "--json")
-    assert [h["kind"] for h in orjson.loads(inside.stdout)] == ["tool_call"]
+    assert [h["kind"] for h in orjson.loads(inside.stdout)["hits"]] == ["tool_call"]
     text = harvester(alpha, "search", "--team", "--here", '"retry budget"')
     assert text.returncode == 0 and "for '\"retry budget\"' in coding-agent::shop" in text.stdout, text.stdout
 
@@ -159,7 +159,7 @@ def test_a_held_repository_never_reaches_the_server(team: dict) -> None:
     assert pg.psql("SELECT count(*) FROM harvester.events WHERE text LIKE '%acquisition%'", "team_read") == "0\n"
     assert pg.psql("SELECT count(*) FROM harvester.repositories", "team_read") == "1\n"
     found = harvester(team["alpha"], "search", "--team", "acquisition plan", "--json")
-    assert found.returncode == 0 and orjson.loads(found.stdout) == []
+    assert found.returncode == 0 and orjson.loads(found.stdout)["hits"] == []
 
 
 def test_a_newer_schema_and_an_absent_server_are_said_in_one_line(team: dict, tmp_path: Path) -> None:

@@ -104,9 +104,11 @@ EVIL_ID = "evil\x1b]0;pwned\x07\r"  # a file name: Claude Code's native id is th
 
 
 def terminal_env(home: Path) -> dict[str, str]:
-    """Nothing of the real home, config or service (all found from HOME): temp paths, a UTF-8 locale."""
+    """Nothing of the real home, config or service (all found from HOME): temp paths, a UTF-8 locale. `show` on a
+    terminal pages through $PAGER: cat, so that the terminal receives exactly what harvester wrote (less would
+    add its own escape sequences; test_show_pages_through_the_pager checks what a pager is handed)."""
     return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
-            "TERM": "xterm", "HARVESTER_RUNTIME_DIR": str(home / "run")}
+            "TERM": "xterm", "HARVESTER_RUNTIME_DIR": str(home / "run"), "PAGER": "cat"}
 
 
 @dataclass
@@ -220,7 +222,7 @@ def test_sessions_on_a_terminal(hostile: Hostile) -> None:
 def test_search_on_a_terminal(hostile: Hostile) -> None:
     code, out = hostile.harvester("search", "pwned")
     assert code == 0, out
-    assert_shown(out, "claude-code evil␛]0;pwned… #1 user (coding-agent::shop␛[2J\\u202e): U ␛]52;c;",
+    assert_shown(out, "claude-code evil␛]0;pwned␇␍-0001 #1 user (coding-agent::shop␛[2J\\u202e): U ␛]52;c;",
                  "O ␛]52;c;cHduZWQ=␇␛]0;[pwned]␇␛[2Jlooks fine␍covered")
 
 

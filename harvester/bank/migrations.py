@@ -6,6 +6,17 @@ Append new migrations; never edit one that has shipped.
 from __future__ import annotations
 
 
+def search_text_v1(row: str = "") -> str:
+    """SQL for the text the full-text index held of an event up to migration 15 (``row``: "", "new." or
+    "old."): its text, long tool output by its first 2 KiB and last 1 KiB. Migration 1 is built with it, and
+    migration 15 takes tool calls' entries out of the index with it: never change it."""
+    return (f"CASE WHEN {row}kind = 'tool_result' AND length({row}text) > 3072 "
+            f"THEN substr({row}text, 1, 2048) || char(10) || substr({row}text, -1024) ELSE {row}text END")
+
+
+INPUT_INDEXED = 32 * 1024  # characters of a tool call's input strings that search finds (see search_text)
+
+
 def search_text(row: str = "") -> str:
     """SQL for the text the full-text index holds of an event (``row``: "", "new." or "old.").
 
@@ -13,11 +24,34 @@ def search_text(row: str = "") -> str:
     the command, the error and the summary are; conversation text is indexed whole; every text is
     stored whole and shown whole. Indexing all tool output would cost about three times the rest of
     an import (bench/bench_scan.py) for matches inside file dumps that the tool call already names.
-    Migration 1 is built with it: changing it means a new migration that recreates the view and
-    the triggers and rebuilds the index (``INSERT INTO events_fts(events_fts) VALUES('rebuild')``).
+    A tool call is indexed with every string of its input, up to INPUT_INDEXED characters of them: the
+    strings an edit wrote (old and new), a file's written content, a patch, a grep pattern, a command line,
+    a subagent's task (its text names only the tool and its main argument). Written by the agent, they are
+    what a search for "where did it change that line" looks for; they were redacted as the text was.
+    The view, the triggers and SqliteBank.apply are built with it: changing it means a new migration that
+    takes the changed events out of the index with the old expression, recreates the view and the triggers,
+    and indexes them again (as migration 15 does).
     """
+    inputs = (f"(SELECT substr(group_concat(value, char(10)), 1, {INPUT_INDEXED}) "
+              f"FROM json_tree({row}tool_input) WHERE type = 'text')")
     return (f"CASE WHEN {row}kind = 'tool_result' AND length({row}text) > 3072 "
-            f"THEN substr({row}text, 1, 2048) || char(10) || substr({row}text, -1024) ELSE {row}text END")
+            f"THEN substr({row}text, 1, 2048) || char(10) || substr({row}text, -1024) "
+            f"WHEN {row}kind = 'tool_call' AND json_valid({row}tool_input) "
+            f"THEN {row}text || char(10) || coalesce({inputs}, '') ELSE {row}text END")
+
+
+# What the index holds of an event, its view and the triggers that keep the index when an event changes: built
+# with one version of search_text (migrations 1 and 15).
+SEARCH_VIEW_AND_TRIGGERS = """
+    CREATE VIEW events_search AS SELECT id, {search_text} AS text FROM events;
+    CREATE TRIGGER events_fts_delete AFTER DELETE ON events BEGIN
+        INSERT INTO events_fts (events_fts, rowid, text) VALUES ('delete', old.id, {search_text_old});
+    END;
+    CREATE TRIGGER events_fts_update AFTER UPDATE OF {columns} ON events BEGIN
+        INSERT INTO events_fts (events_fts, rowid, text) VALUES ('delete', old.id, {search_text_old});
+        INSERT INTO events_fts (rowid, text) VALUES (new.id, {search_text_new});
+    END;
+"""
 
 
 def strip_userinfo(table: str, column: str) -> str:
@@ -117,7 +151,7 @@ MIGRATIONS: list[str] = [
     -- No (session_id, seq) index: a session's events are appended in seq order, so the
     -- UNIQUE (session_id, uid) index plus rowid order serve "events of a session, in order".
 
-    -- What search sees of an event: see search_text() above.
+    -- What search sees of an event: see search_text_v1() above.
     CREATE VIEW events_search AS SELECT id, {search_text} AS text FROM events;
     CREATE VIRTUAL TABLE events_fts USING fts5 (
         text, content = 'events_search', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2'
@@ -187,8 +221,8 @@ MIGRATIONS: list[str] = [
         origin_id TEXT,
         probed_at TEXT NOT NULL
     );
-    """.format(search_text=search_text(), search_text_new=search_text("new."),
-               search_text_old=search_text("old.")),
+    """.format(search_text=search_text_v1(), search_text_new=search_text_v1("new."),
+               search_text_old=search_text_v1("old.")),
     # 2: sessions excluded by configuration. Their content is never stored; this remembers that a
     #    session (which names its cwd only in its first records) was excluded, so later records of it
     #    are dropped too.
@@ -434,4 +468,27 @@ MIGRATIONS: list[str] = [
     ALTER TABLE directories ADD COLUMN repo_key TEXT;
     UPDATE directories SET repo_key = stored_repo_key(origin_id, root, NULL);
     """,
+    # 15: what an agent changed, searched for and ran is found: a tool call is indexed with the strings of its
+    #     input (search_text). Its old entry is taken out of the index with the expression it was made with
+    #     (external content: a 'delete' must be given the text that was indexed), the view and the triggers
+    #     are made again, and tool calls are indexed anew; the update trigger also follows an event's kind and
+    #     input. And context an agent injected into the conversation (harvester.model.is_injected) is marked
+    #     in a column beside recall, which search's index of hits (events_hit) holds: search leaves it out
+    #     unless asked, without reading each hit's row.
+    """
+    INSERT INTO events_fts (events_fts, rowid, text)
+        SELECT 'delete', id, {search_text_v1} FROM events WHERE kind = 'tool_call';
+    DROP TRIGGER events_fts_delete;
+    DROP TRIGGER events_fts_update;
+    DROP VIEW events_search;
+    {view_and_triggers}
+    INSERT INTO events_fts (rowid, text) SELECT id, {search_text} FROM events WHERE kind = 'tool_call';
+    ALTER TABLE events ADD COLUMN injected INTEGER NOT NULL DEFAULT 0;
+    UPDATE events SET injected = 1 WHERE json_extract(meta, '$.injected') = 1;
+    DROP INDEX events_hit;
+    CREATE INDEX events_hit ON events (id, session_id, recall, injected);
+    """.format(search_text_v1=search_text_v1(), search_text=search_text(),
+               view_and_triggers=SEARCH_VIEW_AND_TRIGGERS.format(
+                   search_text=search_text(), search_text_old=search_text("old."), search_text_new=search_text("new."),
+                   columns="text, kind, tool_input")),
 ]

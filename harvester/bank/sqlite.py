@@ -281,8 +281,8 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
             inserted = conn.executemany(
                 "INSERT OR IGNORE INTO events (session_id, seq, source_id, changed, uid, role, kind, text, ts, "
                 "tool_name, tool_input, tool_call_id, is_error, model, tokens_in, tokens_out, tokens_cache_read, "
-                "tokens_cache_write, tokens_reasoning, meta, content_hash, recall) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "tokens_cache_write, tokens_reasoning, meta, content_hash, recall, injected) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             ).rowcount
             added[native_id] = inserted

@@ -42,7 +42,7 @@ def last_versions(rows: list[tuple]) -> list[tuple]:
 
 _REVISED_COLUMNS = ("role", "kind", "text", "ts", "tool_name", "tool_input", "tool_call_id", "is_error", "model",
                     "tokens_in", "tokens_out", "tokens_cache_read", "tokens_cache_write", "tokens_reasoning", "meta",
-                    "content_hash", "recall")
+                    "content_hash", "recall", "injected")
 
 
 def revise_events(conn: sqlite3.Connection, pk: int, rows: list[tuple], clock: int) -> int:
@@ -52,7 +52,8 @@ def revise_events(conn: sqlite3.Connection, pk: int, rows: list[tuple], clock: i
     return conn.executemany(
         f"UPDATE events SET {sets}, changed = ? WHERE session_id = ? AND uid = ? "
         "AND (content_hash IS NOT ? OR meta IS NOT ?)",
-        [(*row[1:], clock, pk, row[0], row[-2], row[-3]) for row in rows]).rowcount  # (..., meta, content_hash, recall)
+        # A row ends (..., meta, content_hash, recall, injected).
+        [(*row[1:], clock, pk, row[0], row[-3], row[-4]) for row in rows]).rowcount
 
 
 def places_of(events: list[Event]) -> dict[str, dict[str, str]]:
@@ -155,4 +156,5 @@ def _event_values(e: Event) -> tuple:
         None if not e.meta else orjson.dumps(e.meta).decode(),
         e.content_hash(),
         1 if e.meta and e.meta.get("recall") else 0,
+        1 if e.meta and e.meta.get("injected") else 0,  # harvester.model.is_injected (not imported: see sqlite.py)
     )

@@ -42,7 +42,7 @@ _S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
 # What a list of sessions shows (harvester.render.sessions_text), and when each was updated in local time to the
 # minute, as it shows it: SQLite's localtime is the C library's, as Python's, at a tenth of the cost a row.
 LISTED_COLUMNS = ("id", "native_id", "harness", "bank_id", "title", "started_at", "updated_at", "event_count", "state",
-                  "repo_key")
+                  "repo_key", "parent_native_id", "parent_kind")
 _LISTED = ", ".join(f"s.{c}" for c in LISTED_COLUMNS) + (
     ", strftime('%Y-%m-%d %H:%M', coalesce(s.updated_at, s.started_at), 'localtime') AS updated_local")
 
@@ -78,8 +78,9 @@ class SqliteRecall:
 
     def scoped_sessions(self, scope: Scope, limit: int = 10, harness: str | None = None, since: str | None = None,
                         skip_live_of: str | None = None, recent_since: str | None = None,
-                        listed: bool = False) -> list[dict[str, Any]]:
-        """Sessions of ``scope``, newest first. ``skip_live_of``: leave out that harness's sessions that are
+                        listed: bool = False, until: str | None = None) -> list[dict[str, Any]]:
+        """Sessions of ``scope``, newest first: of those active since ``since`` (written to at or after it) and
+        until ``until`` (started before it). ``skip_live_of``: leave out that harness's sessions that are
         still being written (live, or updated since ``recent_since``): the calling agent's own. ``listed``:
         only what a list of them shows (LISTED_COLUMNS; a bank's thousands of sessions read 4x quicker)."""
         where, args = scope.sql()
@@ -90,6 +91,9 @@ class SqliteRecall:
         if since:
             clauses.append("coalesce(s.updated_at, s.started_at, s.last_imported_at) >= ?")
             args.append(since)
+        if until:
+            clauses.append("coalesce(s.started_at, s.updated_at, s.last_imported_at) < ?")
+            args.append(until)
         if skip_live_of:
             clauses.append("NOT (s.harness = ? AND (s.state = 'live' OR coalesce(s.updated_at, '') >= ?))")
             args += [skip_live_of, recent_since or "9999"]
@@ -131,12 +135,15 @@ class SqliteRecall:
 
     def search_page(self, match: str, scope: Scope, limit: int = 10, harness: str | None = None,
                     since: str | None = None, role: str | None = None, kind: str | None = None,
-                    include_recall: bool = False) -> SearchPage:
+                    include_recall: bool = False, until: str | None = None,
+                    include_injected: bool = False) -> SearchPage:
         """Full-text hits (``match``: an FTS5 query) with a snippet, the session and the position, and how
-        many events match. Up to RANKED_AT_MOST matches are ranked (bm25 by the words worth weighing, then
+        many events match; of events at or after ``since`` and before ``until``; context the agents injected
+        (their preambles: harvester.model.is_injected) only with ``include_injected``. Up to RANKED_AT_MOST matches are ranked (bm25 by the words worth weighing, then
         oldest first among equals); past that, the page holds the matches stored last, and they are counted up
         to RANKED_AT_MOST or ``limit`` (past that: "more than")."""
-        where, args = self._hit_clauses(match, scope, harness, since, role, kind, include_recall)
+        where, args = self._hit_clauses(match, scope, harness, since, role, kind, include_recall, until,
+                                        include_injected)
         # Newest first is the order FTS5 reads its index in (by rowid), so this stops after RANKED_AT_MOST + 1
         # hits in scope, whatever the number of matches; and it asks no score.
         counted = max(RANKED_AT_MOST, limit)
@@ -193,7 +200,8 @@ class SqliteRecall:
 
     @staticmethod
     def _hit_clauses(match: str, scope: Scope, harness: str | None, since: str | None, role: str | None,
-                     kind: str | None, include_recall: bool) -> tuple[str, list[Any]]:
+                     kind: str | None, include_recall: bool, until: str | None = None,
+                     include_injected: bool = False) -> tuple[str, list[Any]]:
         """The WHERE of a search over _HITS, and its arguments."""
         where, args = scope.sql()
         clauses = ["events_fts MATCH ?", where]
@@ -205,8 +213,13 @@ class SqliteRecall:
         if since:
             clauses.append("coalesce(e.ts, s.updated_at, '') >= ?")
             args.append(since)
+        if until:
+            clauses.append("coalesce(e.ts, s.started_at, '') < ?")
+            args.append(until)
         if not include_recall:
             clauses.append("e.recall = 0")
+        if not include_injected:
+            clauses.append("e.injected = 0")
         return " AND ".join(clauses), args
 
     def _with_snippets(self, match: str, ids: list[int]) -> list[dict[str, Any]]:
@@ -214,11 +227,23 @@ class SqliteRecall:
         if not ids:
             return []
         rows = {r["id"]: r for r in _rows(self.conn.execute(
-            "SELECT e.id, s.harness, s.native_id AS session, s.bank_id, s.title, s.branch, e.seq, e.role, e.kind, "
+            "SELECT e.id, s.harness, s.native_id AS session, s.bank_id, s.title, s.branch, s.parent_native_id, "
+            "s.parent_kind, e.seq, e.role, e.kind, "
             "e.ts, e.tool_name, e.recall, snippet(events_fts, 0, '[', ']', '…', 16) AS snippet "
             "FROM events_fts JOIN events e ON e.id = events_fts.rowid JOIN sessions s ON s.id = e.session_id "
             f"WHERE events_fts MATCH ? AND events_fts.rowid IN ({', '.join('?' * len(ids))})", [match, *ids]))}
         return [rows.pop(i) for i in ids if i in rows]
+
+    def subagents(self, harness: str, native_id: str) -> list[dict[str, Any]]:
+        """The subagent sessions a session started (``native_id``, ``meta``, ``started_at``, ``title``, and
+        ``first_text``: the start of its first event's text, most often the task it was given), oldest first:
+        harvester.recall.tools.children_of_calls links each to the call that started it."""
+        rows = _rows(self.conn.execute(
+            "SELECT s.native_id, s.meta, s.started_at, s.title, (SELECT substr(e.text, 1, 2000) FROM events e "
+            "WHERE e.session_id = s.id ORDER BY e.seq LIMIT 1) AS first_text FROM sessions s WHERE s.harness = ? "
+            "AND s.parent_native_id = ? AND s.parent_kind = 'subagent' ORDER BY coalesce(s.started_at, ''), s.id",
+            (harness, native_id)))
+        return [_session_dict(r) for r in rows]
 
     def session_events(self, session_pk: int, include_recall: bool = False) -> list[dict[str, Any]]:
         sql = f"SELECT {EVENT_COLUMNS}, recall FROM events WHERE session_id = ?"

@@ -23,7 +23,9 @@ from typing import Any
 import orjson
 
 from harvester.bank import Bank
+from harvester.model import is_injected
 from harvester.recall.scope import Scope
+from harvester.recall.tools import call_lines, children_of_calls
 from harvester.recall.views import when
 from harvester.repo_files import FORMATS, Folder, file_name, is_inside
 from harvester.terminal import json_text, visible
@@ -70,7 +72,8 @@ def export(bank: Bank, scope: Scope, folder: Folder, fmt: str = "md", since: str
         yield Written(folder.path / name, "", "", True, folder.remove(name), removed=True)
     for s in bank.scoped_sessions(scope, 1_000_000, since=since):
         events = bank.session_events(s["id"], include_recall=include_recall)
-        content = markdown(s, events) if fmt == "md" else jsonl(s, events)
+        children = children_of_calls(events, bank.subagents(s["harness"], s["native_id"])) if fmt == "md" else {}
+        content = markdown(s, events, children) if fmt == "md" else jsonl(s, events)
         name = file_name(s["harness"], s["native_id"], fmt)
         if folder.holds(name, content):
             yield Written(folder.path / name, s["native_id"], s["harness"], False)
@@ -96,7 +99,10 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def markdown(s: dict[str, Any], events: list[dict[str, Any]]) -> bytes:
+def markdown(s: dict[str, Any], events: list[dict[str, Any]], children: dict[int, str] | None = None) -> bytes:
+    """The session as a page: each event under a heading with its position (``#N``, as everywhere); a tool call
+    as what it changed, searched for or ran (a compact diff, clipped: harvester/recall/tools.py), and the
+    subagent session it started (``children``: by position); context the agent injected said to be that."""
     line = _one_line
     version = f" {line(s['agent_version'])}" if s["agent_version"] else ""
     lines = [f"# {line(s['title'] or '(untitled)')}", "",
@@ -114,10 +120,15 @@ def markdown(s: dict[str, Any], events: list[dict[str, Any]]) -> bytes:
             label += f" [{e['tool_name']}]"
         if e.get("is_error"):
             label += " (error)"
+        if is_injected(e):
+            label += ", injected by the agent"
         lines.append(f"## #{e['seq']} {line(label)} · {line(when(e['ts']))}")
         lines.append("")
         text = e["text"] or ""
-        if e["kind"] in ("tool_call", "tool_result"):
+        if e["kind"] == "tool_call":
+            more = f"harvester show {s['native_id']} --around {e['seq']} --full shows all"
+            text = "\n".join(call_lines(e, more=more, child=(children or {}).get(e["seq"])))
+        if e["kind"] in ("tool_call", "tool_result") or is_injected(e):
             fence = _fence(text)
             lines += [fence, text, fence]
         else:

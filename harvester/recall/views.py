@@ -16,9 +16,11 @@ from typing import Any
 
 from harvester.bank import Bank
 from harvester.bank.sqlite_recall import plain_words
+from harvester.model import is_injected
 from harvester.recall.frame import frame
 from harvester.recall.scope import Scope
 from harvester.recall.shown import EMPTY, Md, md, quote
+from harvester.recall.tools import call_lines, children_of_calls, grouped
 
 DEFAULT_MAX_BYTES = 8192
 MAX_MAX_BYTES = 200_000  # an answer bigger than this fills a model's context for little
@@ -134,8 +136,14 @@ def recent_sessions(r: Recall, limit: int = 10, harness: str | None = None, sinc
     if not rows:
         return bounded(r, md("No sessions in {}{}.", r.scope.label, md(" of {}", harness) if harness else EMPTY),
                        "recent_sessions", max_bytes)
-    parts = [md("{} most recent sessions in {}, newest first:", len(rows), r.scope.label)]
-    for s in rows:
+    parts = [md("{} most recent sessions in {}, newest first, each subagent under the session that started it:",
+                len(rows), r.scope.label)]
+    for s, depth in grouped(rows):
+        if depth:  # a subagent under its parent's section
+            parts[-1] += md("\n- {}subagent session `{}`: {}; {} events; updated {}; {}", "  " * (depth - 1),
+                            s["native_id"], clip(s["title"], 100) or "(untitled)", s["event_count"],
+                            when(s["updated_at"]), state_words(s))
+            continue
         first, last = r.bank.first_and_last(s["id"])
         counts = r.bank.event_counts(s["id"])
         lines = [md("## {}", clip(s["title"], 100) or "(untitled)"),
@@ -143,6 +151,8 @@ def recent_sessions(r: Recall, limit: int = 10, harness: str | None = None, sinc
                     md(", {}", s["agent_version"]) if s["agent_version"] else EMPTY,
                     md(", branch {}", s["branch"]) if s["branch"] else EMPTY),
                  md("- started {}, updated {}; {}", when(s["started_at"]), when(s["updated_at"]), state_words(s)),
+                 *([md("- a {} of session `{}`", s["parent_kind"], s["parent_native_id"])] if s["parent_native_id"]
+                   else []),
                  md("- {} events: {} asks, {} answers, {} tool calls, {} tool errors", s["event_count"],
                     counts["asks"], counts["answers"], counts["tool_calls"], counts["tool_errors"])]
         if first:
@@ -183,9 +193,10 @@ def search_history(r: Recall, query: str, harness: str | None = None, since: str
         parts = [counted + md(", best first:")]
     else:
         parts = [counted + md("; the best {}:", len(hits))]
-    for h in hits:
-        parts.append(md("- session `{}` ({}) #{} {}, {}: {}", h["session"], h["harness"], h["seq"], label_of(h),
-                        when(h["ts"]), clip(h["snippet"], 400)))
+    for h in hits:  # a subagent's hit names the session that started it
+        parent = md(", {} of `{}`", h["parent_kind"], h["parent_native_id"]) if h.get("parent_native_id") else EMPTY
+        parts.append(md("- session `{}` ({}{}) #{} {}, {}: {}", h["session"], h["harness"], parent, h["seq"],
+                        label_of(h), when(h["ts"]), clip(h["snippet"], 400)))
     if not page.ranked:
         parts.append(md("(add words, or narrow with harness, since, role or kind, to get the matches ranked best "
                         "first)"))
@@ -195,20 +206,33 @@ def search_history(r: Recall, query: str, harness: str | None = None, since: str
 
 
 def label_of(e: dict[str, Any]) -> Md:
-    """What an event is, as answers name it: ``user``, ``assistant tool call [Bash] (error)``."""
+    """What an event is, as answers name it: ``user``, ``assistant tool call [Bash] (error)``, ``system (injected by
+    the agent)``."""
     label = md("{}", e["role"]) if e["kind"] == "text" else md("{} {}", e["role"], str(e["kind"]).replace("_", " "))
     if e.get("tool_name"):
         label += md(" [{}]", e["tool_name"])
     if e.get("is_error"):
         label += md(" (error)")
+    if is_injected(e):
+        label += md(" (injected by the agent)")
     return label
 
 
 # --- get_events ------------------------------------------------------------------------------------------
 
-def event_block(e: dict[str, Any], limit: int) -> Md:
-    """An event: its heading (position, what it is, when), then its text quoted, cut at ``limit`` characters."""
-    body = e.get("text") or ""
+def shown_text(e: dict[str, Any], full: bool = False, child: str | None = None) -> str:
+    """What an answer shows of an event: its text; a tool call's as what it changed, searched for or ran
+    (harvester/recall/tools.py: an edit as a compact diff, clipped unless ``full``), and the subagent session it
+    started (``child``)."""
+    if e["kind"] == "tool_call":
+        return "\n".join(call_lines(e, full=full, more="get_events full=true shows all", child=child))
+    return e.get("text") or ""
+
+
+def event_block(e: dict[str, Any], limit: int, body: str | None = None) -> Md:
+    """An event: its heading (position, what it is, when), then ``body`` (:func:`shown_text` when not given)
+    quoted, cut at ``limit`` characters."""
+    body = shown_text(e) if body is None else body
     more = EMPTY
     if len(body) > limit:
         body, more = body[:limit], md("\n[… {} more characters]", len(body) - limit)
@@ -229,14 +253,16 @@ def get_events(r: Recall, session: str, start: int = 0, limit: int = 50, kinds: 
     s = session_in_scope(r, session)
     events = r.bank.events_page(s["id"], start, limit + 1, kinds=kinds or None)
     page, rest = events[:limit], events[limit:]
+    children = _children(r, s, page)
     head = md("Session `{}` ({}), {}: {} events; {}.", s["native_id"], s["harness"],
               clip(s["title"], 100) or "(untitled)", s["event_count"], state_words(s))
     blocks, used = [head], len(head.encode()) + 600
     next_start = rest[0]["seq"] if rest else None
     go_on = EMPTY
     for n, e in enumerate(page):
-        if full:
+        if full:  # the text as shown, whole, is what a part of is carried from text_from on
             e["text"] = r.bank.whole_text(e) or e.get("text") or ""
+            e["text"] = shown_text(e, full=True, child=children.get(e["seq"]))
             if n == 0 and text_from:
                 e["text"] = e["text"][text_from:]
             room = max_bytes - used - 200
@@ -248,7 +274,8 @@ def get_events(r: Recall, session: str, start: int = 0, limit: int = 50, kinds: 
                 go_on = md("next: get_events(session={!r}, start={}, full=true, text_from={})", s["native_id"],
                            e["seq"], text_from + len(part))
                 next_start = None
-        block = event_block(e, len(e["text"] or "") if full else 4000)
+        shown = e["text"] if full else shown_text(e, child=children.get(e["seq"]))
+        block = event_block(e, len(shown) if full else 4000, shown)
         if used + len(block.encode()) > max_bytes and len(blocks) > 1:
             next_start = e["seq"]
             break
@@ -260,6 +287,16 @@ def get_events(r: Recall, session: str, start: int = 0, limit: int = 50, kinds: 
                             else md("next_start: none (the end)")))
     return bounded(r, Md("\n\n").join(blocks), "get_events", max_bytes,
                    md("page on with get_events(session={!r}, start=…)", s["native_id"]))
+
+
+def _children(r: Recall, s: dict[str, Any], page: list[dict[str, Any]]) -> dict[int, str]:
+    """The subagent session each call of ``page`` started (by position), when the bank can tell."""
+    if not any(e["kind"] == "tool_call" for e in page):
+        return {}
+    kids = r.bank.subagents(s["harness"], s["native_id"])
+    if not kids:
+        return {}
+    return children_of_calls(r.bank.session_events(s["id"]), kids)
 
 
 def _within(text: str, size: int) -> str:

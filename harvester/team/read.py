@@ -32,7 +32,8 @@ _SESSION_FIELDS = ("id", "harness", "native_id", "bank_id", "cwd", "project", "r
                    "redactions", "meta", "first_imported_at", "last_imported_at", "host", "os_user",
                    "harvester_version")
 _S = ", ".join(f"s.{c}" for c in _SESSION_FIELDS)
-_LISTED = ("id", "native_id", "harness", "bank_id", "title", "started_at", "updated_at", "event_count", "state", "host")
+_LISTED = ("id", "native_id", "harness", "bank_id", "title", "started_at", "updated_at", "event_count", "state", "host",
+           "parent_native_id", "parent_kind")
 _EVENT_FIELDS = ("seq", "uid", "role", "kind", "text", "ts", "tool_name", "tool_input", "tool_call_id", "is_error",
                  "model", "tokens_in", "tokens_out", "tokens_cache_read", "tokens_cache_write", "tokens_reasoning",
                  "meta", "content_hash")
@@ -129,7 +130,7 @@ class TeamReader:
     # -- sessions ------------------------------------------------------------------------------------
     def scoped_sessions(self, scope: Scope, limit: int = 10, harness: str | None = None, since: str | None = None,
                         skip_live_of: str | None = None, recent_since: str | None = None,
-                        listed: bool = False) -> list[dict[str, Any]]:
+                        listed: bool = False, until: str | None = None) -> list[dict[str, Any]]:
         where, args = self._scope(scope)
         clauses = [where]
         if harness:
@@ -138,6 +139,9 @@ class TeamReader:
         if since:
             clauses.append(f"{_RECENT} >= %s")
             args.append(since)
+        if until:
+            clauses.append("coalesce(s.started_at, s.updated_at, s.last_imported_at) < %s")
+            args.append(until)
         if skip_live_of:
             clauses.append("NOT (s.harness = %s AND (s.state = 'live' OR coalesce(s.updated_at, '') >= %s))")
             args += [skip_live_of, recent_since or "9999"]
@@ -165,6 +169,15 @@ class TeamReader:
         if not rows and len(ref) >= 4:
             escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             rows = self._rows(f"SELECT {_S} FROM {_FROM} WHERE s.native_id LIKE %s LIMIT 10", (escaped + "%",))
+        return [_session(r) for r in rows]
+
+    def subagents(self, harness: str, native_id: str) -> list[dict[str, Any]]:
+        """The subagent sessions a session started, oldest first (as SqliteRecall.subagents)."""
+        rows = self._rows(f"SELECT s.native_id, s.meta, s.started_at, s.title, (SELECT left(e.text, 2000) FROM "
+                          f"{SCHEMA}.events e WHERE e.session_id = s.id ORDER BY e.seq LIMIT 1) AS first_text "
+                          f"FROM {SCHEMA}.sessions s WHERE s.harness = %s AND s.parent_native_id = %s "
+                          "AND s.parent_kind = 'subagent' ORDER BY coalesce(s.started_at, ''), s.id",
+                          (harness, native_id))
         return [_session(r) for r in rows]
 
     # -- events --------------------------------------------------------------------------------------
@@ -211,7 +224,8 @@ class TeamReader:
     # -- search --------------------------------------------------------------------------------------
     def search_page(self, match: str, scope: Scope, limit: int = 10, harness: str | None = None,
                     since: str | None = None, role: str | None = None, kind: str | None = None,
-                    include_recall: bool = False) -> SearchPage:
+                    include_recall: bool = False, until: str | None = None,
+                    include_injected: bool = False) -> SearchPage:
         """Full-text hits with a snippet, the session and the position, and how many events match. Up to
         RANKED_AT_MOST matches are ranked (ts_rank in buckets of a fifth of the best, then oldest first, as
         locally); past that, the newest matches, counted as "more than"."""
@@ -225,8 +239,13 @@ class TeamReader:
         if since:
             clauses.append("coalesce(e.ts, s.updated_at, '') >= %s")
             args.append(since)
+        if until:
+            clauses.append("coalesce(e.ts, s.started_at, '') < %s")
+            args.append(until)
         if not include_recall:
             clauses.append("NOT e.recall")
+        if not include_injected:  # harvester.model.is_injected: the meta a push carries says it
+            clauses.append("coalesce(e.meta::jsonb ->> 'injected', 'false') <> 'true'")
         hits_from = (f"(SELECT {query_sql} AS q) q, {SCHEMA}.events e JOIN {_FROM} ON s.id = e.session_id "
                      f"WHERE {' AND '.join(clauses)}")
         every = [*query_args, *args]
@@ -247,6 +266,7 @@ class TeamReader:
             return []
         rows = self._rows(
             f"SELECT e.session_id, e.uid, s.harness, s.native_id AS session, s.bank_id, s.title, s.branch, s.host, "
+            "s.parent_native_id, s.parent_kind, "
             "e.seq, e.role, e.kind, e.ts, e.tool_name, e.recall, ts_headline('simple', "
             "CASE WHEN e.kind = 'tool_result' AND length(e.text) > 3072 THEN left(e.text, 2048) || E'\\n' || "
             "right(e.text, 1024) ELSE left(e.text, 100000) END, q.q, 'StartSel=[, StopSel=], MaxWords=18, MinWords=6, "

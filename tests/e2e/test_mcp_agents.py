@@ -210,7 +210,7 @@ def test_the_agent_gets_claudes_marker_back_and_the_echo_is_recall(world: World,
 def _search(daemon: Daemon, marker: str, *flags: str) -> list[dict]:
     found = daemon.cli("search", marker, "--json", "--limit", "100", *flags)
     assert found.returncode == 0, found.stderr
-    return json.loads(found.stdout)
+    return json.loads(found.stdout)["hits"]
 
 
 def _registered_text(name: str, home: Path) -> str:
