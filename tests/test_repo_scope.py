@@ -25,7 +25,16 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from harvester.cli import cli
-from tests.helpers import FIXTURES, ClaudeSession, claude_dir, git, make_repo, scan, sessions_of
+from tests.helpers import (
+    FIXTURES,
+    ClaudeSession,
+    as_migration_14_left_it,
+    claude_dir,
+    git,
+    make_repo,
+    scan,
+    sessions_of,
+)
 from tests.machine import ROOT
 
 _CAPTURED_CWD = re.compile(r"/tmp/cap-[^/\"\\<>\s`]+/demo-repo")
@@ -144,10 +153,11 @@ def test_context_sessions_search_and_export_in_one_never_show_the_other(two_apis
     for session in theirs:
         assert harvester(bank, a, "context", "--session", session).exit_code == 1  # not this repository's
     # Words in both repositories' sessions: only this one's hits; the other's phrase: none.
-    hits = orjson.loads(ok(harvester(bank, a, "search", "--here", "notes", "--json")))
+    hits = orjson.loads(ok(harvester(bank, a, "search", "--here", "notes", "--json")))["hits"]
     assert hits and {h["session"] for h in hits} <= mine
-    assert orjson.loads(ok(harvester(bank, a, "search", "--here", "zebra quota", "--json"))) == []
-    assert {h["session"] for h in orjson.loads(ok(harvester(bank, a, "search", "zebra quota", "--json")))} <= theirs
+    assert orjson.loads(ok(harvester(bank, a, "search", "--here", "zebra quota", "--json")))["hits"] == []
+    assert {h["session"] for h in orjson.loads(ok(harvester(bank, a, "search", "zebra quota", "--json")))["hits"]} \
+        <= theirs
     out = ok(harvester(bank, a, "export"))
     exported = {p.name for p in (a / ".harvester" / "history").iterdir()}
     assert len(exported) == len(mine) and all(any(n in name for n in mine) for name in exported), out
@@ -321,6 +331,7 @@ def test_migration_fills_the_identity_from_what_the_bank_stored(tmp_path: Path) 
     gone_worktree = tmp_path / "wt" / "old-repo-feature"  # a worktree the old probe learned, gone since
     path = tmp_path / "bank.sqlite"
     with open_bank(path) as bank:  # as harvester before migration 14 left it
+        as_migration_14_left_it(bank.conn)  # type: ignore[attr-defined]  # what migration 15 added after it
         bank.conn.executescript(  # type: ignore[attr-defined]
             "DROP INDEX sessions_repo_key; ALTER TABLE sessions DROP COLUMN repo_key; "
             "ALTER TABLE directories DROP COLUMN repo_key; PRAGMA user_version = 13;")
