@@ -22,24 +22,50 @@ if TYPE_CHECKING:
 # sooner (Codex waits one second for optional MCP servers), and every command starts quicker.
 
 
-def open_bank_or_fail(settings: Settings, write: bool = False, archive: bool | None = None) -> Bank:
+class NoHistory(click.ClickException):
+    """A reading command before the first scan: not an error (exit 0). Said on stdout; with ``--json``, on
+    stderr, and stdout gets the command's empty answer (``[]`` for a list, else ``null``)."""
+
+    exit_code = 0
+
+    def __init__(self, bank_path: Any, empty: Any = None) -> None:
+        from harvester.render import NO_HISTORY
+
+        super().__init__(NO_HISTORY.format(bank_path))
+        context = click.get_current_context(silent=True)
+        self.as_json = bool(context and context.params.get("as_json"))
+        self.empty = empty
+
+    def show(self, file: Any = None) -> None:
+        if self.as_json:
+            _print_json(self.empty)
+        terminal.echo(self.message, err=self.as_json)
+
+
+def open_bank_or_fail(settings: Settings, write: bool = False, archive: bool | None = None,
+                      empty: Any = None) -> Bank:
     """The bank, for writing (``scan``) or for reading: a bank this user cannot write, or one a newer
-    harvester wrote, is still readable. ``archive``: keep the raw archive (default: as configured)."""
-    from harvester.bank import BankError, open_bank, open_bank_to_read
+    harvester wrote, is still readable; where there is none, a reading command says there is no history yet
+    (``empty``: its answer with ``--json``) and creates nothing. ``archive``: keep the raw archive (default: as
+    configured)."""
+    from harvester.bank import BankError, NoBank, open_bank, open_bank_to_read
 
     try:
         if write:
             return open_bank(settings.bank, archive=settings.archive if archive is None else archive)
         return open_bank_to_read(settings.bank)
+    except NoBank as exc:
+        raise NoHistory(settings.bank, empty) from exc
     except BankError as exc:
         raise click.ClickException(str(exc)) from exc
 
 
-def open_reading(settings: Settings, team: bool) -> Any:
+def open_reading(settings: Settings, team: bool, empty: Any = None) -> Any:
     """What a reading command reads: the local bank, or with ``--team`` the team bank (harvester/team/read.py),
-    which answers the same questions in the same shapes."""
+    which answers the same questions in the same shapes. ``empty``: the answer with ``--json`` before the
+    first scan (see :class:`NoHistory`)."""
     if not team:
-        return open_bank_or_fail(settings)
+        return open_bank_or_fail(settings, empty=empty)
     if settings.team is None:
         where = settings.config_file or settings.config_path
         raise click.ClickException(f"--team: no team bank is set: set team_bank in {where} "
@@ -245,10 +271,15 @@ def uninstall(dry_run: bool) -> None:
 def status(settings: Settings, as_json: bool) -> None:
     """What was imported, from where, whether every harness parses cleanly, and the service."""
     from harvester import render
-    from harvester.status import gather
+    from harvester.status import gather, gather_before_first_scan
 
-    with open_bank_or_fail(settings) as bank:
-        data = gather(bank, settings)
+    try:
+        bank = open_bank_or_fail(settings)
+    except NoHistory:  # status still says what it found on this machine
+        data = gather_before_first_scan(settings)
+    else:
+        with bank:
+            data = gather(bank, settings)
     if as_json:
         _print_json(data)
     else:
@@ -268,7 +299,7 @@ def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str 
     from harvester import render
 
     scope = chosen_scope(settings, repo, here, bank_filter)
-    with open_reading(settings, team) as bank:
+    with open_reading(settings, team, empty=[]) as bank:
         rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness, listed=not as_json)
     if as_json:
         _print_json(rows)
@@ -344,7 +375,7 @@ def search(settings: Settings, query: str, repo: str | None, here: bool, bank_fi
         match = query if fts else plain_words(query)
     except ValueError as exc:
         raise BadQuery(str(exc)) from exc
-    with open_reading(settings, team) as bank:
+    with open_reading(settings, team, empty=[]) as bank:
         try:
             page = bank.search_page(match, scope, limit, harness=harness, include_recall=include_recall)
         except sqlite3.OperationalError as exc:
@@ -431,8 +462,21 @@ def mcp_server(settings: Settings, harness: str | None, team: bool) -> None:
     """Serve this repository's history to an agent over MCP (stdio; read-only)."""
     from harvester.mcp import serve
 
+    if not team and not _has_history(settings):  # started by an agent before the first scan: it says so
+        serve(None, settings.bank_id_template, harness, settings.timings.recent_minutes, bank_path=str(settings.bank))
+        return
     with open_reading(settings, team) as bank:
         serve(bank, settings.bank_id_template, harness, settings.timings.recent_minutes)
+
+
+def _has_history(settings: Settings) -> bool:
+    """Whether a bank is there to read (an empty file is none); one that cannot be looked at is, and says why."""
+    try:
+        return os.stat(settings.bank).st_size > 0
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
 
 
 # --- connect / disconnect: our MCP server in every agent's user-level config (harvester/connect/) ---

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # names for annotations only: importing ingest (and every par
     from harvester.parsers.base import Harness
     from harvester.sources import Found
 
+NO_HISTORY = "No history yet: run `harvester scan` to import every agent's sessions ({} does not exist yet)."
 EMPTY_STATS: dict[str, Any] = {
     "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0, "sessions": 0,
     "sessions_originals_gone": 0,
@@ -285,7 +286,10 @@ def archive_text(archive: dict[str, Any], harnesses: list[dict[str, Any]]) -> li
 
 def status_text(data: dict[str, Any]) -> str:
     bank = data["bank"]
-    parts = [f"Bank: {bank['path']} ({human_bytes(bank['size_bytes'])})"]
+    if bank.get("exists", True):
+        parts = [f"Bank: {bank['path']} ({human_bytes(bank['size_bytes'])})"]
+    else:
+        parts = [NO_HISTORY.format(bank["path"])]
     if data.get("archive"):
         parts += archive_text(data["archive"], data["harnesses"])
     if data.get("service"):

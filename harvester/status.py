@@ -42,7 +42,7 @@ def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
     for entry in harnesses:
         entry["mcp_registered"] = connected.get(entry["name"])  # None: an agent connect does not know
     return {
-        "bank": {"path": str(settings.bank), "size_bytes": bank.size_bytes()},
+        "bank": {"path": str(settings.bank), "size_bytes": bank.size_bytes(), "exists": True},
         "archive": archive_status(bank, settings),
         "git": {"found": git_found()},
         "mcp": {"registered": sorted(n for n, yes in connected.items() if yes),
@@ -56,6 +56,21 @@ def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
         "recent_imports": bank.recent_imports(20),
         "recent_problems": bank.recent_problems(10),
     }
+
+
+def gather_before_first_scan(settings: Settings) -> dict[str, Any]:
+    """What status says before there is a bank (the agents found, the service, the MCP registrations): gathered
+    over an empty bank made in a temporary directory, which goes when done. The bank's own path is not created: a
+    reading command never makes a bank (a typo in --bank would leave one behind)."""
+    import tempfile
+
+    from harvester.bank import open_bank
+
+    with tempfile.TemporaryDirectory(prefix="harvester-status-") as tmp, \
+            open_bank(os.path.join(tmp, "bank.sqlite"), archive=False) as empty:
+        data = gather(empty, settings)
+    data["bank"] = {"path": str(settings.bank), "size_bytes": 0, "exists": False}
+    return data
 
 
 def sinks_status(bank: Bank, settings: Settings) -> dict[str, Any]:

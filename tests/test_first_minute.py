@@ -1,0 +1,128 @@
+"""The first minute and the edges (issue 24, item 5): what every reading command and the MCP server say before
+the first scan, session states that never go stale, a status that fits the terminal, options that say what
+they take (`--repo`, the bank file and the bank id, `--harness`), counts in words, and the MCP prompts."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner, Result
+
+from harvester.cli import cli
+from tests.helpers import ClaudeSession, make_repo, scan
+
+NO_HISTORY = "No history yet: run `harvester scan`"
+
+
+def _cli(home: Path, bank: Path, *args: str, cwd: Path | None = None) -> Result:
+    before = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        return CliRunner().invoke(cli, ["--bank", str(bank), *args], env={"HOME": str(home)},
+                                  catch_exceptions=False)
+    finally:
+        os.chdir(before)
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+# --- before the first scan --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [["sessions"], ["sessions", "--json"], ["show", "abc"], ["search", "pelican"],
+                                  ["search", "pelican", "--json"], ["context"], ["context", "--json"],
+                                  ["export"], ["status"], ["status", "--json"]])
+def test_every_read_before_the_first_scan_says_there_is_no_history_and_creates_nothing(
+        tmp_path: Path, args: list[str]) -> None:
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    home.mkdir()
+    bank = tmp_path / "data" / "bank.sqlite"  # neither the file nor its directory exists yet
+    before = _tree(tmp_path)
+    result = _cli(home, bank, *args, cwd=repo)
+    assert result.exit_code == 0, result.output
+    assert "Errno" not in result.output and "Traceback" not in result.output
+    if "--json" in args:
+        data = orjson.loads(result.stdout)  # stdout stays JSON
+        assert data == [] or data is None or data["bank"]["exists"] is False
+        if args[0] != "status":
+            assert NO_HISTORY in result.stderr
+    else:
+        assert NO_HISTORY in result.stdout, result.output
+    assert _tree(tmp_path) == before  # no bank, no directory, no export made
+
+
+def test_status_before_the_first_scan_still_shows_the_agents_found(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    s = ClaudeSession(home, "/work/app")
+    s.write(*s.conversation(1))
+    result = _cli(home, tmp_path / "bank.sqlite", "status")
+    assert result.exit_code == 0 and result.stdout.startswith(NO_HISTORY), result.output
+    assert "claude-code" in result.stdout
+    assert not (tmp_path / "bank.sqlite").exists()
+
+
+def test_a_reading_command_never_creates_a_bank_at_a_path_that_is_not_one(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    for args in (["sessions"], ["search", "x"], ["show", "x"], ["context"], ["status"]):
+        result = _cli(home, tmp_path / "typo" / "nowhere.db", *args, cwd=tmp_path)
+        assert result.exit_code == 0, result.output
+    assert not (tmp_path / "typo").exists()
+    empty = tmp_path / "empty.db"
+    empty.touch()  # an empty file: no history in it either, and left as it is
+    assert NO_HISTORY in _cli(home, empty, "sessions").stdout
+    assert empty.stat().st_size == 0 and not (tmp_path / "empty.db-wal").exists()
+
+
+def _mcp_subprocess(home: Path, bank: Path, cwd: Path, calls: list[tuple[str, dict[str, Any]]],
+                    between: Any = None) -> dict[str, Any]:
+    """`harvester mcp` as an agent starts it, driven by the SDK's client: each call's (is_error, text); ``between``
+    runs after the first call (the server still up)."""
+    import sys
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from tests.machine import ROOT
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HARVESTER_", "XDG_"))}
+    env.update(HOME=str(home), HARVESTER_BANK=str(bank), PYTHONPATH=str(ROOT))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "harvester", "mcp"], env=env, cwd=str(cwd))
+
+    async def talk() -> dict[str, Any]:
+        async with Client(params) as client:
+            results = []
+            for n, (name, arguments) in enumerate(calls):
+                if n == 1 and between is not None:
+                    between()
+                result = await client.call_tool(name, arguments)
+                results.append((bool(result.is_error), "".join(c.text for c in result.content)))
+            return {"results": results, "resources": (await client.list_resources()).resources,
+                    "prompts": (await client.list_prompts()).prompts}
+    return asyncio.run(talk())
+
+
+def test_the_mcp_server_starts_before_the_first_scan_and_every_tool_says_so(tmp_path: Path) -> None:
+    home, bank, repo = tmp_path / "home", tmp_path / "data" / "bank.sqlite", make_repo(tmp_path / "repo")
+    out = _mcp_subprocess(home, bank, repo, [("recent_sessions", {}), ("handoff", {}),
+                                             ("search_history", {"query": "x"}), ("get_events", {"session": "x"})])
+    for error, text in out["results"]:
+        assert not error and text.startswith("<harvester-history") and NO_HISTORY in text, text
+    assert out["resources"] == [] and not (tmp_path / "data").exists()
+
+
+def test_the_mcp_server_reads_the_bank_the_first_scan_makes_while_it_runs(tmp_path: Path) -> None:
+    home, bank, repo = tmp_path / "home", tmp_path / "bank.sqlite", make_repo(tmp_path / "repo")
+    s = ClaudeSession(home, str(repo))
+    s.write(s.user("find the pelican"), s.assistant("found it"))
+    out = _mcp_subprocess(home, bank, repo, [("recent_sessions", {}), ("recent_sessions", {})],
+                          between=lambda: scan(home, bank))
+    assert NO_HISTORY in out["results"][0][1]
+    assert s.id in out["results"][1][1] and [r.name for r in out["resources"]] == [s.id]
