@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # names for annotations only: importing ingest (and every par
     from harvester.sources import Found
 
 NO_HISTORY = "No history yet: run `harvester scan` to import every agent's sessions ({} does not exist yet)."
+# What a state of "unknown" means (harvester/liveness.py): said where a session's state is shown.
+UNKNOWN_STATE = "no capture service watched it: `harvester run` judges whether it is live, ended or abandoned"
 EMPTY_STATS: dict[str, Any] = {
     "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0, "sessions": 0,
     "sessions_originals_gone": 0,
@@ -407,7 +409,8 @@ def transcript_text(session: dict[str, Any], events: list[dict[str, Any]], full:
     if s["parent_native_id"]:
         head.append(f"{s['parent_kind'] or 'child'} of {s['parent_native_id']}")
     head.append(f"started {_when(s['started_at'])}   updated {_when(s['updated_at'])}   model {s['model'] or '-'}"
-                f"   {s['event_count']} events   state {s['state']}")
+                f"   {s['event_count']} {plural(s['event_count'], 'event')}   state {s['state']}"
+                + (f" ({UNKNOWN_STATE})" if s["state"] == "unknown" else ""))
     out = ["\n".join(head)]
     for e in events:
         label = _label(e["role"], e["kind"])

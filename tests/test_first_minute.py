@@ -126,3 +126,75 @@ def test_the_mcp_server_reads_the_bank_the_first_scan_makes_while_it_runs(tmp_pa
                           between=lambda: scan(home, bank))
     assert NO_HISTORY in out["results"][0][1]
     assert s.id in out["results"][1][1] and [r.name for r in out["resources"]] == [s.id]
+
+
+# --- session states never go stale ------------------------------------------------------------------------
+
+def _stale_bank(tmp_path: Path) -> tuple[Path, Path, dict[str, ClaudeSession]]:
+    """A bank as a service killed with -9 left it: every session marked live. One session's agent stopped
+    writing two hours ago; one is being written now; one no service ever judged (unknown)."""
+    import sqlite3
+
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    quiet, busy, unjudged = (ClaudeSession(home, "/work/quiet"), ClaudeSession(home, "/work/busy", live=True),
+                             ClaudeSession(home, "/work/unjudged"))
+    for s in (quiet, busy, unjudged):
+        s.write(s.user("go on"), s.assistant("on it"))
+    old = os.path.getmtime(quiet.path) - 7200
+    os.utime(quiet.path, (old, old))
+    os.utime(unjudged.path, (old, old))
+    scan(home, bank)
+    conn = sqlite3.connect(bank)
+    conn.execute("UPDATE sessions SET state = 'live' WHERE native_id IN (?, ?)", (quiet.id, busy.id))
+    conn.commit()
+    conn.close()
+    return home, bank, {"quiet": quiet, "busy": busy, "unjudged": unjudged}
+
+
+def _states(bank: Path) -> dict[str, str]:
+    from tests.helpers import sessions_of
+
+    return {s["native_id"]: s["state"] for s in sessions_of(bank)}
+
+
+def test_a_scan_judges_again_the_sessions_a_stopped_service_left_live(tmp_path: Path) -> None:
+    home, bank, s = _stale_bank(tmp_path)
+    result = CliRunner().invoke(cli, ["--bank", str(bank), "scan"],
+                                env={"HOME": str(home), "HARVESTER_RUNTIME_DIR": str(tmp_path / "run")})
+    assert result.exit_code == 0, result.output
+    states = _states(bank)
+    assert states[s["quiet"].id] == "ended"  # no agent process, quiet for two hours
+    assert states[s["busy"].id] == "live"  # written a moment ago
+    assert states[s["unjudged"].id] == "unknown"  # never judged: explained, not guessed
+
+
+def test_the_service_judges_again_at_start_the_sessions_it_left_live(tmp_path: Path) -> None:
+    from watchdog.observers import Observer
+
+    from harvester import config, service
+    from harvester.bank import open_bank
+    from harvester.ingest import Ingestor
+
+    home, bank_path, s = _stale_bank(tmp_path)
+    env = {"HOME": str(home), "HARVESTER_BANK": str(bank_path)}
+    svc = service.Service(config.load(env), env, home)
+    svc.bank = open_bank(bank_path)
+    svc.ingestor = Ingestor(svc.bank, svc.settings.bank_id_template)
+    svc.observer = Observer()
+    try:
+        svc.check_sessions()
+    finally:
+        svc.ingestor.close()
+        svc.bank.close()
+    states = _states(bank_path)
+    assert (states[s["quiet"].id], states[s["busy"].id]) == ("ended", "live")
+
+
+def test_show_explains_a_state_of_unknown(tmp_path: Path) -> None:
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    s.write(s.user("hello"), s.assistant("hi"))
+    scan(home, bank)
+    out = _cli(home, bank, "show", s.id).stdout
+    assert "state unknown (no capture service watched it: `harvester run` judges whether it is live, ended or " \
+           "abandoned)" in out
