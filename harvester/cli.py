@@ -280,9 +280,10 @@ def uninstall(dry_run: bool) -> None:
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.option("--all", "every", is_flag=True, help="A row for every agent harvester knows, not only those found.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON (every agent).")
 @click.pass_obj
-def status(settings: Settings, as_json: bool) -> None:
+def status(settings: Settings, every: bool, as_json: bool) -> None:
     """What was imported, from where, whether every harness parses cleanly, and the service."""
     from harvester import render
     from harvester.status import gather, gather_before_first_scan
@@ -297,7 +298,14 @@ def status(settings: Settings, as_json: bool) -> None:
     if as_json:
         _print_json(data)
     else:
-        terminal.echo(render.status_text(data))
+        terminal.echo(render.status_text(data, _terminal_width(), every))
+
+
+def _terminal_width() -> int | None:
+    """The terminal's columns, when stdout is one (piped output keeps its lines whole)."""
+    import shutil
+
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 
 @cli.command()

@@ -286,7 +286,49 @@ def archive_text(archive: dict[str, Any], harnesses: list[dict[str, Any]]) -> li
     return lines
 
 
-def status_text(data: dict[str, Any]) -> str:
+# The agents' table, column by column as it gives way to a narrow terminal: the first named goes first. The
+# PARSE column says "check" when any of MALFORMED, DRIFT or FAILED is not 0, and the lines below the table say why.
+STATUS_COLUMNS_DROPPED = ("ROOTS", "DRIFT", "FAILED", "MALFORMED", "SOURCES", "VERSION", "EVENTS")
+
+
+def _found(h: dict[str, Any]) -> bool:
+    return bool(h.get("found", h["roots"] or h["sessions"] or h["sources"]))
+
+
+def status_text(data: dict[str, Any], width: int | None = None, every: bool = False) -> str:
+    """``width`` (a terminal's columns): no line wider; ``every``: a row for every agent, not only those found."""
+    return "\n".join(fitted(_status_lines(data, width, every), width))
+
+
+def fitted(lines: list[str], width: int | None) -> list[str]:
+    """Each line longer than ``width`` wrapped at words (a path at any character), its rest indented."""
+    if not width:
+        return lines
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * min(len(line) - len(line.lstrip(" ")) + 2, width // 2)
+        out += textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False) or [line[:width]]
+    return out
+
+
+def _dropping(headers: list[str], rows: list[list[str]], width: int | None, order: tuple[str, ...]) -> str:
+    """The table, without the columns named in ``order`` (first first) that it cannot hold in ``width``."""
+    rows = _visible_cells(rows)
+    for column in (None, *order):
+        if column is not None:
+            at = headers.index(column)
+            headers = headers[:at] + headers[at + 1:]
+            rows = [row[:at] + row[at + 1:] for row in rows]
+        table = _aligned(headers, rows)
+        if not width or max(map(len, table.splitlines())) <= width:
+            break
+    return table
+
+
+def _status_lines(data: dict[str, Any], width: int | None, every: bool) -> list[str]:
     bank = data["bank"]
     if bank.get("exists", True):
         parts = [f"Bank: {bank['path']} ({human_bytes(bank['size_bytes'])})"]
@@ -307,7 +349,8 @@ def status_text(data: dict[str, Any]) -> str:
         parts += describe_team(data["team"])
     parts.append("")
     rows = []
-    for h in data["harnesses"]:
+    shown = [h for h in data["harnesses"] if every or _found(h)]
+    for h in shown:
         skipped = h["malformed"] + h["oversize"] + h["unreadable"]
         rows.append([
             h["name"], h.get("version") or "-", str(len(h["roots"])), str(h["sources"]), str(h["sessions"]),
@@ -316,9 +359,13 @@ def status_text(data: dict[str, Any]) -> str:
             "check" if skipped or h["unknown_types"] or h["sources_failed"]
             else "not readable" if h.get("not_readable") and not h["sessions"] else "ok",
         ])
-    parts.append(_table(["HARNESS", "VERSION", "ROOTS", "SOURCES", "SESSIONS", "EVENTS", "LAST IMPORT",
-                         "MALFORMED", "DRIFT", "FAILED", "PARSE"], rows))
-    for h in data["harnesses"]:
+    parts += _dropping(["HARNESS", "VERSION", "ROOTS", "SOURCES", "SESSIONS", "EVENTS", "LAST IMPORT",
+                        "MALFORMED", "DRIFT", "FAILED", "PARSE"], rows, width, STATUS_COLUMNS_DROPPED).splitlines()
+    rest = [h["name"] for h in data["harnesses"] if h not in shown]
+    if rest:
+        parts.append(f"{len(rest)} other {plural(len(rest), 'agent')} not found here "
+                     "(`harvester status --all` lists every one)")
+    for h in shown:
         notes = []
         if h["drift"]:
             notes.append("unknown record types: " + ", ".join(f"{k} ({v})" for k, v in h["drift"].items()))
@@ -354,17 +401,34 @@ def status_text(data: dict[str, Any]) -> str:
                         if mcp["not_registered"] else ""))
     parts += ["", "Recent imports:"]
     if data["recent_imports"]:
-        parts.append(_table(
-            ["TIME", "HARNESS", "BANK", "TITLE", "+EVENTS"],
-            [[_when(i["at"]), i["harness"], i["bank_id"], _short(i["title"], 50), str(i["events_added"])]
-             for i in data["recent_imports"]]))
+        imports = [[_when(i["at"]), i["harness"], i["bank_id"], i["title"] or "", str(i["events_added"])]
+                   for i in data["recent_imports"]]
+        parts += _shrinking(["TIME", "HARNESS", "BANK", "TITLE", "+EVENTS"], imports, width,
+                            ((3, 50, 10), (2, 40, 16))).splitlines()
     else:
         parts.append("  nothing imported yet: run `harvester scan`")
     if data.get("recent_problems"):
         parts += ["", "Recent problems:"]
         for p in data["recent_problems"]:
             parts.append(f"  {p['harness']} {p['source_path']}:{p['line']} {p['kind']}: {_short(p['detail'], 80)}")
-    return "\n".join(parts)
+    return parts
+
+
+def _shrinking(headers: list[str], rows: list[list[str]], width: int | None,
+               give: tuple[tuple[int, int, int], ...]) -> str:
+    """The table with the columns in ``give`` (index, widest, narrowest), first first, cut with "…" so that it
+    fits ``width``."""
+    rows = _visible_cells(rows)
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    for column, widest, _ in give:
+        widths[column] = min(widths[column], max(widest, len(headers[column])))
+    for column, _, narrowest in give:
+        over = sum(widths) + 2 * (len(widths) - 1) - (width or 10**9)
+        if over > 0:
+            widths[column] = max(narrowest, widths[column] - over)
+    cut = {column for column, _, _ in give}
+    return _aligned(headers, [[_short(cell, widths[i]) if i in cut else cell for i, cell in enumerate(row)]
+                              for row in rows])
 
 
 def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:

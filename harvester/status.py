@@ -34,10 +34,14 @@ def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
         # Made by a parser older than this version's: `harvester reparse` would make them again.
         entry["sessions_older_parser"] = sum(n for v, n in versions.get(name, {}).items()
                                              if v is None or v < harness.version)
+        # Found on this machine: its store is here (for an agent that keeps history in each repository, the
+        # repositories sessions worked in are no sign of it), or the bank holds its sessions.
+        entry["found"] = bool(entry["sessions"] or entry["sources"] or entry["not_readable"]
+                              or (roots and not harness.roots_in_repositories))
         harnesses.append(entry)
     for name, leftover in stats.items():  # harnesses in the bank that this version lacks
         harnesses.append({"name": name, "label": name, "enabled": False, "roots": [], **leftover,
-                          "sessions_older_parser": 0, "not_readable": []})
+                          "sessions_older_parser": 0, "not_readable": [], "found": True})
     connected = registered(home, os.environ, only_installed=True)
     for entry in harnesses:
         entry["mcp_registered"] = connected.get(entry["name"])  # None: an agent connect does not know

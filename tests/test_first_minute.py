@@ -198,3 +198,29 @@ def test_show_explains_a_state_of_unknown(tmp_path: Path) -> None:
     out = _cli(home, bank, "show", s.id).stdout
     assert "state unknown (no capture service watched it: `harvester run` judges whether it is live, ended or " \
            "abandoned)" in out
+
+
+# --- status: the agents found, in the terminal's width ----------------------------------------------------
+
+def test_status_lists_the_agents_found_one_line_for_the_rest_and_fits_the_terminal(tmp_path: Path) -> None:
+    from tests.test_terminal import on_a_terminal, terminal_env
+
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/a-repository-with-a-name-long-enough-to-push-every-line-past-eighty-columns")
+    s.write(s.user("a title that goes on and on " * 6), s.assistant("ok"), b"not json\n")
+    (home / ".codex").mkdir()  # an agent installed, nothing recorded yet: found all the same
+    scan(home, bank)
+    code, out = on_a_terminal(terminal_env(home), "--bank", str(bank), "status", columns=80)
+    assert code == 0, out
+    lines = out.replace("\r", "").splitlines()
+    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
+    rows = [line.split()[0] for line in lines[lines.index(next(x for x in lines if x.startswith("HARNESS"))) + 1:]
+            if line and not line.startswith(" ")][:2]
+    assert rows == ["claude-code", "codex"]
+    rest = next(line for line in lines if "not found" in line)
+    assert "`harvester status --all`" in rest and "aider" not in out.split(rest)[0]
+    code, every = on_a_terminal(terminal_env(home), "--bank", str(bank), "status", "--all", columns=80)
+    assert code == 0 and "not found" not in every and all(f"\n{n} " in every for n in ("aider", "zed", "warp"))
+    assert all(len(line) <= 80 for line in every.replace("\r", "").splitlines())
+    data = orjson.loads(_cli(home, bank, "status", "--json").stdout)
+    assert len(data["harnesses"]) > 40  # JSON keeps every agent
