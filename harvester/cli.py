@@ -100,12 +100,33 @@ def enabled_harnesses(settings: Settings, names: tuple[str, ...] = ()) -> list[H
     return [h for n, h in HARNESSES.items() if (n in names if names else settings.enabled(n))]
 
 
-class HarnessChoice(click.Choice):
+class NamedChoice(click.Choice):
+    """One of a list of names; a wrong one is answered with the names it is close to ("did you mean"), not with
+    every name there is."""
+
+    def __init__(self, names: tuple[str, ...], what: str, listed_by: str) -> None:
+        super().__init__(names, case_sensitive=True)
+        self.what, self.listed_by = what, listed_by
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value in self.choices:
+            return value
+        import difflib
+
+        names = [str(c) for c in self.choices]
+        wanted = str(value).strip().lower()
+        close = [n for n in names if n.lower() == wanted] or [n for n in names if n.startswith(wanted) and wanted]
+        close = (close or difflib.get_close_matches(wanted, names, n=3, cutoff=0.6))[:3]
+        meant = f"did you mean {' or '.join(repr(n) for n in close)}? " if close else ""
+        self.fail(f"{value!r} is not {self.what} harvester knows; {meant}{self.listed_by}", param, ctx)
+
+
+class HarnessChoice(NamedChoice):
     """A harness's name. The registry is read when a name is checked or listed, not when the CLI starts:
     importing every parser costs a reading command (search, status) more than its own work."""
 
     def __init__(self) -> None:
-        super().__init__((), case_sensitive=True)
+        super().__init__((), "an agent", "`harvester status --all` lists them")
 
     @property  # type: ignore[override]
     def choices(self) -> tuple[str, ...]:
@@ -137,22 +158,72 @@ class BadQuery(click.ClickException):
 
 
 def where_option(fn: Any) -> Any:
-    """``--repo PATH`` / ``--here`` / ``--bank ID``: which repository's sessions (default: every one)."""
-    fn = click.option("--bank", "bank_filter", metavar="ID", help="Only sessions filed under this bank id.")(fn)
+    """``--repo PATH`` / ``--here`` / ``--bank-id ID``: which repository's sessions (default: every one). The
+    bank id filter was spelled ``--bank``, as the bank FILE is before the command: that spelling still works,
+    hidden, with a note (and is refused where its value is a file's name: see :func:`bank_id_given`)."""
+    fn = old_bank_id_option(fn)
+    fn = click.option("--bank-id", "bank_filter", metavar="ID", help="Only sessions filed under this bank id.")(fn)
     fn = click.option("--here", is_flag=True, help="Only the repository you are in.")(fn)
-    return click.option("--repo", type=click.Path(file_okay=False), help="Only the repository at PATH.")(fn)
+    return click.option("--repo", type=click.Path(file_okay=False), help="Only the repository at PATH: a git "
+                        "work tree, or a directory sessions were recorded in.")(fn)
 
 
-def chosen_scope(settings: Settings, repo: str | None, here: bool, bank_filter: str | None) -> Any:
+def old_bank_id_option(fn: Any) -> Any:
+    """The hidden ``--bank ID`` of a command whose bank-id option is now ``--bank-id`` (see :func:`bank_id_given`)."""
+    return click.option("--bank", "old_bank_id", metavar="ID", hidden=True)(fn)
+
+
+def bank_id_given(bank_id: str | None, old_bank_id: str | None) -> str | None:
+    """The bank id of ``--bank-id``, or of the old spelling ``--bank`` after a command, said to be old. A file's
+    name there is the global ``--bank PATH`` given too late: refused, with where it goes."""
+    if old_bank_id is None:
+        return bank_id
+    context = click.get_current_context()
+    command = " ".join(context.command_path.split()[1:]) or context.info_name
+    if os.sep in old_bank_id or old_bank_id.endswith((".sqlite", ".db")) or os.path.isfile(old_bank_id):
+        raise click.UsageError(f"--bank after the command is a bank id (now --bank-id ID); the bank file goes "
+                               f"before the command: harvester --bank PATH {command}")
+    terminal.echo(f"harvester: `{command} --bank ID` is now `{command} --bank-id ID`", err=True)
+    return bank_id or old_bank_id
+
+
+def chosen_scope(settings: Settings, repo: str | None, here: bool, bank_filter: str | None,
+                 old_bank_id: str | None = None) -> Any:
     from harvester.recall.scope import EVERYTHING, Scope, scope_for
 
+    bank_filter = bank_id_given(bank_filter, old_bank_id)
     if sum(bool(x) for x in (repo, here, bank_filter)) > 1:
-        raise click.UsageError("give one of --repo, --here and --bank")
+        raise click.UsageError("give one of --repo, --here and --bank-id")
     if bank_filter:
         return Scope(bank_filter, bank_id=bank_filter)
     if repo or here:
         return scope_for(os.getcwd(), settings.bank_id_template, repo=repo)
     return EVERYTHING
+
+
+class NotARepository(click.BadParameter):
+    """``--repo`` names no repository: exit 2, and nothing is read, scoped or written for it."""
+
+
+def check_repo(bank: Any, repo: str | None) -> None:
+    """``--repo PATH`` must name a repository: a git work tree here, or a directory (or a parent of one) that
+    sessions were recorded in, which the bank knows even when it is not on this machine. Anything else is a
+    typo, answered as one, never an empty answer or an export into a directory made for it."""
+    if repo is None:
+        return
+    from harvester.gitident import GitResolver
+
+    where = os.path.normpath(os.path.abspath(os.path.expanduser(repo)))
+    if os.path.isdir(where) and GitResolver().resolve(where).in_git:
+        return
+    known = getattr(bank, "known_directories", None)
+    if known is None:  # the team bank: another machine's paths are not known here
+        return
+    beneath = where.rstrip(os.sep) + os.sep
+    if any(d == where or d.startswith(beneath) for d in known()):
+        return
+    raise NotARepository(f"{repo!r} is not a git work tree, and no session was recorded there",
+                         param_hint="'--repo'")
 
 
 @click.group(cls=terminal.VisibleErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -315,13 +386,14 @@ def _terminal_width() -> int | None:
 @team_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
-def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str | None, harness: str | None,
-             limit: int | None, team: bool, as_json: bool) -> None:
-    """List sessions, newest first (of every repository, unless --repo, --here or --bank)."""
+def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str | None,
+             old_bank_id: str | None, harness: str | None, limit: int | None, team: bool, as_json: bool) -> None:
+    """List sessions, newest first (of every repository, unless --repo, --here or --bank-id)."""
     from harvester import render
 
-    scope = chosen_scope(settings, repo, here, bank_filter)
+    scope = chosen_scope(settings, repo, here, bank_filter, old_bank_id)
     with open_reading(settings, team, empty=[]) as bank:
+        check_repo(bank, repo)
         rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness, listed=not as_json)
     if as_json:
         _print_json(rows)
@@ -387,17 +459,19 @@ def _whole_texts(bank: Bank, events: list[dict[str, Any]]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
 def search(settings: Settings, query: str, repo: str | None, here: bool, bank_filter: str | None,
-           harness: str | None, limit: int, fts: bool, include_recall: bool, team: bool, as_json: bool) -> None:
+           old_bank_id: str | None, harness: str | None, limit: int, fts: bool, include_recall: bool, team: bool,
+           as_json: bool) -> None:
     """Search every session: QUERY is plain words (all must match; "a phrase" in quotes)."""
     from harvester import render
     from harvester.bank.sqlite_recall import plain_words
 
-    scope = chosen_scope(settings, repo, here, bank_filter)
+    scope = chosen_scope(settings, repo, here, bank_filter, old_bank_id)
     try:
         match = query if fts else plain_words(query)
     except ValueError as exc:
         raise BadQuery(str(exc)) from exc
     with open_reading(settings, team, empty=[]) as bank:
+        check_repo(bank, repo)
         try:
             page = bank.search_page(match, scope, limit, harness=harness, include_recall=include_recall)
         except sqlite3.OperationalError as exc:
@@ -429,6 +503,7 @@ def context(settings: Settings, repo: str | None, session_ref: str | None, harne
     from harvester.recall.views import Recall, RecallError
 
     with open_reading(settings, team) as bank:
+        check_repo(bank, repo)
         r = Recall(bank, scope_for(os.getcwd(), settings.bank_id_template, repo=repo))
         try:
             chosen = brief.pick_session(r, session_ref, harness)
@@ -466,6 +541,10 @@ def export_sessions(settings: Settings, repo: str | None, target: str | None, fm
         raise click.BadParameter(str(exc), param_hint="--since") from exc
     written = unchanged = 0
     with open_bank_or_fail(settings) as bank:
+        check_repo(bank, repo)
+        if not target and not base.is_dir():  # a repository recorded elsewhere: its directory is not made here
+            raise NotARepository(f"{repo!r} is not on this machine: give --to DIR to export its sessions there",
+                                 param_hint="'--repo'")
         for item in export(bank, scope, directory, fmt, cutoff, include_recall):
             if item.changed:
                 written += 1
@@ -502,18 +581,21 @@ def _has_history(settings: Settings) -> bool:
 
 
 # --- connect / disconnect: our MCP server in every agent's user-level config (harvester/connect/) ---
-_AGENT_CHOICE = click.Choice(["claude-code", "codex", "gemini-cli", "qwen-code", "opencode", "kilo", "copilot-cli",
-                              "cline", "continue", "cursor"])
+CONNECTABLE = ("claude-code", "codex", "gemini-cli", "qwen-code", "opencode", "kilo", "copilot-cli", "cline",
+               "continue", "cursor")
+_AGENT_CHOICE = NamedChoice(CONNECTABLE, "an agent", f"connect knows {', '.join(CONNECTABLE)}")
 
 
 @cli.command("connect")
-@click.argument("agents", nargs=-1, type=_AGENT_CHOICE)
+@click.argument("agents", nargs=-1, type=_AGENT_CHOICE, metavar="[AGENT]...")
 @click.option("--all", "all_agents", is_flag=True, help="Every supported agent, installed or not.")
 @click.option("--dry-run", is_flag=True, help="Print the diff of each file; write nothing.")
 @click.option("--force", is_flag=True, help="Also replace a `harvester` entry that connect did not write (yours: "
               "it is kept in a backup beside the file).")
 def connect_command(agents: tuple[str, ...], all_agents: bool, dry_run: bool, force: bool) -> None:
-    """Register `harvester mcp` in each agent's user-level config (default: the installed agents)."""
+    """Register `harvester mcp` in each agent's user-level config (default: the installed agents).
+
+    AGENT: claude-code, codex, gemini-cli, qwen-code, opencode, kilo, copilot-cli, cline, continue, cursor."""
     from harvester import connect
 
     sys.exit(connect.run(agents, all_agents=all_agents, remove=False, dry_run=dry_run, env=os.environ,
@@ -521,13 +603,15 @@ def connect_command(agents: tuple[str, ...], all_agents: bool, dry_run: bool, fo
 
 
 @cli.command("disconnect")
-@click.argument("agents", nargs=-1, type=_AGENT_CHOICE)
+@click.argument("agents", nargs=-1, type=_AGENT_CHOICE, metavar="[AGENT]...")
 @click.option("--all", "all_agents", is_flag=True, help="Every supported agent, installed or not.")
 @click.option("--dry-run", is_flag=True, help="Print the diff of each file; write nothing.")
 @click.option("--force", is_flag=True, help="Also remove a `harvester` entry that connect did not write (yours: "
               "it is kept in a backup beside the file).")
 def disconnect_command(agents: tuple[str, ...], all_agents: bool, dry_run: bool, force: bool) -> None:
-    """Remove what `harvester connect` added (default: from the installed agents)."""
+    """Remove what `harvester connect` added (default: from the installed agents).
+
+    AGENT: claude-code, codex, gemini-cli, qwen-code, opencode, kilo, copilot-cli, cline, continue, cursor."""
     from harvester import connect
 
     sys.exit(connect.run(agents, all_agents=all_agents, remove=True, dry_run=dry_run, env=os.environ,

@@ -224,3 +224,94 @@ def test_status_lists_the_agents_found_one_line_for_the_rest_and_fits_the_termin
     assert all(len(line) <= 80 for line in every.replace("\r", "").splitlines())
     data = orjson.loads(_cli(home, bank, "status", "--json").stdout)
     assert len(data["harnesses"]) > 40  # JSON keeps every agent
+
+
+# --- options that say what they take ----------------------------------------------------------------------
+
+def _one_session(tmp_path: Path) -> tuple[Path, Path, ClaudeSession]:
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, str(tmp_path / "gone" / "demo-repo"))  # not here: a repository known by its sessions
+    s.write(s.user("find the pelican"), s.tool_use("Bash", {"command": "ls"}, "t1"), s.tool_result("t1", "a"),
+            s.assistant("found it"))
+    scan(home, bank)
+    return home, bank, s
+
+
+@pytest.mark.parametrize("args", [["export", "--repo", "{tmp}/nonexistent/x"], ["context", "--repo", "{tmp}/nonexistent/x"],
+                                  ["sessions", "--repo", "{tmp}/nonexistent/x"],
+                                  ["search", "x", "--repo", "{tmp}/nonexistent/x"],
+                                  ["export", "--repo", "{tmp}/plain"], ["sessions", "--repo", "{tmp}/plain"]])
+def test_repo_must_be_a_git_work_tree_or_a_directory_sessions_were_recorded_in(tmp_path: Path,
+                                                                              args: list[str]) -> None:
+    home, bank, _ = _one_session(tmp_path)
+    (tmp_path / "plain").mkdir()  # exists, but no repository and no session there
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    before = _tree(tmp_path)
+    result = CliRunner().invoke(cli, ["--bank", str(bank), *args], env={"HOME": str(home)})
+    assert result.exit_code == 2, result.output
+    assert "is not a git work tree, and no session was recorded there" in result.stderr
+    assert _tree(tmp_path) == before
+
+
+def test_repo_may_name_where_sessions_were_recorded_and_export_never_creates_it(tmp_path: Path) -> None:
+    home, bank, s = _one_session(tmp_path)
+    recorded = str(tmp_path / "gone" / "demo-repo")
+    listed = _cli(home, bank, "sessions", "--repo", recorded, "--json")
+    assert [r["native_id"] for r in orjson.loads(listed.stdout)] == [s.id]
+    refused = CliRunner().invoke(cli, ["--bank", str(bank), "export", "--repo", recorded], env={"HOME": str(home)})
+    assert refused.exit_code == 2 and "give --to DIR" in refused.stderr and not (tmp_path / "gone").exists()
+    done = _cli(home, bank, "export", "--repo", recorded, "--to", str(tmp_path / "out"))
+    assert done.exit_code == 0 and len(list((tmp_path / "out").iterdir())) == 1
+
+
+def test_the_bank_file_and_the_bank_id_have_distinct_names(tmp_path: Path) -> None:
+    home, bank, s = _one_session(tmp_path)
+    by_id = _cli(home, bank, "sessions", "--bank-id", "coding-agent::demo-repo", "--json")
+    assert [r["native_id"] for r in orjson.loads(by_id.stdout)] == [s.id]
+    found = _cli(home, bank, "search", "pelican", "--bank-id", "coding-agent::demo-repo", "--json")
+    assert [h["session"] for h in orjson.loads(found.stdout)] == [s.id]
+    old = _cli(home, bank, "sessions", "--bank", "coding-agent::demo-repo", "--json")  # the old spelling works
+    assert [r["native_id"] for r in orjson.loads(old.stdout)] == [s.id] and "--bank-id" in old.stderr
+    for value in (str(bank), "other.sqlite", "~/banks/x.db"):  # a file: the global option, given too late
+        wrong = CliRunner().invoke(cli, ["--bank", str(bank), "sessions", "--bank", value], env={"HOME": str(home)})
+        assert wrong.exit_code == 2 and "harvester --bank PATH sessions" in wrong.stderr, wrong.output
+    for command in (["sessions"], ["search"], ["sink", "backfill"]):
+        text = CliRunner().invoke(cli, [*command, "--help"]).output
+        assert "--bank-id ID" in text and "--bank " not in text
+
+
+def test_a_wrong_harness_gets_a_did_you_mean(tmp_path: Path) -> None:
+    home, bank, _ = _one_session(tmp_path)
+    for args, meant in ((["sessions", "--harness", "claud"], "'claude-code'"),
+                        (["search", "x", "--harness", "Codex"], "'codex'"),
+                        (["scan", "--harness", "gemini"], "'gemini-cli'"),
+                        (["connect", "cladue-code"], "'claude-code'")):
+        result = CliRunner().invoke(cli, ["--bank", str(bank), *args], env={"HOME": str(home)})
+        assert result.exit_code == 2 and f"did you mean {meant}" in result.stderr, result.output
+        assert "'zed'" not in result.stderr  # not every name there is
+    unlike = CliRunner().invoke(cli, ["--bank", str(bank), "sessions", "--harness", "xyzzy"], env={"HOME": str(home)})
+    assert unlike.exit_code == 2 and "did you mean" not in unlike.stderr and "status --all" in unlike.stderr
+
+
+def test_connects_usage_line_does_not_wrap_mid_word() -> None:
+    text = CliRunner().invoke(cli, ["connect", "--help"], terminal_width=80, prog_name="harvester").output
+    usage = text.split("\n\n")[0]
+    assert usage.startswith("Usage: harvester connect [OPTIONS] [AGENT]...") and len(usage.splitlines()) == 1
+    assert "claude-code, codex, gemini-cli" in text
+
+
+def test_counts_are_in_words(tmp_path: Path) -> None:
+    from harvester.recall import brief, views
+    from harvester.recall.scope import EVERYTHING
+    from harvester.recall.views import Recall
+
+    home, bank_path, s = _one_session(tmp_path)
+    from harvester.bank import open_bank
+
+    with open_bank(bank_path) as bank:
+        r = Recall(bank, EVERYTHING)
+        texts = [brief.handoff(r, s.id), views.recent_sessions(r), views.get_events(r, s.id)]
+    said = "\n".join(texts)
+    assert "1 ask," in said and "1 tool call," in said and "1 tool calls" not in said and "1 asks" not in said
+    assert "4 events" in said and "1 answer," in said
+    assert "4 events" in _cli(home, bank_path, "show", s.id).stdout

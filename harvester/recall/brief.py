@@ -22,6 +22,7 @@ from harvester.recall.views import (
     bounded,
     check_max_bytes,
     clip,
+    counted,
     session_in_scope,
     state_words,
     when,
@@ -63,8 +64,9 @@ def brief_body(r: Recall, s: dict[str, Any], budget: int = DEFAULT_MAX_BYTES) ->
                md(" {}", s["agent_version"]) if s["agent_version"] else EMPTY, s["cwd"] or "-",
                md(", branch {}", s["branch"]) if s["branch"] else EMPTY),
             md("Started {}, last written {}; {}.", when(s["started_at"]), when(s["updated_at"]), state_words(s)),
-            md("{} events: {} asks, {} tool calls, {} tool errors.", len(events), len(asks),
-               sum(1 for e in events if e["kind"] == "tool_call"), len(done.errors))]
+            md("{}: {}, {}, {}.", counted(len(events), "event"), counted(len(asks), "ask"),
+               counted(sum(1 for e in events if e["kind"] == "tool_call"), "tool call"),
+               counted(len(done.errors), "tool error"))]
     if s["parent_native_id"]:
         head.append(md("A {} of session `{}`.", s["parent_kind"] or "child", s["parent_native_id"]))
     head_text, ending = Md("\n").join(head), _ending(s, events)

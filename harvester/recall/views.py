@@ -52,6 +52,11 @@ def clip(text: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def counted(n: int, noun: str, nouns: str | None = None) -> Md:
+    """``1 ask``, ``2 asks``, ``0 tool errors``: a count and its noun, singular for one."""
+    return md("{:,} {}", n, noun if n == 1 else nouns or noun + "s")
+
+
 def when(ts: str | None) -> str:
     """A time as answers show it (``2026-11-01 10:00:00Z``), or "-": what is not an ISO 8601 time, whatever a
     transcript or a teammate's row holds, is not shown."""
@@ -146,8 +151,9 @@ def recent_sessions(r: Recall, limit: int = 10, harness: str | None = None, sinc
                     md(", {}", s["agent_version"]) if s["agent_version"] else EMPTY,
                     md(", branch {}", s["branch"]) if s["branch"] else EMPTY),
                  md("- started {}, updated {}; {}", when(s["started_at"]), when(s["updated_at"]), state_words(s)),
-                 md("- {} events: {} asks, {} answers, {} tool calls, {} tool errors", s["event_count"],
-                    counts["asks"], counts["answers"], counts["tool_calls"], counts["tool_errors"])]
+                 md("- {}: {}, {}, {}, {}", counted(s["event_count"], "event"), counted(counts["asks"], "ask"),
+                    counted(counts["answers"], "answer"), counted(counts["tool_calls"], "tool call"),
+                    counted(counts["tool_errors"], "tool error"))]
         if first:
             lines.append(md("- first ask (#{}): {}", first["seq"], clip(first["text"], 300)))
         if last:
@@ -232,8 +238,8 @@ def get_events(r: Recall, session: str, start: int = 0, limit: int = 50, kinds: 
     s = session_in_scope(r, session)
     events = r.bank.events_page(s["id"], start, limit + 1, kinds=kinds or None)
     page, rest = events[:limit], events[limit:]
-    head = md("Session `{}` ({}), {}: {} events; {}.", s["native_id"], s["harness"],
-              clip(s["title"], 100) or "(untitled)", s["event_count"], state_words(s))
+    head = md("Session `{}` ({}), {}: {}; {}.", s["native_id"], s["harness"],
+              clip(s["title"], 100) or "(untitled)", counted(s["event_count"], "event"), state_words(s))
     blocks, used = [head], len(head.encode()) + 600
     next_start = rest[0]["seq"] if rest else None
     go_on = EMPTY
