@@ -500,14 +500,22 @@ def context(settings: Settings, repo: str | None, session_ref: str | None, harne
     """Print where work stands in this repository: the handoff brief of the latest session."""
     from harvester.recall import brief
     from harvester.recall.scope import scope_for
-    from harvester.recall.views import Recall, RecallError
+    from harvester.recall.views import NoSession, Recall, RecallError
 
     with open_reading(settings, team) as bank:
         check_repo(bank, repo)
         r = Recall(bank, scope_for(os.getcwd(), settings.bank_id_template, repo=repo))
         try:
             chosen = brief.pick_session(r, session_ref, harness)
-            text = brief.handoff(r, chosen["native_id"], None, max_bytes)
+            text = brief.handoff(r, chosen["native_id"], None, max_bytes, reader="cli")
+        except NoSession as none:  # an answer: there is none here
+            said = (f"No session in {none.where}{f' of {none.harness}' if none.harness else ''} yet: "
+                    "`harvester sessions` lists every repository's.")
+            if as_json:
+                _print_json({"scope": r.scope.label, "session": None, "brief": None, "message": said})
+            else:
+                terminal.echo(said)
+            return
         except RecallError as exc:
             raise click.ClickException(str(exc)) from exc
     if as_json:

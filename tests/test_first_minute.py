@@ -315,3 +315,91 @@ def test_counts_are_in_words(tmp_path: Path) -> None:
     assert "1 ask," in said and "1 tool call," in said and "1 tool calls" not in said and "1 asks" not in said
     assert "4 events" in said and "1 answer," in said
     assert "4 events" in _cli(home, bank_path, "show", s.id).stdout
+
+
+# --- MCP: every repository named, none said, prompts ------------------------------------------------------
+
+def _in_process(bank: Any, cwd: Path, calls: list[tuple[str, dict[str, Any]]],
+                prompts: list[tuple[str, dict[str, str]]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+    from mcp import Client
+
+    from harvester.config import DEFAULT_BANK_ID_TEMPLATE
+    from harvester.mcp.server import build_server
+
+    server = build_server(bank, str(cwd), DEFAULT_BANK_ID_TEMPLATE)
+
+    async def talk() -> dict[str, Any]:
+        async with Client(server) as client:
+            results = []
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                results.append((bool(result.is_error), "".join(c.text for c in result.content)))
+            got = []
+            for name, arguments in prompts:
+                prompt = await client.get_prompt(name, arguments)
+                got.append([(m.role, m.content.text) for m in prompt.messages])
+            listed = (await client.list_resources()).resources
+            return {"results": results, "prompts": (await client.list_prompts()).prompts, "got": got,
+                    "resources": listed,
+                    "read": [(await client.read_resource(r.uri)).contents[0].text for r in listed[:1]]}
+    return asyncio.run(talk())
+
+
+def _two_repositories(tmp_path: Path) -> tuple[Path, dict[str, ClaudeSession]]:
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    out = {}
+    for name in ("shop", "blog"):
+        s = ClaudeSession(home, str(make_repo(tmp_path / name)))
+        s.write(s.user(f"fix the pelican in {name}"), s.assistant(f"fixed the pelican in {name}"))
+        out[name] = s
+    scan(home, bank)
+    return bank, out
+
+
+def test_all_repos_answers_name_each_sessions_repository(tmp_path: Path) -> None:
+    from harvester.bank import open_bank
+
+    bank_path, s = _two_repositories(tmp_path)
+    with open_bank(bank_path) as bank:
+        out = _in_process(bank, tmp_path, [
+            ("recent_sessions", {"all_repos": True}), ("search_history", {"query": "pelican", "all_repos": True}),
+            ("handoff", {"session": s["shop"].id, "all_repos": True}),
+            ("get_events", {"session": s["blog"].id, "all_repos": True})])
+    recent, found, handed, events = (text for _, text in out["results"])
+    for name in ("shop", "blog"):
+        block = next(b for b in recent.split("\n## ") if s[name].id in b)
+        assert f"coding-agent::{name}" in block, block
+        assert any(s[name].id in line and f"coding-agent::{name}" in line for line in found.splitlines()), found
+    assert "coding-agent::shop" in handed.split("\n\n")[1] and "coding-agent::blog" in events.split("\n\n")[1]
+
+
+def test_handoff_where_there_is_no_session_says_there_is_none(tmp_path: Path) -> None:
+    from harvester.bank import open_bank
+
+    bank_path, _ = _two_repositories(tmp_path)
+    empty = make_repo(tmp_path / "empty")
+    result = CliRunner().invoke(cli, ["--bank", str(bank_path), "context", "--repo", str(empty)],
+                                env={"HOME": str(tmp_path / "home")})
+    assert result.exit_code == 0 and result.stdout.startswith("No session in coding-agent::empty yet"), \
+        result.output
+    with open_bank(bank_path) as bank:
+        [(error, text)] = _in_process(bank, empty, [("handoff", {})])["results"]
+    assert not error and text.startswith("<harvester-history") and "No session in coding-agent::empty" in text
+    assert "all_repos" in text
+
+
+def test_the_server_offers_handoff_and_search_prompts_and_its_resources_still_work(tmp_path: Path) -> None:
+    from harvester.bank import open_bank
+
+    bank_path, s = _two_repositories(tmp_path)
+    with open_bank(bank_path) as bank:
+        out = _in_process(bank, tmp_path / "shop", [], prompts=[("handoff", {}), ("search", {"query": "pelican"})])
+    assert {p.name for p in out["prompts"]} == {"handoff", "search"}
+    search = next(p for p in out["prompts"] if p.name == "search")
+    assert [(a.name, a.required) for a in search.arguments] == [("query", True)]
+    [[(role, handoff)], [(_, found)]] = out["got"]
+    assert role == "user" and "<harvester-history kind=\"handoff\"" in handoff and s["shop"].id in handoff
+    assert "Pick up where" in handoff.split("<harvester-history")[0]
+    assert "<harvester-history kind=\"search_history\"" in found and s["shop"].id in found
+    assert [str(r.uri).rsplit("/", 1)[1] for r in out["resources"]] == [s["shop"].id]
+    assert "# Handoff:" in out["read"][0]

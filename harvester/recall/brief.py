@@ -17,12 +17,13 @@ from harvester.recall.actions import actions_of
 from harvester.recall.shown import EMPTY, Md, md, quote
 from harvester.recall.views import (
     DEFAULT_MAX_BYTES,
+    NoSession,
     Recall,
-    RecallError,
     bounded,
     check_max_bytes,
     clip,
     counted,
+    filed_in,
     session_in_scope,
     state_words,
     when,
@@ -40,15 +41,24 @@ def pick_session(r: Recall, session: str | None, harness: str | None) -> dict[st
     recent = (datetime.now(UTC) - timedelta(minutes=r.recent_minutes)).strftime("%Y-%m-%dT%H:%M:%S")
     rows = r.bank.scoped_sessions(r.scope, 1, harness=harness, skip_live_of=r.caller, recent_since=recent)
     if not rows:
-        other = f" other than this {r.caller} session" if r.caller else ""
-        raise RecallError(f"no session{other} in {r.scope.label}" + (f" of {clip(harness, 40)}" if harness else ""))
+        raise NoSession(r.scope.label, f" other than this {r.caller} session" if r.caller else "", harness)
     return rows[0]
 
 
+def none_to_hand_off(r: Recall, none: NoSession, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """The answer of handoff where there is no session to hand off: there is none, and where to look."""
+    return bounded(r, md("No session{} in {}{} yet. recent_sessions(all_repos=true) lists every repository's "
+                         "sessions.", none.other, none.where, md(" of {}", none.harness) if none.harness else EMPTY),
+                   "handoff", max_bytes)
+
+
 def handoff(r: Recall, session: str | None = None, harness: str | None = None,
-            max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+            max_bytes: int = DEFAULT_MAX_BYTES, reader: str = "agent") -> str:
     check_max_bytes(max_bytes)
-    s = pick_session(r, session, harness)
+    try:
+        s = pick_session(r, session, harness)
+    except NoSession as none:
+        return none_to_hand_off(r, none, max_bytes)
     return bounded(r, brief_body(r, s, max_bytes - 700), "handoff", max_bytes,
                    md("get_events(session={!r}) has the whole transcript", s["native_id"]))
 
@@ -60,9 +70,9 @@ def brief_body(r: Recall, s: dict[str, Any], budget: int = DEFAULT_MAX_BYTES) ->
     asks = [e for e in events if e["role"] == "user" and e["kind"] == "text" and (e["text"] or "").strip()]
     done = actions_of(events)
     head = [md("# Handoff: {}", clip(s["title"], 120) or "(untitled)"),
-            md("Session `{}` of {}{} in {}{}.", s["native_id"], s["harness"],
+            md("Session `{}` of {}{} in {}{}{}.", s["native_id"], s["harness"],
                md(" {}", s["agent_version"]) if s["agent_version"] else EMPTY, s["cwd"] or "-",
-               md(", branch {}", s["branch"]) if s["branch"] else EMPTY),
+               md(", branch {}", s["branch"]) if s["branch"] else EMPTY, filed_in(r, s)),
             md("Started {}, last written {}; {}.", when(s["started_at"]), when(s["updated_at"]), state_words(s)),
             md("{}: {}, {}, {}.", counted(len(events), "event"), counted(len(asks), "ask"),
                counted(sum(1 for e in events if e["kind"] == "tool_call"), "tool call"),

@@ -30,6 +30,14 @@ class RecallError(ValueError):
     """A request that cannot be answered as asked: the one-line reason goes back to the caller."""
 
 
+class NoSession(RecallError):
+    """No session to hand off in the scope: an answer (there is none), not a failure."""
+
+    def __init__(self, where: str, other: str = "", harness: str | None = None) -> None:
+        super().__init__(f"no session{other} in {where}" + (f" of {clip(harness, 40)}" if harness else ""))
+        self.where, self.other, self.harness = where, other, harness
+
+
 @dataclass
 class Recall:
     """What an answer is given: the bank, the scope, and who asks (an agent's own live session is not
@@ -122,6 +130,11 @@ def session_in_scope(r: Recall, ref: str) -> dict[str, Any]:
     return found[0]
 
 
+def filed_in(r: Recall, s: dict[str, Any]) -> Md:
+    """Where a session is filed, said when the answer spans every repository (``all_repos``)."""
+    return md(", in {}", s.get("bank_id") or "an unknown repository") if r.scope.everything else EMPTY
+
+
 def state_words(session: dict[str, Any]) -> str:
     """How a session ended, as a reader needs to know it."""
     return {
@@ -147,9 +160,9 @@ def recent_sessions(r: Recall, limit: int = 10, harness: str | None = None, sinc
         first, last = r.bank.first_and_last(s["id"])
         counts = r.bank.event_counts(s["id"])
         lines = [md("## {}", clip(s["title"], 100) or "(untitled)"),
-                 md("- session `{}` ({}{}){}", s["native_id"], s["harness"],
+                 md("- session `{}` ({}{}){}{}", s["native_id"], s["harness"],
                     md(", {}", s["agent_version"]) if s["agent_version"] else EMPTY,
-                    md(", branch {}", s["branch"]) if s["branch"] else EMPTY),
+                    md(", branch {}", s["branch"]) if s["branch"] else EMPTY, filed_in(r, s)),
                  md("- started {}, updated {}; {}", when(s["started_at"]), when(s["updated_at"]), state_words(s)),
                  md("- {}: {}, {}, {}, {}", counted(s["event_count"], "event"), counted(counts["asks"], "ask"),
                     counted(counts["answers"], "answer"), counted(counts["tool_calls"], "tool call"),
@@ -193,8 +206,8 @@ def search_history(r: Recall, query: str, harness: str | None = None, since: str
     else:
         parts = [counted + md("; the best {}:", len(hits))]
     for h in hits:
-        parts.append(md("- session `{}` ({}) #{} {}, {}: {}", h["session"], h["harness"], h["seq"], label_of(h),
-                        when(h["ts"]), clip(h["snippet"], 400)))
+        parts.append(md("- session `{}` ({}{}) #{} {}, {}: {}", h["session"], h["harness"], filed_in(r, h), h["seq"],
+                        label_of(h), when(h["ts"]), clip(h["snippet"], 400)))
     if not page.ranked:
         parts.append(md("(add words, or narrow with harness, since, role or kind, to get the matches ranked best "
                         "first)"))
@@ -238,7 +251,7 @@ def get_events(r: Recall, session: str, start: int = 0, limit: int = 50, kinds: 
     s = session_in_scope(r, session)
     events = r.bank.events_page(s["id"], start, limit + 1, kinds=kinds or None)
     page, rest = events[:limit], events[limit:]
-    head = md("Session `{}` ({}), {}: {}; {}.", s["native_id"], s["harness"],
+    head = md("Session `{}` ({}{}), {}: {}; {}.", s["native_id"], s["harness"], filed_in(r, s),
               clip(s["title"], 100) or "(untitled)", counted(s["event_count"], "event"), state_words(s))
     blocks, used = [head], len(head.encode()) + 600
     next_start = rest[0]["seq"] if rest else None
