@@ -141,7 +141,7 @@ def state_words(session: dict[str, Any]) -> str:
         "ended": "ended cleanly",
         "abandoned": "ABANDONED mid-turn: the agent stopped before finishing its last turn",
         "live": "still LIVE: an agent may be working in it right now",
-    }.get(session["state"], "unknown (the capture service did not see it end)")
+    }.get(session["state"], "state unknown (no capture service watched it)")
 
 
 # --- recent_sessions -------------------------------------------------------------------------------------
