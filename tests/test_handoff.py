@@ -221,4 +221,4 @@ def test_real_tool_errors_are_listed_with_their_line_and_relative_paths(tmp_path
         [s] = [s for s in bank.list_sessions() if s["cwd"] == claude]
         text = brief.handoff(Recall(bank, EVERYTHING), s["native_id"], None, 4096, reader="cli")
     assert "Read `missing.txt`: File does not exist." in text
-    assert "1 ask," in text and "1 tool call," in text and "1 tool error;" in text
+    assert "1 ask," in text and "1 tool call," in text and "1 tool error." in text

@@ -34,7 +34,7 @@ _WHY = (re.compile(r"^(?:FAILED|ERROR)\b|^E\s|\w(?:Error|Exception)\b|^(?:fatal|
         re.compile(r"error|fail|denied|not found|no such|cannot|can't|invalid|refused|timed out|exception",
                    re.IGNORECASE))
 _HEADER = re.compile(r"^(?:Exit code -?\d+|Error:?)$", re.IGNORECASE)
-DIFF_LINES = 5000  # beyond this many lines a side, a change is counted as everything replaced (no diff computed)
+DIFF_LINES = 2000  # beyond this many lines a side, a change is counted as everything replaced (no diff computed)
 
 
 def kind_of(tool_name: str | None) -> str:

@@ -98,6 +98,14 @@ class Pointers:
             return md("`harvester show {}` has the whole session", shlex.quote(self.session))
         return md("`get_events(session={!r})` has the whole session", self.session)
 
+    def legend(self) -> Md:
+        """How to read on from any line of the brief, all of which cite their event's position."""
+        if self.reader == "cli":
+            shown = md("`harvester show {} --around N`", shlex.quote(self.session))
+        else:
+            shown = md("`get_events(session={!r}, start=N, limit=1, full=true)`", self.session)
+        return md("{}; {} shows event #N whole (a line cut short here ends in …).", self.whole(), shown)
+
 
 def brief_body(r: Recall, s: dict[str, Any], budget: int = DEFAULT_MAX_BYTES,
                pointers: Pointers | None = None) -> Md:
@@ -118,7 +126,7 @@ def brief_body(r: Recall, s: dict[str, Any], budget: int = DEFAULT_MAX_BYTES,
     }
     rest = budget - _size(head) - _size(ending) - 2 * (len(sections) + 1)
     wanted = {name: _size(build(1 << 30)) for name, build in sections.items()}
-    rooms = _rooms(wanted, rest)
+    rooms = _rooms(wanted, {name: _least(build, wanted[name]) for name, build in sections.items()}, rest)
     made = {name: sections[name](rooms[name]) for name, _ in SHARES}
     # A room too small for every section's least (its title and where the rest is): the least valuable go, and
     # so does one that holds nothing but its title and where the rest is, for the items of those before it.
@@ -152,10 +160,34 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def _rooms(wanted: dict[str, int], room: int) -> dict[str, int]:
-    """Each section's bytes: its share of ``room`` (no more than it wants), then, in order, what is left."""
-    given = {name: min(wanted[name], int(room * share)) for name, share in SHARES}
-    left = room - sum(given.values())
+def _least(build: Callable[[int], Md], wanted: int) -> int:
+    """The fewest bytes in which a section says something: a list, its first item (the smallest room in which it
+    is not bare); any other section, what it holds in no room at all."""
+    low, high = _size(build(0)), wanted
+    if not _bare(build(0)):
+        return low
+    while low < high:  # bare below some room, not at ``wanted``: the smallest room that is not
+        middle = (low + high) // 2
+        if _bare(build(middle)):
+            low = middle + 1
+        else:
+            high = middle
+    return high
+
+
+def _rooms(wanted: dict[str, int], least: dict[str, int], room: int) -> dict[str, int]:
+    """Each section's bytes: first its least, in the order of value, while the room holds it; then its share of
+    what is left (no more than it wants); then, in order, what is left after that."""
+    given = {}
+    left = room
+    for name, _ in SHARES:
+        given[name] = least[name] if least[name] <= left else 0
+        left -= given[name]
+    shared = left
+    for name, share in SHARES:
+        more = max(0, min(wanted[name] - given[name], int(shared * share)))
+        given[name] += more
+        left -= more
     for name, _ in SHARES:
         more = max(0, min(wanted[name] - given[name], left))
         given[name] += more
@@ -170,10 +202,10 @@ def _head(r: Recall, s: dict[str, Any], events: list[dict[str, Any]], asks: list
                 md(" {}", s["agent_version"]) if s["agent_version"] else EMPTY, s["cwd"] or "-",
                 md(", branch {}", s["branch"]) if s["branch"] else EMPTY, filed_in(r, s)),
              md("Started {}, last written {}; {}.", when(s["started_at"]), when(s["updated_at"]), state_words(s)),
-             md("{}: {}, {}, {}; {}.", counted(len(events), "event"), counted(len(asks), "ask"),
+             md("{}: {}, {}, {}.", counted(len(events), "event"), counted(len(asks), "ask"),
                 counted(sum(1 for e in events if e["kind"] == "tool_call"), "tool call"),
-                counted(sum(1 for e in events if e["kind"] == "tool_result" and e.get("is_error")), "tool error"),
-                pointers.whole())]
+                counted(sum(1 for e in events if e["kind"] == "tool_result" and e.get("is_error")), "tool error")),
+             pointers.legend()]
     if s["parent_native_id"]:
         lines.append(md("A {} of session `{}`.", s["parent_kind"] or "child", s["parent_native_id"]))
     return Md("\n").join(lines)
