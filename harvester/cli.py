@@ -266,7 +266,7 @@ def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
                                on_discovered=progress.start if progress else None, extra_roots=settings.roots)
         if progress:
             progress.finish()
-        _judge_stale_states(bank, settings, enabled_harnesses(settings, names))
+        judge_stale_states(bank, settings, enabled_harnesses(settings, names))
         bank.maintain_archive(settings.archive_max_age_days, settings.archive_max_size_bytes)
     except sqlite3.Error as exc:  # the one failure that is ours: the bank cannot be written
         raise click.ClickException(f"the bank at {settings.bank} cannot be written: {exc}") from exc
@@ -283,7 +283,7 @@ def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
         terminal.echo(render.scan_report_text(report, settings.bank))
 
 
-def _judge_stale_states(bank: Bank, settings: Settings, harnesses: list[Harness]) -> None:
+def judge_stale_states(bank: Bank, settings: Settings, harnesses: list[Harness]) -> None:
     """Sessions a stopped service left marked live are judged again (harvester/liveness.py); a running service
     judges them itself, every half minute."""
     from harvester.heartbeat import read_heartbeat, service_alive

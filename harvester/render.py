@@ -314,6 +314,16 @@ def fitted(lines: list[str], width: int | None) -> list[str]:
     return out
 
 
+def _with_path(before: str, path: str, after: str, width: int | None) -> str:
+    """``before``, the path, ``after`` on one line, the path's start cut ("…/end") so that the line fits
+    ``width``: the file's name and the reason stay on the line, whole."""
+    path = visible(str(path))
+    over = len(before) + len(path) + len(after) - (width or 10**9)
+    if over > 0 and len(path) - over - 1 >= 12:
+        path = "…" + path[over + 1:]
+    return before + path + after
+
+
 def _dropping(headers: list[str], rows: list[list[str]], width: int | None, order: tuple[str, ...]) -> str:
     """The table, without the columns named in ``order`` (first first) that it cannot hold in ``width``."""
     rows = _visible_cells(rows)
@@ -384,9 +394,9 @@ def _status_lines(data: dict[str, Any], width: int | None, every: bool) -> list[
         if notes:
             parts.append(f"  {h['name']}: " + "; ".join(notes))
         for f in h.get("failures", [])[:3]:
-            parts.append(f"    failed: {f['path']}:{f['line'] or 0}: {_short(f['reason'], 100)}")
+            parts.append(_with_path("    failed: ", f["path"], f":{f['line'] or 0}: {_short(f['reason'], 100)}", width))
         for d in h.get("unlisted_directories", [])[:3]:
-            parts.append(f"    cannot list: {d['path']}: {_short(d['reason'], 60)}")
+            parts.append(_with_path("    cannot list: ", d["path"], f": {_short(d['reason'], 60)}", width))
     if data.get("retention"):
         parts += ["", "History the agents delete on their own:"]
         parts += [f"  {visible(w['text'])}" for w in data["retention"]]
@@ -410,7 +420,8 @@ def _status_lines(data: dict[str, Any], width: int | None, every: bool) -> list[
     if data.get("recent_problems"):
         parts += ["", "Recent problems:"]
         for p in data["recent_problems"]:
-            parts.append(f"  {p['harness']} {p['source_path']}:{p['line']} {p['kind']}: {_short(p['detail'], 80)}")
+            parts.append(_with_path(f"  {p['harness']} ", p["source_path"],
+                                    f":{p['line']} {p['kind']}: {_short(p['detail'], 80)}", width))
     return parts
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -403,3 +404,34 @@ def test_the_server_offers_handoff_and_search_prompts_and_its_resources_still_wo
     assert "<harvester-history kind=\"search_history\"" in found and s["shop"].id in found
     assert [str(r.uri).rsplit("/", 1)[1] for r in out["resources"]] == [s["shop"].id]
     assert "# Handoff:" in out["read"][0]
+
+
+# --- the same on every captured real run ------------------------------------------------------------------
+
+def test_on_the_real_captures(tmp_path: Path) -> None:
+    """The bank of every captured real run (fixtures/*/real): the bank-id filter, --repo naming where sessions
+    were recorded (not on this machine), all_repos naming each repository, a status that fits 80 columns, and a
+    brief that counts in words."""
+    from harvester.bank import open_bank
+    from tests.machine import real_capture_bank
+    from tests.test_terminal import on_a_terminal, terminal_env
+
+    bank, home = real_capture_bank(tmp_path), tmp_path / "home"
+    home.mkdir()
+    by_id = orjson.loads(_cli(home, bank, "sessions", "--bank-id", "coding-agent::demo-repo", "--json").stdout)
+    assert len(by_id) > 20 and {s["bank_id"] for s in by_id} == {"coding-agent::demo-repo"}
+    recorded = by_id[0]["cwd"]
+    assert not os.path.exists(recorded)
+    assert [s["native_id"] for s in orjson.loads(_cli(home, bank, "sessions", "--repo", recorded, "--json").stdout)]
+    wrong = CliRunner().invoke(cli, ["--bank", str(bank), "sessions", "--repo", recorded + "-typo"],
+                               env={"HOME": str(home)})
+    assert wrong.exit_code == 2 and "no session was recorded there" in wrong.stderr
+    with open_bank(bank) as opened:
+        [(error, text)] = _in_process(opened, tmp_path, [("recent_sessions", {"all_repos": True, "limit": 100,
+                                                                              "max_bytes": 200_000})])["results"]
+    blocks = text.split("\n## ")[1:]
+    assert not error and len(blocks) > 40 and all(", in coding-agent::" in b for b in blocks)
+    code, out = on_a_terminal(terminal_env(home), "--bank", str(bank), "status", columns=80)
+    assert code == 0 and all(len(line) <= 80 for line in out.replace("\r", "").splitlines())
+    context = _cli(home, bank, "context", "--repo", recorded, "--session", by_id[0]["native_id"]).stdout
+    assert not re.search(r"\b1 (asks|tool calls|tool errors|events|files|commands)\b", context), context
