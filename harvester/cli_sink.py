@@ -12,7 +12,8 @@ from typing import Any
 import click
 
 from harvester import terminal
-from harvester.cli import bank_id_given, old_bank_id_option, open_bank_or_fail
+from harvester.cli import open_bank_or_fail
+from harvester.cli_input import bank_id_given, old_bank_id_option
 from harvester.config import Settings
 
 

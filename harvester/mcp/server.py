@@ -124,10 +124,11 @@ def build_server(bank: Bank | None, cwd: str, template: str, caller: str | None 
     @read_only(server)
     async def handoff(session: str | None = None, harness: str | None = None, repo: str | None = None,
                       bank: str | None = None, all_repos: bool = False, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
-        """Where work stands: by default the latest session in this repository other than your own. What
-        the user asked, the files the agent read and changed, the commands it ran and how they ended, tool
-        errors, how the session ended (cleanly, abandoned mid-turn, or still live), and the last exchange
-        verbatim. Use it to pick up where another agent stopped."""
+        """Where work stands: by default the latest session in this repository other than your own. How the
+        session ended (cleanly, abandoned mid-turn, or still live) and the last exchange, the files changed
+        (lines added and removed), the commands that failed and the tool errors (with the line that says why),
+        the latest asks, the files read (counted). Every cut names the get_events call that shows the rest.
+        Use it to pick up where another agent stopped."""
         return _answer("handoff", lambda: brief.handoff(recall(repo, bank, all_repos), session, harness, max_bytes))
 
     @read_only(server)
