@@ -31,7 +31,7 @@ class NoHistory(click.ClickException):
         if self.as_json:
             import orjson
 
-            click.echo(terminal.json_text(orjson.dumps(self.empty).decode()))
+            terminal.echo(terminal.json_text(orjson.dumps(self.empty).decode()))
         terminal.echo(self.message, err=self.as_json)
 
 
