@@ -56,9 +56,11 @@ def vocabulary() -> tuple[list[str], list[float]]:
 
 
 class Texts:
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, words: tuple[list[str], list[float]] | None = None) -> None:
+        """``words``: the vocabulary and its weights (default: this repository's, which changes with it; a test
+        that pins what it generates gives its own)."""
         self.rng = rng
-        self.words, weights = vocabulary()
+        self.words, weights = words or vocabulary()
         self.cum = list(_accumulate(weights))
 
     def words_of(self, n: int) -> str:

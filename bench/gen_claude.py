@@ -4,7 +4,7 @@ A turn is what the captures show, in their order and with their fields: ``queue-
 dequeue, the prompt's ``user`` line, on the first turn the ``agent_listing_delta`` and ``skill_listing``
 attachments (copied from the capture), then per model call one ``assistant`` line per content block
 (thinking, text, tool_use; one ``message.id`` and the full ``usage`` on each), a ``user`` line per tool
-result with the tool's ``toolUseResult``, and ``last-prompt`` at the end; ``mode`` after a resumed
+result with the tool's ``toolUseResult`` (a failed command's as Claude Code records it: ``Exit code N``, is_error), and ``last-prompt`` at the end; ``mode`` after a resumed
 session. An ``Agent`` call writes ``<sid>/subagents/agent-<id>.jsonl`` and its ``.meta.json``; a long
 session may hold a compaction (``compact_boundary`` and the ``isCompactSummary`` line, as captured).
 """
@@ -25,6 +25,11 @@ MODEL = "claude-opus-4-8"
 TOOLS = (("Read", 0.33), ("Bash", 0.3), ("Edit", 0.13), ("Grep", 0.1), ("Glob", 0.05), ("Write", 0.04),
          ("Agent", 0.02), ("TodoWrite", 0.03))
 TOOL_ERROR_RATE = 0.04
+# Commands that exit non-zero (a failing test run, a traceback, a command not found), recorded as Claude Code
+# records them: the result's content "Exit code N" then the output, is_error, toolUseResult "Error: " + content.
+COMMAND_FAILURE_RATE = 0.15
+# Agents read a file, then edit it, then read it again: a path already touched is taken again this often.
+PATH_REUSE_RATE = 0.5
 
 _CAPTURE = FIXTURES / "claude_code" / "real" / "two_turns" / "projects"
 _CAPTURE_TMP = "/tmp/cap-claude-code-two_turns-r81ukwkf"
@@ -53,6 +58,7 @@ class ClaudeSession:
         self.lines: list[bytes] = []
         self.subagents: list[tuple[str, bytes, bytes]] = []  # (agent id, jsonl, meta json)
         self.prompt_id = sidechain["promptId"] if sidechain else uuid4(self.rng)
+        self.touched: list[str] = []  # the files read and changed, latest last
 
     # -- envelope -------------------------------------------------------------------------
     def emit(self, record: dict) -> None:
@@ -175,7 +181,7 @@ class ClaudeSession:
         tool = rng.choices([t for t, _ in TOOLS], [s for _, s in TOOLS])[0]
         if self.sidechain and tool == "Agent":
             tool = "Read"  # a subagent spawns none here
-        path = w.path(self.cwd)
+        path = self.file_path()
         inputs: dict = {
             "Read": {"file_path": path},
             "Bash": {"command": w.command(self.cwd), "description": w.sentence(rng.randint(3, 8))},
@@ -189,6 +195,26 @@ class ClaudeSession:
                                      "activeForm": w.sentence(3)} for _ in range(rng.randint(2, 6))]},
         }[tool]
         return {"type": "tool_use", "id": f"toolu_{w.hexid(24)}", "name": tool, "input": inputs}, tool
+
+    def file_path(self) -> str:
+        """A file to read or change: one of the last few touched, or a new one."""
+        if self.touched and self.rng.random() < PATH_REUSE_RATE:
+            return self.rng.choice(self.touched[-8:])
+        self.touched.append(self.w.path(self.cwd))
+        return self.touched[-1]
+
+    def failure(self) -> str:
+        """A failed command's result content: its exit code, then what it printed."""
+        w, rng = self.w, self.rng
+        pick = rng.random()
+        if pick < 0.6:
+            run = w.pytest_output(self.cwd, w.output_size()).rsplit("\n", 1)[0]
+            return (f"Exit code 1\n{run}\nFAILED tests/test_{w.ident()}.py::test_{w.ident()} - AssertionError: "
+                    f"{w.sentence(rng.randint(3, 8))}\n========== 1 failed, {rng.randint(5, 900)} passed in "
+                    f"{rng.random() * 60:.2f}s ==========")
+        if pick < 0.85:
+            return f"Exit code 1\n{w.traceback(self.cwd)}"
+        return f"Exit code 127\n/bin/bash: line 1: {w.ident()}: command not found"
 
     def tool_result(self, call: dict, tool: str, calling: str | None) -> None:
         w, rng = self.w, self.rng
@@ -205,6 +231,11 @@ class ClaudeSession:
             lines = text.count("\n") + 1
             extra["toolUseResult"] = {"type": "text", "file": {"filePath": args["file_path"], "content": text,
                                                                "numLines": lines, "startLine": 1, "totalLines": lines}}
+        elif tool == "Bash" and rng.random() < COMMAND_FAILURE_RATE:
+            failed = self.failure()
+            block = {"tool_use_id": call["id"], "type": "tool_result", "content": failed, "is_error": True}
+            self.emit(self.user_line([block], toolUseResult=f"Error: {failed}", sourceToolAssistantUUID=calling))
+            return
         elif tool == "Bash":
             content = w.shell_output(self.cwd, w.output_size())
             extra["toolUseResult"] = {"stdout": content, "stderr": "", "interrupted": False, "isImage": False,

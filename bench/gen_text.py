@@ -45,8 +45,9 @@ class SecretLog:
 class Writing(Texts):
     """``gen_bank.Texts`` (the vocabulary, ``words_of``, ``prose``) plus the other things transcripts hold."""
 
-    def __init__(self, rng: random.Random, secrets: SecretLog | None = None) -> None:
-        super().__init__(rng)
+    def __init__(self, rng: random.Random, secrets: SecretLog | None = None,
+                 words: tuple[list[str], list[float]] | None = None) -> None:
+        super().__init__(rng, words)
         self.secrets = secrets or SecretLog()
         self.identifiers = [w for w in self.words[:4000]
                             if w.isidentifier() and not w[0].isupper() and not keyword.iskeyword(w)]

@@ -12,7 +12,16 @@ import click
 import orjson
 
 from harvester import config, log, terminal
+from harvester.cli_input import (
+    NamedChoice,
+    NoHistory,
+    NotARepository,
+    bank_id_given,
+    check_repo,
+    old_bank_id_option,
+)
 from harvester.cli_options import KIND_NAMES, ROLE_NAMES, names, when_option
+from harvester.cli_reading import judge_stale_states, unknown_hint, whole_texts
 from harvester.config import ConfigError, Settings
 
 if TYPE_CHECKING:
@@ -23,24 +32,30 @@ if TYPE_CHECKING:
 # sooner (Codex waits one second for optional MCP servers), and every command starts quicker.
 
 
-def open_bank_or_fail(settings: Settings, write: bool = False, archive: bool | None = None) -> Bank:
+def open_bank_or_fail(settings: Settings, write: bool = False, archive: bool | None = None,
+                      empty: Any = None) -> Bank:
     """The bank, for writing (``scan``) or for reading: a bank this user cannot write, or one a newer
-    harvester wrote, is still readable. ``archive``: keep the raw archive (default: as configured)."""
-    from harvester.bank import BankError, open_bank, open_bank_to_read
+    harvester wrote, is still readable; where there is none, a reading command says there is no history yet
+    (``empty``: its answer with ``--json``) and creates nothing. ``archive``: keep the raw archive (default: as
+    configured)."""
+    from harvester.bank import BankError, NoBank, open_bank, open_bank_to_read
 
     try:
         if write:
             return open_bank(settings.bank, archive=settings.archive if archive is None else archive)
         return open_bank_to_read(settings.bank)
+    except NoBank as exc:
+        raise NoHistory(settings.bank, empty) from exc
     except BankError as exc:
         raise click.ClickException(str(exc)) from exc
 
 
-def open_reading(settings: Settings, team: bool) -> Any:
+def open_reading(settings: Settings, team: bool, empty: Any = None) -> Any:
     """What a reading command reads: the local bank, or with ``--team`` the team bank (harvester/team/read.py),
-    which answers the same questions in the same shapes."""
+    which answers the same questions in the same shapes. ``empty``: the answer with ``--json`` before the
+    first scan (see :class:`NoHistory`)."""
     if not team:
-        return open_bank_or_fail(settings)
+        return open_bank_or_fail(settings, empty=empty)
     if settings.team is None:
         where = settings.config_file or settings.config_path
         raise click.ClickException(f"--team: no team bank is set: set team_bank in {where} "
@@ -75,12 +90,12 @@ def enabled_harnesses(settings: Settings, names: tuple[str, ...] = ()) -> list[H
     return [h for n, h in HARNESSES.items() if (n in names if names else settings.enabled(n))]
 
 
-class HarnessChoice(click.Choice):
+class HarnessChoice(NamedChoice):
     """A harness's name. The registry is read when a name is checked or listed, not when the CLI starts:
     importing every parser costs a reading command (search, status) more than its own work."""
 
     def __init__(self) -> None:
-        super().__init__((), case_sensitive=True)
+        super().__init__((), "an agent", "`harvester status --all` lists them")
 
     @property  # type: ignore[override]
     def choices(self) -> tuple[str, ...]:
@@ -112,17 +127,23 @@ class BadQuery(click.ClickException):
 
 
 def where_option(fn: Any) -> Any:
-    """``--repo PATH`` / ``--here`` / ``--bank ID``: which repository's sessions (default: every one)."""
-    fn = click.option("--bank", "bank_filter", metavar="ID", help="Only sessions filed under this bank id.")(fn)
+    """``--repo PATH`` / ``--here`` / ``--bank-id ID``: which repository's sessions (default: every one). The
+    bank id filter was spelled ``--bank``, as the bank FILE is before the command: that spelling still works,
+    hidden, with a note (and is refused where its value is a file's name: see :func:`bank_id_given`)."""
+    fn = old_bank_id_option(fn)
+    fn = click.option("--bank-id", "bank_filter", metavar="ID", help="Only sessions filed under this bank id.")(fn)
     fn = click.option("--here", is_flag=True, help="Only the repository you are in.")(fn)
-    return click.option("--repo", type=click.Path(file_okay=False), help="Only the repository at PATH.")(fn)
+    return click.option("--repo", type=click.Path(file_okay=False), help="Only the repository at PATH: a git "
+                        "work tree, or a directory sessions were recorded in.")(fn)
 
 
-def chosen_scope(settings: Settings, repo: str | None, here: bool, bank_filter: str | None) -> Any:
+def chosen_scope(settings: Settings, repo: str | None, here: bool, bank_filter: str | None,
+                 old_bank_id: str | None = None) -> Any:
     from harvester.recall.scope import EVERYTHING, Scope, scope_for
 
+    bank_filter = bank_id_given(bank_filter, old_bank_id)
     if sum(bool(x) for x in (repo, here, bank_filter)) > 1:
-        raise click.UsageError("give one of --repo, --here and --bank")
+        raise click.UsageError("give one of --repo, --here and --bank-id")
     if bank_filter:
         return Scope(bank_filter, bank_id=bank_filter)
     if repo or here:
@@ -170,6 +191,7 @@ def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
                                on_discovered=progress.start if progress else None, extra_roots=settings.roots)
         if progress:
             progress.finish()
+        judge_stale_states(bank, settings, enabled_harnesses(settings, names))
         bank.maintain_archive(settings.archive_max_age_days, settings.archive_max_size_bytes)
     except sqlite3.Error as exc:  # the one failure that is ours: the bank cannot be written
         raise click.ClickException(f"the bank at {settings.bank} cannot be written: {exc}") from exc
@@ -242,19 +264,32 @@ def uninstall(dry_run: bool) -> None:
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.option("--all", "every", is_flag=True, help="A row for every agent harvester knows, not only those found.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON (every agent).")
 @click.pass_obj
-def status(settings: Settings, as_json: bool) -> None:
+def status(settings: Settings, every: bool, as_json: bool) -> None:
     """What was imported, from where, whether every harness parses cleanly, and the service."""
     from harvester import render
-    from harvester.status import gather
+    from harvester.status import gather, gather_before_first_scan
 
-    with open_bank_or_fail(settings) as bank:
-        data = gather(bank, settings)
+    try:
+        bank = open_bank_or_fail(settings)
+    except NoHistory:  # status still says what it found on this machine
+        data = gather_before_first_scan(settings)
+    else:
+        with bank:
+            data = gather(bank, settings)
     if as_json:
         _print_json(data)
     else:
-        terminal.echo(render.status_text(data))
+        terminal.echo(render.status_text(data, _terminal_width(), every))
+
+
+def _terminal_width() -> int | None:
+    """The terminal's columns, when stdout is one (piped output keeps its lines whole)."""
+    import shutil
+
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 
 @cli.command()
@@ -265,14 +300,16 @@ def status(settings: Settings, as_json: bool) -> None:
 @team_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
-def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str | None, harness: str | None,
-             since: str | None, until: str | None, limit: int | None, team: bool, as_json: bool) -> None:
+def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str | None, old_bank_id: str | None,
+             harness: str | None, since: str | None, until: str | None, limit: int | None, team: bool,
+             as_json: bool) -> None:
     """List sessions, newest first, each subagent under the session that started it (of every repository,
-    unless --repo, --here or --bank; active in --since/--until)."""
+    unless --repo, --here or --bank-id; active in --since/--until)."""
     from harvester import render
 
-    scope = chosen_scope(settings, repo, here, bank_filter)
-    with open_reading(settings, team) as bank:
+    scope = chosen_scope(settings, repo, here, bank_filter, old_bank_id)
+    with open_reading(settings, team, empty=[]) as bank:
+        check_repo(bank, repo)
         rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness, listed=not as_json, since=since,
                                     until=until)
     if as_json:
@@ -319,7 +356,7 @@ def show(settings: Settings, session: str, full: bool, around: int | None, conte
         every = bank.events(row["id"])
         events = render_transcript.select_events(every, around, max(context_events, 0), start, kinds, roles)
         if full:
-            _whole_texts(bank, events)
+            whole_texts(bank, events)
         children = children_of_calls(every, bank.subagents(row["harness"], row["native_id"])) if not as_json else {}
     if as_json:
         _print_json({"session": row, "events": events})
@@ -328,25 +365,6 @@ def show(settings: Settings, session: str, full: bool, around: int | None, conte
     if not events and every:
         text += f"\n\nNo events match (the session's are #{every[0]['seq']} to #{every[-1]['seq']})."
     terminal.page(text, no_pager)
-
-
-def _whole_texts(bank: Bank, events: list[dict[str, Any]]) -> None:
-    """Each clipped text made whole from the archive; where the archive lacks it, the clipped copy says so."""
-    for event in events:
-        clipped = (event.get("meta") or {}).get("clipped")
-        if not clipped:
-            continue
-        whole = bank.whole_text(event)
-        if whole is not None:
-            event["text"] = whole
-            clipped["whole"] = True
-        elif getattr(bank, "team", None) is not None:
-            event["text"] += "\n[the whole text is in the archive of the machine that captured it: it never leaves it]"
-        elif clipped.get("text") and getattr(bank, "archive", None) is not None and \
-                bank.archive.blob_path("texts", str(clipped["text"])).exists():  # type: ignore[attr-defined]
-            event["text"] += "\n[the whole text in the archive is damaged: it is not shown]"
-        else:
-            event["text"] += "\n[the whole text is not in the archive: it was off, or retention removed it]"
 
 
 @cli.command()
@@ -367,20 +385,22 @@ def _whole_texts(bank: Bank, events: list[dict[str, Any]]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON: the match count and the hits.")
 @click.pass_obj
 def search(settings: Settings, query: str, repo: str | None, here: bool, bank_filter: str | None,
-           harness: str | None, since: str | None, until: str | None, role: str | None, kind: str | None, limit: int,
-           fts: bool, include_injected: bool, include_recall: bool, team: bool, as_json: bool) -> None:
+           old_bank_id: str | None, harness: str | None, since: str | None, until: str | None, role: str | None,
+           kind: str | None, limit: int, fts: bool, include_injected: bool, include_recall: bool, team: bool,
+           as_json: bool) -> None:
     """Search every session: QUERY is plain words (all must match; "a phrase" in quotes). What agents wrote,
     patched, grepped and ran is found too (a tool call's input). A hit is #N of its session: `harvester show`
     shows it in its context (around N)."""
     from harvester import render
     from harvester.bank.sqlite_recall import plain_words
 
-    scope = chosen_scope(settings, repo, here, bank_filter)
+    scope = chosen_scope(settings, repo, here, bank_filter, old_bank_id)
     try:
         match = query if fts else plain_words(query)
     except ValueError as exc:
         raise BadQuery(str(exc)) from exc
-    with open_reading(settings, team) as bank:
+    with open_reading(settings, team, empty=[]) as bank:
+        check_repo(bank, repo)
         try:
             page = bank.search_page(match, scope, limit, harness=harness, since=since, until=until, role=role,
                                     kind=kind, include_recall=include_recall, include_injected=include_injected)
@@ -395,22 +415,6 @@ def search(settings: Settings, query: str, repo: str | None, here: bool, bank_fi
     else:
         terminal.echo(render.search_text(page.hits, page.total, query, scope.label, limit, page.more,
                                           page.ranked))
-
-
-def unknown_hint(bank: Any, scope: Any) -> str:
-    """When a repository's scope came up empty: the sessions filed under its bank id whose repository is unknown
-    (recorded in a folder of that name that is not here), which it does not include, and how to read them."""
-    from harvester.recall.scope import Scope
-
-    if not scope.keys:
-        return ""
-    rows = bank.scoped_sessions(Scope(scope.label, bank_id=scope.label), 10_000, listed=True)
-    n = sum(1 for row in rows if "repo_key" in row and row["repo_key"] is None)
-    if not n:
-        return ""
-    return (f"\n{n} {'session' if n == 1 else 'sessions'} filed under {scope.label} {'was' if n == 1 else 'were'} "
-            "recorded in a folder of that name that is not here (repository unknown), so not this repository's: "
-            f"`harvester sessions --bank {scope.label}` lists them, `harvester show ID` reads one")
 
 
 # What `search --json` says of each hit: the session by its full id (a subagent's names its parent too).
@@ -431,13 +435,22 @@ def context(settings: Settings, repo: str | None, session_ref: str | None, harne
     """Print where work stands in this repository: the handoff brief of the latest session."""
     from harvester.recall import brief
     from harvester.recall.scope import scope_for
-    from harvester.recall.views import Recall, RecallError
+    from harvester.recall.views import NoSession, Recall, RecallError
 
     with open_reading(settings, team) as bank:
+        check_repo(bank, repo)
         r = Recall(bank, scope_for(os.getcwd(), settings.bank_id_template, repo=repo))
         try:
             chosen = brief.pick_session(r, session_ref, harness)
-            text = brief.handoff(r, chosen["native_id"], None, max_bytes)
+            text = brief.handoff(r, chosen["native_id"], None, max_bytes, reader="cli")
+        except NoSession as none:  # an answer: there is none here
+            said = (f"No session in {none.where}{f' of {none.harness}' if none.harness else ''} yet: "
+                    "`harvester sessions` lists every repository's.")
+            if as_json:
+                _print_json({"scope": r.scope.label, "session": None, "brief": None, "message": said})
+            else:
+                terminal.echo(said)
+            return
         except RecallError as exc:
             raise click.ClickException(str(exc) + unknown_hint(bank, r.scope)) from exc
     if as_json:
@@ -470,6 +483,10 @@ def export_sessions(settings: Settings, repo: str | None, target: str | None, fm
     written = unchanged = 0
     failed: list[str] = []
     with open_bank_or_fail(settings) as bank:
+        check_repo(bank, repo)
+        if not target and not os.path.isdir(base):  # a repository recorded elsewhere: its directory is not made here
+            raise NotARepository(f"{repo!r} is not on this machine: give --to DIR to export its sessions there",
+                                 param_hint="'--repo'")
         try:
             folder = open_folder(base, target)
         except Refused as exc:
@@ -503,23 +520,39 @@ def mcp_server(settings: Settings, harness: str | None, team: bool) -> None:
     """Serve this repository's history to an agent over MCP (stdio; read-only)."""
     from harvester.mcp import serve
 
+    if not team and not _has_history(settings):  # started by an agent before the first scan: it says so
+        serve(None, settings.bank_id_template, harness, settings.timings.recent_minutes, bank_path=str(settings.bank))
+        return
     with open_reading(settings, team) as bank:
         serve(bank, settings.bank_id_template, harness, settings.timings.recent_minutes)
 
 
+def _has_history(settings: Settings) -> bool:
+    """Whether a bank is there to read (an empty file is none); one that cannot be looked at is, and says why."""
+    try:
+        return os.stat(settings.bank).st_size > 0
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+
+
 # --- connect / disconnect: our MCP server in every agent's user-level config (harvester/connect/) ---
-_AGENT_CHOICE = click.Choice(["claude-code", "codex", "gemini-cli", "qwen-code", "opencode", "kilo", "copilot-cli",
-                              "cline", "continue", "cursor"])
+CONNECTABLE = ("claude-code", "codex", "gemini-cli", "qwen-code", "opencode", "kilo", "copilot-cli", "cline",
+               "continue", "cursor")
+_AGENT_CHOICE = NamedChoice(CONNECTABLE, "an agent", f"connect knows {', '.join(CONNECTABLE)}")
 
 
 @cli.command("connect")
-@click.argument("agents", nargs=-1, type=_AGENT_CHOICE)
+@click.argument("agents", nargs=-1, type=_AGENT_CHOICE, metavar="[AGENT]...")
 @click.option("--all", "all_agents", is_flag=True, help="Every supported agent, installed or not.")
 @click.option("--dry-run", is_flag=True, help="Print the diff of each file; write nothing.")
 @click.option("--force", is_flag=True, help="Also replace a `harvester` entry that connect did not write (yours: "
               "it is kept in a backup beside the file).")
 def connect_command(agents: tuple[str, ...], all_agents: bool, dry_run: bool, force: bool) -> None:
-    """Register `harvester mcp` in each agent's user-level config (default: the installed agents)."""
+    """Register `harvester mcp` in each agent's user-level config (default: the installed agents).
+
+    AGENT: claude-code, codex, gemini-cli, qwen-code, opencode, kilo, copilot-cli, cline, continue, cursor."""
     from harvester import connect
 
     sys.exit(connect.run(agents, all_agents=all_agents, remove=False, dry_run=dry_run, env=os.environ,
@@ -527,13 +560,15 @@ def connect_command(agents: tuple[str, ...], all_agents: bool, dry_run: bool, fo
 
 
 @cli.command("disconnect")
-@click.argument("agents", nargs=-1, type=_AGENT_CHOICE)
+@click.argument("agents", nargs=-1, type=_AGENT_CHOICE, metavar="[AGENT]...")
 @click.option("--all", "all_agents", is_flag=True, help="Every supported agent, installed or not.")
 @click.option("--dry-run", is_flag=True, help="Print the diff of each file; write nothing.")
 @click.option("--force", is_flag=True, help="Also remove a `harvester` entry that connect did not write (yours: "
               "it is kept in a backup beside the file).")
 def disconnect_command(agents: tuple[str, ...], all_agents: bool, dry_run: bool, force: bool) -> None:
-    """Remove what `harvester connect` added (default: from the installed agents)."""
+    """Remove what `harvester connect` added (default: from the installed agents).
+
+    AGENT: claude-code, codex, gemini-cli, qwen-code, opencode, kilo, copilot-cli, cline, continue, cursor."""
     from harvester import connect
 
     sys.exit(connect.run(agents, all_agents=all_agents, remove=True, dry_run=dry_run, env=os.environ,

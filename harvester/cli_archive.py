@@ -14,6 +14,7 @@ import click
 
 from harvester import terminal
 from harvester.cli import HarnessChoice, enabled_harnesses, open_bank_or_fail
+from harvester.cli_reading import judge_stale_states
 from harvester.config import Settings
 
 
@@ -57,6 +58,8 @@ def reparse(settings: Settings, names: tuple[str, ...], session_ref: str | None)
     ingestor = Ingestor(bank, settings.bank_id_template, exclude=settings.excluded, limits=settings.read_limits())
     try:
         report = reparsing.reparse(ingestor, harnesses, native_id, on_source=progress)
+        # What a store says of its sessions (a session without its end record is live) is judged as scan judges it.
+        judge_stale_states(bank, settings, enabled_harnesses(settings, names))
     finally:
         line.finish()
         ingestor.close()

@@ -13,6 +13,7 @@ import click
 
 from harvester import terminal
 from harvester.cli import open_bank_or_fail
+from harvester.cli_input import bank_id_given, old_bank_id_option
 from harvester.config import Settings
 
 
@@ -54,17 +55,19 @@ def sink_test(settings: Settings) -> None:
 
 
 @sink.command("backfill")
-@click.option("--bank", "bank_id", metavar="BANK", help="Only sessions that go to this Hindsight bank.")
+@click.option("--bank-id", "bank_id", metavar="ID", help="Only sessions that go to this Hindsight bank.")
+@old_bank_id_option
 @click.option("--since", metavar="WHEN", help="Only sessions active since: an ISO date, or a span like 30d.")
 @click.pass_obj
-def sink_backfill(settings: Settings, bank_id: str | None, since: str | None) -> None:
-    """Forward existing sessions now, with progress. What --bank/--since leave out stays queued for the
+def sink_backfill(settings: Settings, bank_id: str | None, old_bank_id: str | None, since: str | None) -> None:
+    """Forward existing sessions now, with progress. What --bank-id/--since leave out stays queued for the
     service; to keep a bank out for good, list it in exclude_banks or opt it out."""
     from harvester.recall.views import RecallError, parse_since
     from harvester.render import ProgressLine
     from harvester.sinks import forwarder
 
     options = _options(settings)
+    bank_id = bank_id_given(bank_id, old_bank_id)
     try:
         since_iso = parse_since(since)
     except RecallError as exc:

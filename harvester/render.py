@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import textwrap
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,9 @@ if TYPE_CHECKING:  # names for annotations only: importing ingest (and every par
     from harvester.parsers.base import Harness
     from harvester.sources import Found
 
+NO_HISTORY = "No history yet: run `harvester scan` to import every agent's sessions ({} does not exist yet)."
+# What a state of "unknown" means (harvester/liveness.py): said where a session's state is shown.
+UNKNOWN_STATE = "no capture service watched it: `harvester run` judges whether it is live, ended or abandoned"
 EMPTY_STATS: dict[str, Any] = {
     "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0, "sessions": 0,
     "sessions_originals_gone": 0,
@@ -310,9 +314,64 @@ def repositories_text(repositories: dict[str, Any]) -> list[str]:
     return ["", *(visible(line) for line in lines)] if lines else []
 
 
-def status_text(data: dict[str, Any]) -> str:
+# The agents' table, column by column as it gives way to a narrow terminal: the first named goes first. The
+# PARSE column says "check" when any of MALFORMED, DRIFT or FAILED is not 0, and the lines below the table say why.
+STATUS_COLUMNS_DROPPED = ("ROOTS", "DRIFT", "FAILED", "MALFORMED", "SOURCES", "VERSION", "EVENTS")
+
+
+def _found(h: dict[str, Any]) -> bool:
+    return bool(h.get("found", h["roots"] or h["sessions"] or h["sources"]))
+
+
+def status_text(data: dict[str, Any], width: int | None = None, every: bool = False) -> str:
+    """``width`` (a terminal's columns): no line wider; ``every``: a row for every agent, not only those found."""
+    return "\n".join(fitted(_status_lines(data, width, every), width))
+
+
+def fitted(lines: list[str], width: int | None) -> list[str]:
+    """Each line longer than ``width`` wrapped at words (a path at any character), its rest indented."""
+    if not width:
+        return lines
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * min(len(line) - len(line.lstrip(" ")) + 2, width // 2)
+        out += textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False) or [line[:width]]
+    return out
+
+
+def _with_path(before: str, path: str, after: str, width: int | None) -> str:
+    """``before``, the path, ``after`` on one line, the path's start cut ("…/end") so that the line fits
+    ``width``: the file's name and the reason stay on the line, whole."""
+    path = visible(str(path))
+    over = len(before) + len(path) + len(after) - (width or 10**9)
+    if over > 0 and len(path) - over - 1 >= 12:
+        path = "…" + path[over + 1:]
+    return before + path + after
+
+
+def _dropping(headers: list[str], rows: list[list[str]], width: int | None, order: tuple[str, ...]) -> str:
+    """The table, without the columns named in ``order`` (first first) that it cannot hold in ``width``."""
+    rows = _visible_cells(rows)
+    for column in (None, *order):
+        if column is not None:
+            at = headers.index(column)
+            headers = headers[:at] + headers[at + 1:]
+            rows = [row[:at] + row[at + 1:] for row in rows]
+        table = _aligned(headers, rows)
+        if not width or max(map(len, table.splitlines())) <= width:
+            break
+    return table
+
+
+def _status_lines(data: dict[str, Any], width: int | None, every: bool) -> list[str]:
     bank = data["bank"]
-    parts = [f"Bank: {bank['path']} ({human_bytes(bank['size_bytes'])})"]
+    if bank.get("exists", True):
+        parts = [f"Bank: {bank['path']} ({human_bytes(bank['size_bytes'])})"]
+    else:
+        parts = [NO_HISTORY.format(bank["path"])]
     if data.get("archive"):
         parts += archive_text(data["archive"], data["harnesses"])
     if data.get("service"):
@@ -328,7 +387,8 @@ def status_text(data: dict[str, Any]) -> str:
         parts += describe_team(data["team"])
     parts.append("")
     rows = []
-    for h in data["harnesses"]:
+    shown = [h for h in data["harnesses"] if every or _found(h)]
+    for h in shown:
         skipped = h["malformed"] + h["oversize"] + h["unreadable"]
         rows.append([
             h["name"], h.get("version") or "-", str(len(h["roots"])), str(h["sources"]), str(h["sessions"]),
@@ -337,9 +397,13 @@ def status_text(data: dict[str, Any]) -> str:
             "check" if skipped or h["unknown_types"] or h["sources_failed"]
             else "not readable" if h.get("not_readable") and not h["sessions"] else "ok",
         ])
-    parts.append(_table(["HARNESS", "VERSION", "ROOTS", "SOURCES", "SESSIONS", "EVENTS", "LAST IMPORT",
-                         "MALFORMED", "DRIFT", "FAILED", "PARSE"], rows))
-    for h in data["harnesses"]:
+    parts += _dropping(["HARNESS", "VERSION", "ROOTS", "SOURCES", "SESSIONS", "EVENTS", "LAST IMPORT",
+                        "MALFORMED", "DRIFT", "FAILED", "PARSE"], rows, width, STATUS_COLUMNS_DROPPED).splitlines()
+    rest = [h["name"] for h in data["harnesses"] if h not in shown]
+    if rest:
+        parts.append(f"{len(rest)} other {plural(len(rest), 'agent')} not found here "
+                     "(`harvester status --all` lists every one)")
+    for h in shown:
         notes = []
         if h["drift"]:
             notes.append("unknown record types: " + ", ".join(f"{k} ({v})" for k, v in h["drift"].items()))
@@ -358,9 +422,9 @@ def status_text(data: dict[str, Any]) -> str:
         if notes:
             parts.append(f"  {h['name']}: " + "; ".join(notes))
         for f in h.get("failures", [])[:3]:
-            parts.append(f"    failed: {f['path']}:{f['line'] or 0}: {_short(f['reason'], 100)}")
+            parts.append(_with_path("    failed: ", f["path"], f":{f['line'] or 0}: {_short(f['reason'], 100)}", width))
         for d in h.get("unlisted_directories", [])[:3]:
-            parts.append(f"    cannot list: {d['path']}: {_short(d['reason'], 60)}")
+            parts.append(_with_path("    cannot list: ", d["path"], f": {_short(d['reason'], 60)}", width))
     parts += repositories_text(data.get("repositories") or {})
     if data.get("retention"):
         parts += ["", "History the agents delete on their own:"]
@@ -377,17 +441,35 @@ def status_text(data: dict[str, Any]) -> str:
                         if mcp["not_registered"] else ""))
     parts += ["", "Recent imports:"]
     if data["recent_imports"]:
-        parts.append(_table(
-            ["TIME", "HARNESS", "BANK", "TITLE", "+EVENTS"],
-            [[_when(i["at"]), i["harness"], i["bank_id"], _short(i["title"], 50), str(i["events_added"])]
-             for i in data["recent_imports"]]))
+        imports = [[_when(i["at"]), i["harness"], i["bank_id"], i["title"] or "", str(i["events_added"])]
+                   for i in data["recent_imports"]]
+        parts += _shrinking(["TIME", "HARNESS", "BANK", "TITLE", "+EVENTS"], imports, width,
+                            ((3, 50, 10), (2, 40, 16))).splitlines()
     else:
         parts.append("  nothing imported yet: run `harvester scan`")
     if data.get("recent_problems"):
         parts += ["", "Recent problems:"]
         for p in data["recent_problems"]:
-            parts.append(f"  {p['harness']} {p['source_path']}:{p['line']} {p['kind']}: {_short(p['detail'], 80)}")
-    return "\n".join(parts)
+            parts.append(_with_path(f"  {p['harness']} ", p["source_path"],
+                                    f":{p['line']} {p['kind']}: {_short(p['detail'], 80)}", width))
+    return parts
+
+
+def _shrinking(headers: list[str], rows: list[list[str]], width: int | None,
+               give: tuple[tuple[int, int, int], ...]) -> str:
+    """The table with the columns in ``give`` (index, widest, narrowest), first first, cut with "…" so that it
+    fits ``width``."""
+    rows = _visible_cells(rows)
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    for column, widest, _ in give:
+        widths[column] = min(widths[column], max(widest, len(headers[column])))
+    for column, _, narrowest in give:
+        over = sum(widths) + 2 * (len(widths) - 1) - (width or 10**9)
+        if over > 0:
+            widths[column] = max(narrowest, widths[column] - over)
+    cut = {column for column, _, _ in give}
+    return _aligned(headers, [[_short(cell, widths[i]) if i in cut else cell for i, cell in enumerate(row)]
+                              for row in rows])
 
 
 UNKNOWN_MARK = " (unknown repository)"

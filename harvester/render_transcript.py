@@ -11,7 +11,7 @@ from typing import Any
 
 from harvester.model import is_injected
 from harvester.recall.tools import call_lines, lines_of
-from harvester.render import _label, _short, _when, plural
+from harvester.render import UNKNOWN_STATE, _label, _short, _when, plural
 from harvester.terminal import visible
 
 # What `show` folds unless asked (--full, or --kinds naming the kind): what a reader skips.
@@ -50,7 +50,8 @@ def transcript_text(session: dict[str, Any], events: list[dict[str, Any]], full:
     if s["parent_native_id"]:
         head.append(f"{s['parent_kind'] or 'child'} of {s['parent_native_id']}")
     head.append(f"started {_when(s['started_at'])}   updated {_when(s['updated_at'])}   model {s['model'] or '-'}"
-                f"   {s['event_count']} events   state {s['state']}")
+                f"   {s['event_count']} {plural(s['event_count'], 'event')}   state {s['state']}"
+                + (f" ({UNKNOWN_STATE})" if s["state"] == "unknown" else ""))
     out: list[str] = []
     folded: dict[str, int] = {}
     meta_run: list[dict[str, Any]] = []

@@ -45,10 +45,10 @@ from watchdog.observers import Observer
 from harvester import __version__, bank_gone
 from harvester.bank import Bank, open_bank
 from harvester.config import Settings, runtime_dir
-from harvester.heartbeat import HEARTBEAT_NAME, epoch
+from harvester.heartbeat import HEARTBEAT_NAME
 from harvester.ingest import Ingestor, SourceResult
 from harvester.instance import InstanceLock
-from harvester.liveness import AgentProcess, agent_processes, judge
+from harvester.liveness import AgentProcess, agent_processes, verdicts
 from harvester.log import get_logger
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Harness
@@ -387,25 +387,11 @@ class Service:
         sources = {s["source_path"] for s in sessions if s["source_path"]}
         roots = self._roots(harness)
         self._read_many(harness, [f for f in (self._found(harness, Path(p), roots) for p in sorted(sources)) if f])
-        # A source can hold many sessions (Aider's history file has a block per run; opencode's one
-        # database has them all): a running agent works on the newest of them, not on every one.
-        newest: dict[str, str] = {}
-        for session in sorted(sessions, key=lambda s: s["updated_at"] or ""):
-            if session["source_path"]:
-                newest[session["source_path"]] = session["native_id"]
         changes: list[tuple[int, str]] = []
-        for session in sessions:
+        for session, verdict, holder in verdicts(sessions, running,
+                                                 lambda s: (harness.name, s["native_id"]) in self._held,
+                                                 t.recent_minutes * 60, t.idle_end_minutes * 60):
             key = (harness.name, session["native_id"])
-            # When the session was last written: the earlier of its own last record's time and its
-            # file's mtime (one database holds every opencode session: the file says "some session
-            # was written", the session's time says which).
-            times = [t for t in (epoch(session["updated_at"]), _mtime(session["source_path"])) if t is not None]
-            mtime = min(times) if times else None
-            holder = (_holder(session, mtime, running)
-                      if newest.get(session["source_path"], session["native_id"]) == session["native_id"] else None)
-            verdict = judge(held=holder is not None, was_held=key in self._held and holder is None,
-                            source_mtime=mtime, last_turn=session["last_turn"], recent_s=t.recent_minutes * 60,
-                            idle_end_s=t.idle_end_minutes * 60)
             if holder is not None:
                 self._held[key] = holder.pid
             else:
@@ -555,19 +541,6 @@ class _Handler(FileSystemEventHandler):
         self.service.on_event(event)
 
 
-def _holder(session: dict[str, Any], mtime: float | None, running: list[AgentProcess]) -> AgentProcess | None:
-    """The agent process working on this session: same harness, same directory, and started before
-    the session was last written (an agent running in a repo does not hold its old sessions)."""
-    cwd = session["cwd"]
-    if not cwd or mtime is None:
-        return None
-    cwd = os.path.normpath(cwd)
-    for proc in running:
-        if os.path.normpath(proc.cwd) == cwd and mtime >= proc.started - 2:
-            return proc
-    return None
-
-
 def _libc_malloc_trim() -> Callable[[int], int] | None:
     """glibc keeps freed heap pages unless asked to return them; other libcs have no such call."""
     try:
@@ -577,18 +550,6 @@ def _libc_malloc_trim() -> Callable[[int], int] | None:
 
 
 _malloc_trim = _libc_malloc_trim() if sys.platform.startswith("linux") else None
-
-
-def _mtime(path: str | None) -> float | None:
-    """When the source was last written: a SQLite database in WAL mode is written in its -wal file,
-    and its main file keeps an old time until a checkpoint."""
-    if not path:
-        return None
-    times = []
-    for candidate in (path, f"{path}-wal"):
-        with contextlib.suppress(OSError):
-            times.append(os.stat(candidate).st_mtime)
-    return max(times) if times else None
 
 
 def _nearest_existing(path: Path) -> Path | None:

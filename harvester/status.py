@@ -34,15 +34,19 @@ def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
         # Made by a parser older than this version's: `harvester reparse` would make them again.
         entry["sessions_older_parser"] = sum(n for v, n in versions.get(name, {}).items()
                                              if v is None or v < harness.version)
+        # Found on this machine: its store is here (for an agent that keeps history in each repository, the
+        # repositories sessions worked in are no sign of it), or the bank holds its sessions.
+        entry["found"] = bool(entry["sessions"] or entry["sources"] or entry["not_readable"]
+                              or (roots and not harness.roots_in_repositories))
         harnesses.append(entry)
     for name, leftover in stats.items():  # harnesses in the bank that this version lacks
         harnesses.append({"name": name, "label": name, "enabled": False, "roots": [], **leftover,
-                          "sessions_older_parser": 0, "not_readable": []})
+                          "sessions_older_parser": 0, "not_readable": [], "found": True})
     connected = registered(home, os.environ, only_installed=True)
     for entry in harnesses:
         entry["mcp_registered"] = connected.get(entry["name"])  # None: an agent connect does not know
     return {
-        "bank": {"path": str(settings.bank), "size_bytes": bank.size_bytes()},
+        "bank": {"path": str(settings.bank), "size_bytes": bank.size_bytes(), "exists": True},
         "archive": archive_status(bank, settings),
         "git": {"found": git_found()},
         "mcp": {"registered": sorted(n for n, yes in connected.items() if yes),
@@ -69,6 +73,21 @@ def repositories_status(bank: Bank) -> dict[str, Any]:
             "shared_bank_ids": [{"bank_id": label, "repositories": [
                 {"key": r.key, "sessions": r.sessions, "label": r.label} for r in shared]}
                 for label, shared in sorted(found.shared.items())]}
+
+
+def gather_before_first_scan(settings: Settings) -> dict[str, Any]:
+    """What status says before there is a bank (the agents found, the service, the MCP registrations): gathered
+    over an empty bank made in a temporary directory, which goes when done. The bank's own path is not created: a
+    reading command never makes a bank (a typo in --bank would leave one behind)."""
+    import tempfile
+
+    from harvester.bank import open_bank
+
+    with tempfile.TemporaryDirectory(prefix="harvester-status-") as tmp, \
+            open_bank(os.path.join(tmp, "bank.sqlite"), archive=False) as empty:
+        data = gather(empty, settings)
+    data["bank"] = {"path": str(settings.bank), "size_bytes": 0, "exists": False}
+    return data
 
 
 def sinks_status(bank: Bank, settings: Settings) -> dict[str, Any]:

@@ -96,6 +96,9 @@ def test_bank_location_from_environment(tmp_path: Path) -> None:
 
 
 def test_show_unknown_session_fails_clearly(tmp_path: Path) -> None:
+    s = ClaudeSession(tmp_path, "/work/app")  # a bank with history: before the first scan, show says there is none
+    s.write(*s.conversation(1))
+    run(tmp_path, tmp_path / "b.sqlite", "scan")
     result = CliRunner().invoke(
         cli, ["--bank", str(tmp_path / "b.sqlite"), "show", "nope"], env={"HOME": str(tmp_path)}
     )

@@ -95,8 +95,8 @@ def test_every_view_of_a_hostile_session_holds_one_frame_and_nothing_it_obeys(ho
         one_frame(text)
         assert "pwned" in text and "\u241b]0;pwned\u2407" in text, name  # shown, never obeyed
     handoff = answers["handoff"]
-    for heading in ("## What the user asked", "## What the agent did", "## How it ended",
-                    "## The last exchange, verbatim"):
+    for heading in ("## How it ended", "## The last exchange", "## Files changed (1), latest first",
+                    "## Earlier asks (1), latest first"):
         assert handoff.splitlines().count(heading) == 1, heading
     assert next(line for line in handoff.splitlines() if line.startswith("#")).startswith("# Handoff: title")
     shown = answers["get_events"]

@@ -35,7 +35,7 @@ def test_states() -> None:
 
 def test_a_wal_databases_last_write_is_its_wal_files(tmp_path: Path) -> None:
     """The agent holds its session while it writes: for SQLite in WAL mode that is the -wal file."""
-    from harvester.service import _mtime
+    from harvester.liveness import source_mtime as _mtime
 
     db = tmp_path / "sessions.db"
     db.write_bytes(b"")

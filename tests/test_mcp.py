@@ -123,13 +123,15 @@ def test_handoff_by_default_skips_the_callers_own_live_session(capture: dict, mo
 
 @pytest.mark.parametrize("mode", MODES)
 def test_handoff_says_what_was_asked_done_and_how_it_ended(capture: dict, mode: str) -> None:
-    results = _session(capture, mode, [("recent_sessions", {"harness": "codex", "limit": 1}),
-                                       ("handoff", {"harness": "codex"}), ("handoff", {"session": "nope-no-such"})])
-    session = re.search(r"session `([^`]+)`", results["results"][0][1])[1]
+    session = "01a227f1-e1fc-7931-9db3-a599318249dc"  # Codex, two turns: an ask, a command, another ask
+    results = _session(capture, mode, [("handoff", {"harness": "codex"}), ("handoff", {"session": session}),
+                                       ("handoff", {"session": "nope-no-such"})])
+    error, text = results["results"][0]
+    assert not error and "of codex" in _framed(text) and "## The last exchange" in text
     error, text = results["results"][1]
     assert not error and session in text
-    for heading in ("## What the user asked", "## What the agent did", "## How it ended", "## The last exchange"):
-        assert heading in _framed(text)
+    for heading in ("## How it ended", "## The last exchange", "## Earlier asks", "\nRan 1 command"):
+        assert heading in _framed(text), heading
     assert re.search(r"- #\d+ \(", text)  # asks cite their positions
     error, text = results["results"][2]
     assert error and "no session 'nope-no-such'" in text and "\n" not in text.strip()

@@ -39,6 +39,15 @@ class NotABank(BankError):
                          "give --bank (or HARVESTER_BANK) a new file or an existing bank")
 
 
+class NoBank(BankError):
+    """Nothing to read yet: no bank at the path (or an empty file). A reading command never makes one (a typo in
+    ``--bank`` must not leave a new bank behind); the first ``scan`` or ``run`` does."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"no bank at {path} yet")
+        self.path = path
+
+
 class BankNewer(BankError):
     """The bank was written by a newer harvester: refused for writing, readable read-only."""
 
@@ -213,13 +222,19 @@ def open_bank(path: str | Path, readonly: bool = False, archive: bool = True, re
 
 def open_bank_to_read(path: str | Path) -> Bank:
     """The bank for a command that only reads: opened for writing where this user can write it (so it
-    is created or migrated as usual), else read-only; read-only too when a newer harvester wrote it.
-    Its archive, if it has one, is only read (a writer repairs it; see harvester/archive)."""
+    is migrated as usual), else read-only; read-only too when a newer harvester wrote it. Never created:
+    :class:`NoBank` when there is none (or only an empty file) at ``path``. Its archive, if it has one, is only
+    read (a writer repairs it; see harvester/archive)."""
     path = str(path)
+    try:
+        if os.stat(path).st_size == 0:
+            raise NoBank(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise NoBank(path) from None
+    except OSError:
+        pass  # not ours to stat: opening it says why
     directory = os.path.dirname(os.path.abspath(path))
-    writable = os.access(path, os.W_OK) if os.path.exists(path) else os.access(directory, os.W_OK)
-    if os.path.exists(path) and not os.access(directory, os.W_OK):
-        writable = False  # -wal and -shm could not be created beside it
+    writable = os.access(path, os.W_OK) and os.access(directory, os.W_OK)  # -wal and -shm are made beside it
     bank = None
     if writable:
         with contextlib.suppress(BankNewer):  # readable all the same

@@ -32,6 +32,14 @@ class RecallError(ValueError):
     """A request that cannot be answered as asked: the one-line reason goes back to the caller."""
 
 
+class NoSession(RecallError):
+    """No session to hand off in the scope: an answer (there is none), not a failure."""
+
+    def __init__(self, where: str, other: str = "", harness: str | None = None) -> None:
+        super().__init__(f"no session{other} in {where}" + (f" of {clip(harness, 40)}" if harness else ""))
+        self.where, self.other, self.harness = where, other, harness
+
+
 @dataclass
 class Recall:
     """What an answer is given: the bank, the scope, and who asks (an agent's own live session is not
@@ -52,6 +60,11 @@ _ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1
 def clip(text: Any, limit: int) -> str:
     text = " ".join((text if isinstance(text, str) else "" if text is None else str(text)).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def counted(n: int, noun: str, nouns: str | None = None) -> Md:
+    """``1 ask``, ``2 asks``, ``0 tool errors``: a count and its noun, singular for one."""
+    return md("{:,} {}", n, noun if n == 1 else nouns or noun + "s")
 
 
 def when(ts: str | None) -> str:
@@ -116,13 +129,18 @@ def session_in_scope(r: Recall, ref: str) -> dict[str, Any]:
     return found[0]
 
 
+def filed_in(r: Recall, s: dict[str, Any]) -> Md:
+    """Where a session is filed, said when the answer spans every repository (``all_repos``)."""
+    return md(", in {}", s.get("bank_id") or "an unknown repository") if r.scope.everything else EMPTY
+
+
 def state_words(session: dict[str, Any]) -> str:
     """How a session ended, as a reader needs to know it."""
     return {
         "ended": "ended cleanly",
         "abandoned": "ABANDONED mid-turn: the agent stopped before finishing its last turn",
         "live": "still LIVE: an agent may be working in it right now",
-    }.get(session["state"], "unknown (the capture service did not see it end)")
+    }.get(session["state"], "state unknown (no capture service watched it)")
 
 
 # --- recent_sessions -------------------------------------------------------------------------------------
@@ -147,14 +165,15 @@ def recent_sessions(r: Recall, limit: int = 10, harness: str | None = None, sinc
         first, last = r.bank.first_and_last(s["id"])
         counts = r.bank.event_counts(s["id"])
         lines = [md("## {}", clip(s["title"], 100) or "(untitled)"),
-                 md("- session `{}` ({}{}){}", s["native_id"], s["harness"],
+                 md("- session `{}` ({}{}){}{}", s["native_id"], s["harness"],
                     md(", {}", s["agent_version"]) if s["agent_version"] else EMPTY,
-                    md(", branch {}", s["branch"]) if s["branch"] else EMPTY),
+                    md(", branch {}", s["branch"]) if s["branch"] else EMPTY, filed_in(r, s)),
                  md("- started {}, updated {}; {}", when(s["started_at"]), when(s["updated_at"]), state_words(s)),
                  *([md("- a {} of session `{}`", s["parent_kind"], s["parent_native_id"])] if s["parent_native_id"]
                    else []),
-                 md("- {} events: {} asks, {} answers, {} tool calls, {} tool errors", s["event_count"],
-                    counts["asks"], counts["answers"], counts["tool_calls"], counts["tool_errors"])]
+                 md("- {}: {}, {}, {}, {}", counted(s["event_count"], "event"), counted(counts["asks"], "ask"),
+                    counted(counts["answers"], "answer"), counted(counts["tool_calls"], "tool call"),
+                    counted(counts["tool_errors"], "tool error"))]
         if first:
             lines.append(md("- first ask (#{}): {}", first["seq"], clip(first["text"], 300)))
         if last:
@@ -195,7 +214,8 @@ def search_history(r: Recall, query: str, harness: str | None = None, since: str
         parts = [counted + md("; the best {}:", len(hits))]
     for h in hits:  # a subagent's hit names the session that started it
         parent = md(", {} of `{}`", h["parent_kind"], h["parent_native_id"]) if h.get("parent_native_id") else EMPTY
-        parts.append(md("- session `{}` ({}{}) #{} {}, {}: {}", h["session"], h["harness"], parent, h["seq"],
+        parts.append(md("- session `{}` ({}{}{}) #{} {}, {}: {}", h["session"], h["harness"], parent, filed_in(r, h),
+                        h["seq"],
                         label_of(h), when(h["ts"]), clip(h["snippet"], 400)))
     if not page.ranked:
         parts.append(md("(add words, or narrow with harness, since, role or kind, to get the matches ranked best "
@@ -254,8 +274,8 @@ def get_events(r: Recall, session: str, start: int = 0, limit: int = 50, kinds: 
     events = r.bank.events_page(s["id"], start, limit + 1, kinds=kinds or None)
     page, rest = events[:limit], events[limit:]
     children = _children(r, s, page)
-    head = md("Session `{}` ({}), {}: {} events; {}.", s["native_id"], s["harness"],
-              clip(s["title"], 100) or "(untitled)", s["event_count"], state_words(s))
+    head = md("Session `{}` ({}{}), {}: {}; {}.", s["native_id"], s["harness"], filed_in(r, s),
+              clip(s["title"], 100) or "(untitled)", counted(s["event_count"], "event"), state_words(s))
     blocks, used = [head], len(head.encode()) + 600
     next_start = rest[0]["seq"] if rest else None
     go_on = EMPTY
