@@ -445,7 +445,7 @@ def context(settings: Settings, repo: str | None, session_ref: str | None, harne
             text = brief.handoff(r, chosen["native_id"], None, max_bytes, reader="cli")
         except NoSession as none:  # an answer: there is none here
             said = (f"No session in {none.where}{f' of {none.harness}' if none.harness else ''} yet: "
-                    "`harvester sessions` lists every repository's.")
+                    "`harvester sessions` lists every repository's." + unknown_hint(bank, r.scope))
             if as_json:
                 _print_json({"scope": r.scope.label, "session": None, "brief": None, "message": said})
             else:

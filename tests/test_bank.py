@@ -69,3 +69,14 @@ def test_placed_events_are_kept_in_their_agents_order(tmp_path: Path) -> None:
         write(("e", "5"), ("a", "9"))  # a later place never moves an event back
         assert order() == [(1, "d"), (2, "a"), (3, "b"), (4, "c"), (5, "e")]
         assert bank.conn.execute("SELECT event_count, last_seq FROM sessions").fetchone() == (5, 5)
+
+
+def test_an_event_rows_uid_and_content_hash_are_where_the_bank_reads_them() -> None:
+    """bank/sqlite_forget.without_copies reads a row's uid and content hash by position: a column added to
+    event_rows must not move them unseen (it did once, and forgotten records came back in forks)."""
+    from harvester.bank.sqlite_events import ROW_CONTENT_HASH, ROW_UID, event_rows
+    from harvester.model import Event
+
+    event = Event("s", "uid-of-the-record", "user", "text", "what it said", meta={"injected": True, "recall": True})
+    [row] = event_rows([event])
+    assert (row[ROW_UID], row[ROW_CONTENT_HASH]) == ("uid-of-the-record", event.content_hash())

@@ -270,7 +270,7 @@ def test_the_bank_file_and_the_bank_id_have_distinct_names(tmp_path: Path) -> No
     by_id = _cli(home, bank, "sessions", "--bank-id", "coding-agent::demo-repo", "--json")
     assert [r["native_id"] for r in orjson.loads(by_id.stdout)] == [s.id]
     found = _cli(home, bank, "search", "pelican", "--bank-id", "coding-agent::demo-repo", "--json")
-    assert [h["session"] for h in orjson.loads(found.stdout)] == [s.id]
+    assert [h["session"] for h in orjson.loads(found.stdout)["hits"]] == [s.id]
     old = _cli(home, bank, "sessions", "--bank", "coding-agent::demo-repo", "--json")  # the old spelling works
     assert [r["native_id"] for r in orjson.loads(old.stdout)] == [s.id] and "--bank-id" in old.stderr
     for value in (str(bank), "other.sqlite", "~/banks/x.db"):  # a file: the global option, given too late

@@ -323,7 +323,7 @@ def test_backfill_forwards_a_bank_or_recent_sessions_and_leaves_the_rest_queued(
             write(bank, "claude-code", f"d{n}", [said(f"d{n}", 1)])
         write(bank, "codex", "o1", [said("o1", 1)], cwd="/work/other")
     runner = CliRunner()
-    out = runner.invoke(cli, ["--bank", str(bank_path), "sink", "backfill", "--bank", "coding-agent::other"])
+    out = runner.invoke(cli, ["--bank", str(bank_path), "sink", "backfill", "--bank-id", "coding-agent::other"])
     assert out.exit_code == 0 and "Forwarded 1 of 1 sessions" in out.output, out.output
     assert set(fake.documents.get("coding-agent::demo", {})) == set()
     out = runner.invoke(cli, ["--bank", str(bank_path), "sink", "backfill"])

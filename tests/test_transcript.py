@@ -393,7 +393,7 @@ def test_search_hits_name_the_whole_session_and_a_subagents_parent(captured: Pat
         (child[1], child[2])}
     with open_bank(captured) as b:
         answer = search_history(Recall(b, EVERYTHING), "pelican", harness="claude-code")
-    assert f"- session `{child[1]}` (claude-code, subagent of `{child[2]}`)" in answer
+    assert f"- session `{child[1]}` (claude-code, subagent of `{child[2]}`, in " in answer  # every repository's: named
 
 
 SUBAGENT_CAPTURES = ("claude-code", "codex", "copilot-cli", "dcode", "deepseek-harness", "hermes", "kimi", "kimi-code",

@@ -140,6 +140,11 @@ def stamp_changed(conn: sqlite3.Connection, pks: set[int], clock: int | None = N
                      [(n, pk, n) for pk in sorted(pks)])
 
 
+# Where an event row (event_rows) holds what is read back from it before it is written: its uid and content hash.
+ROW_UID = 0
+ROW_CONTENT_HASH = 16
+
+
 def event_rows(events: list[Event]) -> list[tuple]:
     return [_event_values(e) for e in events]
 

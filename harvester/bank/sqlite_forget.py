@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from harvester.archive import archive_dir, blob_path
+from harvester.bank.sqlite_events import ROW_CONTENT_HASH, ROW_UID
 
 
 @dataclass
@@ -222,13 +223,12 @@ class SqliteForget:
 
 def without_copies(bank: SqliteForget, harness: str, sessions: list[Any], events: list[Any], rows: list[tuple]
                    ) -> tuple[list[Any], list[Any], list[tuple]]:
-    """A write's sessions, events and their rows (sqlite_events.event_rows: uid first, content hash second to
-    last) without what copies a forgotten session (model.record_key, model.title_key): its records' events,
+    """A write's sessions, events and their rows (sqlite_events.event_rows) without what copies a forgotten session (model.record_key, model.title_key): its records' events,
     its title, or a title made of a copied event's text (a fork's first prompt); and without a session not
     held yet whose every event here is a copy (a resume that only replays)."""
     from harvester.model import record_key, title_key
 
-    keys = [record_key(row[0], row[-2]) for row in rows]
+    keys = [record_key(row[ROW_UID], row[ROW_CONTENT_HASH]) for row in rows]
     titles = {sw.patch.title: title_key(sw.patch.title) for sw in sessions if sw.patch.title}
     forgotten = bank.forgotten_among(harness, {k for k in keys if k} | set(titles.values()))
     if not forgotten:
