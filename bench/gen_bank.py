@@ -45,7 +45,7 @@ TOOLS = ("Read", "Bash", "Edit", "Grep", "shell_command", "apply_patch", "read_f
 def vocabulary() -> tuple[list[str], list[float]]:
     counts: Counter[str] = Counter()
     # Sorted: ties in most_common keep the order words were first seen, which must not be the disk's.
-    for path in sorted({*ROOT.glob("harvester/**/*.py"), *ROOT.glob("parsers/*.py"), *ROOT.glob("**/*.md")}):
+    for path in sorted({*ROOT.glob("harvester/**/*.py"), *ROOT.glob("**/*.md")}):
         relative = path.relative_to(ROOT).parts
         # Only the project's own files: not installed packages, caches, or what benchmarks wrote.
         if any(part.startswith(".") for part in relative) or relative[:2] == ("bench", "out"):

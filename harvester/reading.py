@@ -410,7 +410,7 @@ def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[
             batch.problems.append(Problem("malformed", records[0].line if records else 1, describe(faults)))
     mark_recall(batch, recall_key)
     redactions = redact_batch(batch)
-    for problem in batch.problems:  # what a record was, never what it said (parsers/base.py)
+    for problem in batch.problems:  # what a record was, never what it said (harvester/parsers/base.py)
         problem.detail = problem_detail(problem.detail)
     return batch, redactions, keep_whole_texts(batch, keep_whole)
 

@@ -1,4 +1,4 @@
-"""OpenClaw: the SQLite era (2026.8.1+) beside the JSONL era, through parsers/openclaw.py.
+"""OpenClaw: the SQLite era (2026.8.1+) beside the JSONL era, through harvester/parsers/openclaw.py.
 
 ``fixtures/pi/openclaw/hand`` is laid out like ``~/.openclaw``: the JSONL files of the older releases
 and ``agents/main/agent/openclaw-agent.sql`` (the agent database as SQL text, a compressed row as an

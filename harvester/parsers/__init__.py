@@ -1,6 +1,6 @@
 """One module per harness, behind the interface in :mod:`harvester.parsers.base`.
 
-Adding a harness: write ``parsers/<name>.py``, add ``fixtures/<name>/`` with a SOURCE.md, and add one
+Adding a harness: write ``harvester/parsers/<name>.py``, add ``fixtures/<name>/`` with a SOURCE.md, and add one
 line to ``HARNESSES`` below.
 """
 

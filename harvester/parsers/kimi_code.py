@@ -19,7 +19,7 @@ Format facts and their sources: ``fixtures/kimi_code/SOURCE.md``. In short:
 - ``state.json`` beside ``agents/`` (rewritten) holds the cwd, the title and its kind, the archived flag and
   ``forkedFrom``: a fork (``kimi fork``) copies the parent's journals whole and appends ``forked``.
 
-Not the Kimi CLI's format (``parsers/kimi.py``: ``~/.kimi``, ``{"timestamp", "message": {...}}`` lines):
+Not the Kimi CLI's format (``harvester/parsers/kimi.py``: ``~/.kimi``, ``{"timestamp", "message": {...}}`` lines):
 a harness of its own, over a store of its own; a migrated session is a copy, not the Kimi CLI's file.
 """
 

@@ -1,4 +1,4 @@
-"""Where the Cline family keeps its sessions: one function per harness (see ``parsers/cline.py``)."""
+"""Where the Cline family keeps its sessions: one function per harness (see ``harvester/parsers/cline.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Where the pi family keeps its sessions: one function per member (see ``parsers/pi.py``)."""
+"""Where the pi family keeps its sessions: one function per member (see ``harvester/parsers/pi.py``)."""
 
 from __future__ import annotations
 

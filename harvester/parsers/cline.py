@@ -40,7 +40,7 @@ from harvester.parsers.base import (
     render_call,
 )
 
-# where: the roots functions are in cline_roots (named here too: parsers/__init__.py uses them)
+# where: the roots functions are in cline_roots (named here too: harvester/parsers/__init__.py uses them)
 from harvester.parsers.cline_roots import cline_legacy_roots as cline_legacy_roots
 from harvester.parsers.cline_roots import cline_roots as cline_roots
 from harvester.parsers.cline_roots import kilo_code_roots as kilo_code_roots

@@ -7,7 +7,7 @@ Format facts and their sources: ``fixtures/codex/SOURCE.md`` (eras, upstream fil
   the transcript. ``event_msg`` is the UI stream: its copies of the same content (``user_message``,
   ``agent_message``, ``agent_reasoning``, ``item_completed``, ``*_end``) are dropped; turn
   boundaries, token counts, rollbacks, reviews, errors and warnings are kept as facts or notices
-  (``parsers/codex_events.py``).
+  (``harvester/parsers/codex_events.py``).
 - Injected context (developer instructions, AGENTS.md, environment context, skills, ...) arrives as
   ``message`` items too: it is filed as ``system``, never as the user's words. Codex 0.171 labels
   each content item (``content_item_kinds``); older files are told apart by their markup.

@@ -15,7 +15,7 @@ Format facts and their sources: ``fixtures/opencode/SOURCE.md``, ``fixtures/kilo
   unknown is drift.
 - Before 1.2: ``storage/session/<projectID>/<sessionID>.json`` with the session's messages in
   ``storage/message/<sessionID>/*.json`` and their parts in ``storage/part/<messageID>/*.json``
-  (``parsers/opencode_storage.py``; joined by those folders, as opencode does, not by the ids the
+  (``harvester/parsers/opencode_storage.py``; joined by those folders, as opencode does, not by the ids the
   documents repeat inside). The JSON-to-SQLite migration (opencode 1.2 until it was
   dropped; Kilo still) copies them into the database with the file names as ids, so both layouts give
   the same uids: a migrated session is stored once, its database version winning.

@@ -9,12 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from harvester.parsers.base import Record, json_objects
 
 if TYPE_CHECKING:
-    from harvester.parsers.opencode import _Reader
+    from harvester.model import Batch, ProblemKind
+
+
+class _Reader(Protocol):
+    """What these functions use of harvester/parsers/opencode.py's reader (named here, not imported from there:
+    that module imports this one)."""
+
+    batch: Batch
+    line: int
+
+    def problem(self, kind: ProblemKind, detail: str) -> None: ...
 
 Rows = tuple[list[tuple[int, dict]], list[tuple[int, dict]], list[tuple[int, dict]]]
 

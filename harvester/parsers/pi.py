@@ -37,7 +37,7 @@ from harvester.parsers.pi_roots import prime_roots as prime_roots
 
 PI_NAME, PRIME_NAME, OMP_NAME, OPENCLAW_NAME = "pi", "prime-agent", "oh-my-pi", "openclaw"
 
-# -- stores (the roots functions are in pi_roots: named here too, as parsers/__init__.py uses them)
+# -- stores (the roots functions are in pi_roots: named here too, as harvester/parsers/__init__.py uses them)
 _UUID = "????????-????-????-????-????????????"
 PI_SOURCES = (SourceSpec("*/*.jsonl", "jsonl", "pi"), SourceSpec("*.jsonl", "jsonl", "pi"))
 PRIME_SOURCES = (

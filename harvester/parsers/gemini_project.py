@@ -12,12 +12,23 @@ import contextlib
 import re
 from collections.abc import Iterable
 from pathlib import PurePath, PurePosixPath, PureWindowsPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 if TYPE_CHECKING:
-    from harvester.parsers.gemini_cli import _Reader
+    from harvester.model import SessionPatch
+    from harvester.parsers.base import SourceRef
+
+
+class _Reader(Protocol):
+    """What these functions use of harvester/parsers/gemini_cli.py's reader (named here, not imported from there:
+    that module imports this one)."""
+
+    ref: SourceRef
+    state: dict[str, Any]
+
+    def patch(self) -> SessionPatch: ...
 
 HASH_DIR = re.compile(r"^[0-9a-f]{64}$")
 

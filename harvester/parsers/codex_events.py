@@ -9,10 +9,21 @@ of them a rollout holds: ``codex-rs/rollout/src/policy.rs`` (``fixtures/codex/SO
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from harvester.parsers.codex import _Reader
+    from harvester.model import Event, SessionPatch
+
+
+class _Reader(Protocol):
+    """What these handlers use of harvester/parsers/codex.py's reader (named here, not imported from there: that
+    module imports this one)."""
+
+    state: dict[str, Any]
+
+    def patch(self) -> SessionPatch: ...
+    def event(self, raw: bytes, ts: Any, suffix: int | None = None, **fields: Any) -> Event: ...
+    def drift(self, detail: str) -> None: ...
 
 # event_msg types whose content is already in response items, or that only drive the UI.
 EVENT_SKIPPED = frozenset({
