@@ -70,8 +70,8 @@ INTEGER = {"seq": "integer", "is_error": "boolean", "recall": "boolean", "tokens
 # -- the engines, each run as `python bench/bench_team.py --engine NAME BANK URL` in a fresh process -------------
 def engine_harvester(bank_path: Path, url: str) -> dict[str, Any]:
     from harvester.bank import open_bank
+    from harvester.config.team import TeamSettings
     from harvester.team import TeamBank
-    from harvester.team.config import TeamSettings
     from harvester.team.push import Pusher
 
     started = time.perf_counter()

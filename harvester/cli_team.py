@@ -33,9 +33,9 @@ def team() -> None:
 @click.pass_obj
 def team_push(settings: Settings) -> None:
     """Push what the team bank lacks now, with progress (the service does it after every import)."""
+    from harvester.config.team import masked
     from harvester.render import ProgressLine
     from harvester.team import outbox, pusher
-    from harvester.team.config import masked
 
     options = team_settings(settings)
     bank = open_bank_or_fail(settings, write=True, archive=False)

@@ -20,12 +20,10 @@ from typing import BinaryIO
 
 import zstandard
 
+from harvester.config.limits import MAX_DECOMPRESSED_BYTES
 from harvester.model import Problem
 from harvester.parsers.base import Record
 from harvester.sources import CHUNK_BYTES, Lines, open_regular
-
-# Real Codex rollouts decompress to tens of MB, rarely a few hundred; past this a file is not a session.
-MAX_DECOMPRESSED_BYTES = 4 * 1024**3
 
 
 class TooLarge(Exception):

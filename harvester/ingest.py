@@ -28,12 +28,13 @@ from typing import Any
 
 from harvester import workers
 from harvester.bank import Bank, BankError, Cursor, CursorMoved, SessionWrite, Write
+from harvester.config.limits import LIMITS, ReadLimits
 from harvester.gitident import GitResolver, RepoIdentity, bank_id, with_recorded_origin
 from harvester.log import configure as configure_log
 from harvester.log import configured_level, get_logger
 from harvester.model import Batch, Problem
 from harvester.parsers.base import Harness
-from harvester.reading import LIMITS, Chunk, Failure, Outcome, ReadLimits, failure_of, read_source
+from harvester.reading import Chunk, Failure, Outcome, failure_of, read_source
 from harvester.redact.batch import redact_problems
 from harvester.sources import Found, discover, harness_roots, source_stat, unchanged
 

@@ -23,7 +23,8 @@ import zstandard
 from harvester import paging
 from harvester.archive import Piece, doc_piece, file_piece, rows_piece, stream_piece, text_piece
 from harvester.bank import Cursor
-from harvester.compressed import MAX_DECOMPRESSED_BYTES, TooLarge, cut_at, open_zst, read_frames
+from harvester.compressed import TooLarge, cut_at, open_zst, read_frames
+from harvester.config.limits import LIMITS, ReadLimits
 from harvester.foreign_sqlite import NotADatabase, open_readonly
 from harvester.log import get_logger
 from harvester.model import MAX_EVENT_TEXT, Batch, Event, Problem, clip
@@ -50,26 +51,6 @@ from harvester.validate import describe, repair
 log = get_logger("harvester.reading")  # through harvester.log: see there
 
 Prepare = Callable[[list[Event]], list[tuple]]
-
-
-@dataclass(frozen=True, slots=True)
-class ReadLimits:
-    """Bounds on what reading one source may cost, and when a last line without its newline is taken; and
-    what reading takes from the bank it reads for (its archive's directory, its recall key)."""
-
-    max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
-    # A JSONL file whose last line has no newline, unchanged for this long, is done being written: a
-    # last line that is a whole record is taken (a lost last prompt otherwise waits for ever).
-    quiet_seconds: float = 60.0
-    archive: str | None = None  # the raw archive's directory (harvester/archive); None: no archive
-    page_rows: int | None = None  # a SQLite store's rows per chunk; None: harvester.paging.PAGE_ROWS
-    page_bytes: int | None = None  # and bytes; None: harvester.paging.PAGE_BYTES
-    # The bank's recall key: a frame sealed with it is the harvester's own answer seen again
-    # (harvester/recall/frame.py). None: no text is recall (only calls of the harvester's tools).
-    recall_key: bytes | None = field(default=None, repr=False)
-
-
-LIMITS = ReadLimits()
 
 
 @dataclass(slots=True)

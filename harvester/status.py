@@ -108,8 +108,8 @@ def team_status(bank: Bank, settings: Settings) -> dict[str, Any] | None:
     """The team push (harvester/team): sessions by state, the lag, last push, last error; None without one."""
     if settings.team is None:
         return None
+    from harvester.config.team import masked
     from harvester.team import outbox
-    from harvester.team.config import masked
 
     stats = outbox.stats(bank)  # type: ignore[arg-type]
     stats["url"] = masked(settings.team.url)

@@ -18,11 +18,12 @@ import pytest
 
 from harvester import paging, parsers
 from harvester.bank import open_bank
+from harvester.config.limits import ReadLimits
 from harvester.ingest import Ingestor
 from harvester.model import Batch, Event
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Harness, Record, SourceRef, SourceSpec, SqliteQuery, json_objects
-from harvester.reading import Outcome, ReadLimits, read_source
+from harvester.reading import Outcome, read_source
 from harvester.sources import Found
 from tests.golden import LAYOUTS, dumps, expected_path, reading, trees
 from tests.helpers import KillPoints, bank_rows

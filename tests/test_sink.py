@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from harvester import config
 from harvester.bank import Cursor, SessionWrite, Write, open_bank
 from harvester.cli import cli
+from harvester.config.sinks import HindsightSettings
 from harvester.model import Event, Mark, SessionPatch
 from harvester.sinks import forwarder, outbox
-from harvester.sinks.config import HindsightSettings
 from harvester.sinks.document import build, fingerprint
 from harvester.sinks.forward import Forwarder
 from harvester.sinks.hindsight import Hindsight, SinkError

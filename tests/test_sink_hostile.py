@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 from harvester.bank import Cursor, SessionWrite, Write, open_bank
 from harvester.cli import cli
+from harvester.config.sinks import HindsightSettings
 from harvester.model import Event, SessionPatch
 from harvester.sinks import hindsight, outbox
-from harvester.sinks.config import HindsightSettings
 from harvester.sinks.forward import MAX_BACKOFF, Forwarder
 from harvester.sinks.hindsight import Hindsight
 from tests.hindsight_fake import FakeHindsight

@@ -39,10 +39,11 @@ from harvester.archive.purge import Purge
 from harvester.bank import Cursor, Write
 from harvester.bank.sqlite_recall import recall_key_of
 from harvester.compressed import read_frames
+from harvester.config.limits import LIMITS
 from harvester.ingest import Ingestor
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Harness, Record, SourceRef
-from harvester.reading import LIMITS, Chunk, Outcome, _consume, _whole_record, read_batch, read_source
+from harvester.reading import Chunk, Outcome, _consume, _whole_record, read_batch, read_source
 from harvester.sources import Found, Plan, Stat, match, read_lines
 
 

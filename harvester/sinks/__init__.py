@@ -1,6 +1,6 @@
 """Sinks: the bank forwarded to other memory systems, after capture and never in its way.
 
-One sink today, Hindsight (``[sinks.hindsight]``, harvester/sinks/config.py): every session of every
+One sink today, Hindsight (``[sinks.hindsight]``, harvester/config/sinks.py): every session of every
 harness becomes one document in the Hindsight bank of its repository (``coding-agent::{gitProject}``, the
 banks Hindsight's own coding-agent integration uses), kept up to date as the session grows.
 

@@ -33,9 +33,9 @@ from typing import Any
 
 from harvester.bank.identities import Repositories, repositories
 from harvester.bank.sqlite import SqliteBank
+from harvester.config.sinks import HindsightSettings, bank_for
 from harvester.log import get_logger
 from harvester.sinks import outbox
-from harvester.sinks.config import HindsightSettings, bank_for
 from harvester.sinks.document import Document, build, fingerprint, their_document_ids
 from harvester.sinks.hindsight import MAX_WAIT_SECONDS, Hindsight, SinkError
 

@@ -1,7 +1,7 @@
 """The team bank: every machine's local bank pushed to one PostgreSQL database, and read back from it.
 
 Local first: each machine's SQLite bank stays the source of truth there, and capture never waits for the
-network. With ``team_bank`` set (harvester/team/config.py), ``harvester run`` pushes what it captured from
+network. With ``team_bank`` set (harvester/config/team.py), ``harvester run`` pushes what it captured from
 the local bank's outbox (outbox.py) in short, idempotent transactions (push.py), on its own thread, with a
 back-off while the server is away; ``harvester team push`` does one push now. ``--team`` on ``sessions``,
 ``show``, ``search``, ``context`` and ``mcp`` reads the team bank instead (read.py), in the local shapes.
@@ -24,7 +24,7 @@ from harvester.passes import BackgroundPasses
 if TYPE_CHECKING:
     from harvester.bank.sqlite import SqliteBank
     from harvester.config import Settings
-    from harvester.team.config import TeamSettings
+    from harvester.config.team import TeamSettings
     from harvester.team.push import Pusher, PushReport
 
 T = TypeVar("T")
@@ -44,7 +44,7 @@ class TeamBank:
     migrated on first use, this machine's row written once per pool."""
 
     def __init__(self, settings: TeamSettings, env: Mapping[str, str] = os.environ, max_size: int = 2) -> None:
-        from harvester.team.config import provenance
+        from harvester.config.team import provenance
 
         self.settings, self.env, self.max_size = settings, env, max_size
         self.provenance = provenance(settings, env)
@@ -52,7 +52,7 @@ class TeamBank:
         self._ready: str | None = None  # the machine whose row was written on this pool
 
     def scrub(self, message: str) -> str:
-        from harvester.team.config import scrub
+        from harvester.config.team import scrub
 
         return scrub(message, self.settings.url)
 

@@ -13,7 +13,7 @@
     [sinks.hindsight.bank."coding-agent::secret"]
     retain_sessions = false                 # this bank opts out: nothing of it is sent, by run or by backfill
 
-Checked like every other setting (harvester/config.py): an unknown key, a value of the wrong type, a URL
+Checked like every other setting (harvester/config/common.py): an unknown key, a value of the wrong type, a URL
 that is not http(s), a template with an unknown placeholder are a ConfigError naming the file and key.
 """
 
@@ -24,6 +24,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from harvester.config import common as c  # the checks and messages every setting uses
 
 DEFAULT_BANK_TEMPLATE = "coding-agent::{gitProject}"
 KEYS = ("banks", "bank", "bank_template", "converge", "exclude_banks", "exclude_harnesses", "harnesses",
@@ -79,8 +81,6 @@ def bank_for(template: str, session: Mapping[str, Any]) -> str:
 
 def parse_sinks(where: str, value: Any) -> dict[str, HindsightSettings]:
     """The ``[sinks]`` table of the config file (``where`` names it in messages)."""
-    from harvester import config as c  # the checks and messages every setting uses
-
     table = c._table(where, value, "a table of sinks")
     c._only_known_keys(where, table, ("hindsight",))
     out: dict[str, HindsightSettings] = {}
@@ -91,8 +91,6 @@ def parse_sinks(where: str, value: Any) -> dict[str, HindsightSettings]:
 
 
 def _hindsight(where: str, t: dict[str, Any]) -> HindsightSettings:
-    from harvester import config as c
-
     c._only_known_keys(where, t, KEYS)
     if "url" not in t:
         raise c.ConfigError(f'{where}: expected a url (such as "http://127.0.0.1:8888"), got none')

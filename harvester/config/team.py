@@ -9,7 +9,7 @@
 
 The password is never written here: libpq takes it from ``~/.pgpass`` (or ``$PGPASSFILE``), from ``$PGPASSWORD``,
 or from the URL itself; wherever the URL is shown (``config``, ``status``, logs, errors) its password is
-masked. Checked like every other setting (harvester/config.py).
+masked. Checked like every other setting (harvester/config/common.py).
 
 The connection floor (:func:`connection_floor`): whoever answers at the team bank's address is not trusted with
 the password or the history. libpq's defaults send a password in clear text to any server that asks for it
@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from harvester.config import TEAM_BANK_ENV
+from harvester.config import common as c
+from harvester.config.common import TEAM_BANK_ENV
 
 HOST_ENV = "HARVESTER_HOST_NAME"
 KEYS = ("bank", "host", "insecure")
@@ -162,8 +163,6 @@ def scrub(message: str, url: str) -> str:
 
 
 def check_url(where: str, value: Any) -> str:
-    from harvester import config as c
-
     url = c._nonempty_string(where, value, 'a PostgreSQL URL ("postgresql://user@host/db")')
     if not url.startswith(("postgresql://", "postgres://")):
         raise c._wrong_value(where, 'a postgresql:// URL', masked(url))
@@ -177,8 +176,6 @@ def check_url(where: str, value: Any) -> str:
 def parse_team(where: str, value: Any, url: str | None) -> TeamSettings | None:
     """The ``[team]`` table (``where`` names it), with the ``team_bank`` URL; None when there is no URL.
     A ``[team]`` table without one is a mistake worth naming."""
-    from harvester import config as c
-
     table = c._table(where, value, "a table") if value is not None else {}
     c._only_known_keys(where, table, KEYS)
     if url is None:
