@@ -28,7 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harvester.bank import Cursor, SessionWrite, Write, open_bank  # noqa: E402
+from harvester.bank import open_bank  # noqa: E402
+from harvester.capture.contract import Cursor, SessionWrite, Write  # noqa: E402
 from harvester.gitident import RepoIdentity  # noqa: E402
 from harvester.model import Event, SessionPatch, Usage  # noqa: E402
 

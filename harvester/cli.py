@@ -139,7 +139,8 @@ def where_option(fn: Any) -> Any:
 
 def chosen_scope(settings: Settings, repo: str | None, here: bool, bank_filter: str | None,
                  old_bank_id: str | None = None) -> Any:
-    from harvester.recall.scope import EVERYTHING, Scope, scope_for
+    from harvester.bank.scope import EVERYTHING, Scope
+    from harvester.recall.scope import scope_for
 
     bank_filter = bank_id_given(bank_filter, old_bank_id)
     if sum(bool(x) for x in (repo, here, bank_filter)) > 1:
@@ -179,7 +180,7 @@ def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
     """Import every session found on this machine; only what is new since the last scan."""
     from harvester import render
     from harvester.bank import BankError
-    from harvester.ingest import Ingestor
+    from harvester.capture.ingest import Ingestor
 
     bank = open_bank_or_fail(settings, write=True)
     ingestor = Ingestor(bank, settings.bank_id_template, exclude=settings.excluded, limits=settings.read_limits())

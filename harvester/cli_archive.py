@@ -20,7 +20,7 @@ from harvester.config import Settings
 
 def _archive_wanted(settings: Settings) -> bool:
     """Whether to open the archive for writing: when it is on, or off now but still holding what it kept."""
-    from harvester.archive import archive_dir
+    from harvester.capture.archive import archive_dir
 
     return settings.archive or archive_dir(settings.bank).is_dir()
 
@@ -35,8 +35,8 @@ def reparse(settings: Settings, names: tuple[str, ...], session_ref: str | None)
     lacks them). Idempotent; a run that was stopped goes on where it stood. Exit status 3: the archive of some
     sources is damaged (and their agents' files cannot mend it): their sessions were left as they were, and
     `harvester status` lists the damage."""
-    from harvester.archive import reparse as reparsing
-    from harvester.ingest import Ingestor
+    from harvester.bank import reparse as reparsing
+    from harvester.capture.ingest import Ingestor
     from harvester.render import ProgressLine
 
     bank = open_bank_or_fail(settings, write=True, archive=_archive_wanted(settings))

@@ -20,7 +20,7 @@ class NoHistory(click.ClickException):
     exit_code = 0
 
     def __init__(self, bank_path: Any, empty: Any = None) -> None:
-        from harvester.render import NO_HISTORY
+        from harvester.bank import NO_HISTORY
 
         super().__init__(NO_HISTORY.format(bank_path))
         context = click.get_current_context(silent=True)

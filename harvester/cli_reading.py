@@ -13,10 +13,10 @@ if TYPE_CHECKING:
 
 
 def judge_stale_states(bank: Bank, settings: Settings, harnesses: list[Harness]) -> None:
-    """Sessions a stopped service left marked live are judged again (harvester/liveness.py); a running service
+    """Sessions a stopped service left marked live are judged again (harvester/capture/liveness.py); a running service
     judges them itself, every half minute."""
+    from harvester.capture.liveness import judge_stale_live
     from harvester.heartbeat import read_heartbeat, service_alive
-    from harvester.liveness import judge_stale_live
 
     beat = read_heartbeat()
     if beat is not None and service_alive(beat):
@@ -47,7 +47,7 @@ def whole_texts(bank: Bank, events: list[dict[str, Any]]) -> None:
 def unknown_hint(bank: Any, scope: Any) -> str:
     """When a repository's scope came up empty: the sessions filed under its bank id whose repository is unknown
     (recorded in a folder of that name that is not here), which it does not include, and how to read them."""
-    from harvester.recall.scope import Scope
+    from harvester.bank.scope import Scope
 
     if not scope.keys:
         return ""

@@ -5,7 +5,7 @@ For the user who finds a secret in a transcript, or wants a repository's history
 - the sessions chosen (by id, by repository, by age), and the sessions started from them (sub-agents,
   forks), which hold their text too;
 - their events, their search index entries, their imports; their bytes in the raw archive
-  (:mod:`harvester.archive.purge`: a source of theirs alone goes whole, a shared one is re-packed);
+  (:mod:`harvester.capture.archive.purge`: a source of theirs alone goes whole, a shared one is re-packed);
 - their files in every folder ``export`` wrote into (recorded in the bank): only regular files of the names
   export gives them, never through a link; what cannot go is said (and a later export there removes it);
 - the deleted pages themselves: SQLite's ``secure_delete`` overwrites what is freed, the search index is
@@ -16,7 +16,7 @@ The order of operations: one transaction takes them out of the bank and records 
 it (the archive's files, the index's merge, the log); that is done after the commit, and a kill -9 before it
 is done leaves it recorded, for the next process that opens the bank for writing (every command but those
 that can only read it) to finish (:mod:`harvester.bank.sqlite_forget`). The archive's new files are written
-before the commit and its old ones removed after (:mod:`harvester.archive.purge`): the bank never names a
+before the commit and its old ones removed after (:mod:`harvester.capture.archive.purge`): the bank never names a
 file that is not there.
 
 A tombstone (``excluded_sessions``, reason ``forgotten``) keeps each one out of every later scan while the
@@ -34,8 +34,8 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any
 
+from harvester.bank.scope import Scope
 from harvester.bank.sqlite import SqliteBank, utcnow
-from harvester.recall.scope import Scope
 
 
 @dataclass
@@ -114,8 +114,8 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
     """Take ``sessions`` out of the bank and the archive, and tombstone them (see the module). One transaction
     does it in the bank and records what is left to do outside it; then that is done
     (:meth:`SqliteBank.finish_purges`), by this process or, if it is killed first, by the next to open the bank."""
-    from harvester.archive.purge import purge_sessions
     from harvester.bank.sqlite_forget import PurgeWork
+    from harvester.capture.archive.purge import purge_sessions
     from harvester.parsers import HARNESSES
 
     pks = [s["id"] for s in sessions]
@@ -174,8 +174,8 @@ def _drop_copies(c: Any, copies: dict[int, list[tuple[int, int | None]]], purge:
                  result: Forgotten) -> None:
     """Other sessions' copies of the forgotten records: their events go (the index and the team bank follow,
     by triggers), the sessions are counted again and stamped for the sinks, their sources' archive goes."""
-    from harvester.archive.purge import drop_copies
     from harvester.bank.sqlite_events import stamp_changed
+    from harvester.capture.archive.purge import drop_copies
     from harvester.model import title_key
 
     ids = [event for found in copies.values() for event, _ in found]

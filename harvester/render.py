@@ -14,15 +14,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harvester.bank import NO_HISTORY
 from harvester.terminal import visible
 
 if TYPE_CHECKING:  # names for annotations only: importing ingest (and every parser) costs search and sessions
-    from harvester.ingest import ScanReport, SourceResult
+    from harvester.capture.ingest import ScanReport, SourceResult
+    from harvester.capture.sources import Found
     from harvester.parsers.base import Harness
-    from harvester.sources import Found
 
-NO_HISTORY = "No history yet: run `harvester scan` to import every agent's sessions ({} does not exist yet)."
-# What a state of "unknown" means (harvester/liveness.py): said where a session's state is shown.
+# What a state of "unknown" means (harvester/capture/liveness.py): said where a session's state is shown.
 UNKNOWN_STATE = "no capture service watched it: `harvester run` judges whether it is live, ended or abandoned"
 EMPTY_STATS: dict[str, Any] = {
     "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0, "sessions": 0,

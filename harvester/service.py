@@ -44,15 +44,15 @@ from watchdog.observers import Observer
 
 from harvester import __version__, bank_gone
 from harvester.bank import Bank, open_bank
+from harvester.capture.ingest import Ingestor, SourceResult
+from harvester.capture.liveness import AgentProcess, agent_processes, verdicts
+from harvester.capture.sources import Found, discover, match, owner
 from harvester.config import Settings, runtime_dir
 from harvester.heartbeat import HEARTBEAT_NAME
-from harvester.ingest import Ingestor, SourceResult
 from harvester.instance import InstanceLock
-from harvester.liveness import AgentProcess, agent_processes, verdicts
 from harvester.log import get_logger
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Harness
-from harvester.sources import Found, discover, match, owner
 
 log = get_logger("harvester.service")  # through harvester.log: see there
 # Quiet seconds after an import, or a job that reads many rows, after which the page cache they filled is handed
@@ -352,7 +352,7 @@ class Service:
             self._release_memory()
 
     def maintain_archive(self) -> None:
-        """Archive retention (when configured) and files the bank no longer names (harvester/archive/expiry)."""
+        """Archive retention (when configured) and files the bank no longer names (harvester/capture/archive/expiry)."""
         assert self.bank is not None
         done = self.bank.maintain_archive(self.settings.archive_max_age_days, self.settings.archive_max_size_bytes,
                                           collect=True)

@@ -119,7 +119,7 @@ def team_status(bank: Bank, settings: Settings) -> dict[str, Any] | None:
 
 
 def archive_status(bank: Bank, settings: Settings) -> dict[str, Any]:
-    from harvester.archive import archive_dir
+    from harvester.capture.archive import archive_dir
 
     where = archive_dir(settings.bank)
     out: dict[str, Any] = {"on": settings.archive, "path": str(where), "exists": where.is_dir(),

@@ -12,8 +12,8 @@ import pytest
 
 from harvester import parsers
 from harvester.bank import open_bank
+from harvester.capture.ingest import Ingestor, ScanReport
 from harvester.config import DEFAULT_BANK_ID_TEMPLATE
-from harvester.ingest import Ingestor, ScanReport
 from harvester.model import Batch
 from harvester.parsers import aider
 from harvester.parsers.base import Harness, Record, SourceRef

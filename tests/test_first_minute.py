@@ -174,7 +174,7 @@ def test_the_service_judges_again_at_start_the_sessions_it_left_live(tmp_path: P
 
     from harvester import config, service
     from harvester.bank import open_bank
-    from harvester.ingest import Ingestor
+    from harvester.capture.ingest import Ingestor
 
     home, bank_path, s = _stale_bank(tmp_path)
     env = {"HOME": str(home), "HARVESTER_BANK": str(bank_path)}
@@ -302,8 +302,8 @@ def test_connects_usage_line_does_not_wrap_mid_word() -> None:
 
 
 def test_counts_are_in_words(tmp_path: Path) -> None:
+    from harvester.bank.scope import EVERYTHING
     from harvester.recall import brief, views
-    from harvester.recall.scope import EVERYTHING
     from harvester.recall.views import Recall
 
     home, bank_path, s = _one_session(tmp_path)

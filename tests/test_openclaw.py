@@ -334,6 +334,6 @@ def test_roots() -> None:
 
 @pytest.mark.parametrize("name", ["openclaw-agent", "openclaw-gateway", "openclaw-tui"])
 def test_process_titles(name: str) -> None:
-    from harvester.liveness import _is_agent
+    from harvester.capture.liveness import _is_agent
 
     assert _is_agent(name, [name], openclaw.PROCESSES)

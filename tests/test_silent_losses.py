@@ -13,8 +13,8 @@ import pytest
 import zstandard
 
 from harvester.bank import open_bank
+from harvester.capture.ingest import Ingestor
 from harvester.config.limits import ReadLimits
-from harvester.ingest import Ingestor
 from harvester.parsers import HARNESSES
 from tests.helpers import ClaudeSession, events_of, scan
 

@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from harvester import config
-from harvester.bank import Cursor, SessionWrite, Write, open_bank
+from harvester.bank import open_bank
+from harvester.capture.contract import Cursor, SessionWrite, Write
 from harvester.cli import cli
 from harvester.config.sinks import HindsightSettings
 from harvester.model import Event, Mark, SessionPatch

@@ -22,7 +22,8 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvester.bank import Cursor, SessionWrite, Write, open_bank
+from harvester.bank import open_bank
+from harvester.capture.contract import Cursor, SessionWrite, Write
 from harvester.cli import cli
 from harvester.config.sinks import HindsightSettings
 from harvester.model import Event, SessionPatch

@@ -23,7 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
-from harvester.bank import Cursor, SessionWrite, Write, open_bank
+from harvester.bank import open_bank
+from harvester.capture.contract import Cursor, SessionWrite, Write
 from harvester.config.sinks import HindsightSettings, bank_for
 from harvester.model import Event, Mark, SessionPatch
 from harvester.sinks.document import build

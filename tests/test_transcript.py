@@ -20,9 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 from harvester.bank import open_bank
+from harvester.bank.scope import EVERYTHING
 from harvester.cli import cli
 from harvester.recall.export import markdown
-from harvester.recall.scope import EVERYTHING
 from harvester.recall.tools import call_lines, children_of_calls, tool_call
 from harvester.recall.views import Recall, get_events, search_history
 from tests.golden import LAYOUTS, trees
@@ -298,7 +298,7 @@ def test_a_long_realistic_session_reads_in_far_fewer_lines(tmp_path: Path) -> No
     """The longest session of a generated history (bench/gen_tree.py: Claude Code and Codex shaped as captured):
     folding and clipping keep it well under its whole length; every event is still numbered."""
     from bench.gen_tree import generate
-    from harvester.ingest import Ingestor
+    from harvester.capture.ingest import Ingestor
     from harvester.parsers import HARNESSES
 
     home = tmp_path / "home"

@@ -415,7 +415,7 @@ MIGRATIONS: list[str] = [
     """
     INSERT OR IGNORE INTO bank_facts (key, value) VALUES ('recall_key', lower(hex(randomblob(32))));
     """,
-    # 11: the raw archive is checked on every read (harvester/archive/integrity.py). Each frame's digest, sha256
+    # 11: the raw archive is checked on every read (harvester/capture/archive/integrity.py). Each frame's digest, sha256
     #    of its uncompressed bytes (a stream's: the source's bytes [src_start, src_end), so the agent's file can
     #    be checked against it frame by frame); frames archived before have none and are checked by their
     #    structure. And what was found damaged, by source and part (a frame, a blob): status shows it, and

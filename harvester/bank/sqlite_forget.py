@@ -32,8 +32,8 @@ from typing import Any
 
 import orjson
 
-from harvester.archive import archive_dir, blob_path
 from harvester.bank.sqlite_events import ROW_CONTENT_HASH, ROW_UID
+from harvester.capture.archive import archive_dir, blob_path
 
 
 @dataclass

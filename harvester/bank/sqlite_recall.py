@@ -9,8 +9,8 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from harvester.bank.scope import Scope
 from harvester.bank.sqlite_read import EVENT_COLUMNS, SESSION_COLUMNS, _event_dict, _rows, _session_dict
-from harvester.recall.scope import Scope
 
 # Hits whose bm25 scores are within about 10 % of each other are equally relevant: those are shown oldest
 # first, so where something first came up is found before the sessions that later asked about it (which

@@ -110,7 +110,7 @@ class Settings:
     timings: Timings = field(default_factory=Timings)
     limits: Limits = field(default_factory=Limits)
     archive: bool = True
-    archive_max_age_days: float | None = None  # archive retention (harvester/archive/expiry.py); None: off
+    archive_max_age_days: float | None = None  # archive retention (harvester/capture/archive/expiry.py); None: off
     archive_max_size_bytes: int | None = None
     sinks: dict[str, HindsightSettings] = field(default_factory=dict)  # [sinks.*] (harvester/config/sinks.py)
     team: TeamSettings | None = None  # team_bank + [team] (harvester/config/team.py); None: no team bank

@@ -40,7 +40,7 @@ from mcp.types import Resource, ToolAnnotations
 from pydantic import ValidationError
 
 from harvester import __version__
-from harvester.bank import Bank, BankError, NoBank, open_bank_to_read
+from harvester.bank import NO_HISTORY, Bank, BankError, NoBank, open_bank_to_read
 from harvester.recall import brief, views
 from harvester.recall.frame import frame
 from harvester.recall.scope import scope_for
@@ -102,8 +102,6 @@ def build_server(bank: Bank | None, cwd: str, template: str, caller: str | None 
         try:
             return produce()
         except NoHistoryYet:
-            from harvester.render import NO_HISTORY
-
             return frame(md("{}", NO_HISTORY.format(banked.path)), kind, repository=home.label)
         except RecallError as exc:
             raise ToolError(one_line(str(exc))) from None

@@ -163,7 +163,7 @@ def harness_roots(harness: Harness, known_directories: Callable[[], list[str]], 
     """Where a harness's sources are. For an agent that keeps its history inside each repository (Aider)
     that is every directory a session in the bank worked in (``known_directories``), and the git
     repositories at most two levels below each configured root (a bounded walk, not a disk crawl). Here,
-    not in harvester.ingest or harvester.sources: status says where each harness looks without importing what
+    not in harvester.capture.ingest or harvester.capture.sources: status says where each harness looks without importing what
     reads them."""
     extra = tuple(extra)
     if not harness.roots_in_repositories:

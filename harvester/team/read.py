@@ -23,7 +23,7 @@ from harvester.team.identity import shared_origin
 from harvester.team.schema import SCHEMA
 
 if TYPE_CHECKING:
-    from harvester.recall.scope import Scope
+    from harvester.bank.scope import Scope
     from harvester.team import TeamBank
 
 _SESSION_FIELDS = ("id", "harness", "native_id", "bank_id", "cwd", "project", "repo_root", "origin_url", "origin_id",
@@ -156,7 +156,7 @@ class TeamReader:
 
     def list_sessions(self, bank_id: str | None = None, repo_root: str | None = None, harness: str | None = None,
                       limit: int | None = None) -> list[dict[str, Any]]:
-        from harvester.recall.scope import EVERYTHING, Scope
+        from harvester.bank.scope import EVERYTHING, Scope
 
         scope = Scope(bank_id, bank_id=bank_id) if bank_id else EVERYTHING
         return self.scoped_sessions(scope, limit or 2**62, harness=harness)

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import zstandard
 
-from harvester.archive import LEVEL, Piece, rows_piece, stream_piece
-from harvester.compressed import read_frames
+from harvester.capture.archive import LEVEL, Piece, rows_piece, stream_piece
+from harvester.capture.compressed import read_frames
+from harvester.capture.sources import read_lines
 from harvester.parsers.base import Harness, Record, SourceRef
-from harvester.sources import read_lines
 
 if TYPE_CHECKING:
     from harvester.model import Event
@@ -115,7 +115,7 @@ def _kept(records: list[Record], mask: list[bool]) -> list[Record]:
 def _events(harness: Harness, ref: SourceRef, records: list[Record], state: dict[str, Any],
             leave_out: set[str]) -> list[tuple[str, str, str]]:
     """What the records make, as the bank would hold it (every session's, but ``leave_out``)."""
-    from harvester.reading import read_batch  # imported here: this module is loaded with the bank
+    from harvester.capture.reading import read_batch  # imported here: this module is loaded with the bank
 
     batch, _, _ = read_batch(harness, ref, records, state, split=True)
     return sorted((e.session, e.uid, e.content_hash()) for e in batch.events
@@ -204,7 +204,7 @@ def _made(harness: Harness, ref: SourceRef, records: list[Record], state: dict[s
           split: bool = True) -> list[list[Event]]:
     """The events each record makes, as the bank with an archive holds them (parsed one at a time, redacted,
     clipped), ``split`` False for a document (see reading.read_batch)."""
-    from harvester.reading import read_batch  # imported here: this module is loaded with the bank
+    from harvester.capture.reading import read_batch  # imported here: this module is loaded with the bank
 
     state = _copy(state)
     out = []
@@ -241,7 +241,7 @@ def _without_copied(made: list[list[Event]], stream: bool, copied: Callable[[Eve
 
 
 def _remade(harness: Harness, ref: SourceRef, records: list[Record], state: dict[str, Any]) -> list[Event]:
-    from harvester.reading import read_batch
+    from harvester.capture.reading import read_batch
 
     batch, _, _ = read_batch(harness, ref, records, state, split=True, keep_whole=True)
     return batch.events

@@ -3,7 +3,7 @@ cwd is known), inside the bank transaction that removes them from the bank.
 
 A source that held only these sessions loses its whole archive. One that also holds sessions that stay
 (a database of many sessions, an Aider history file) is re-packed: its archived records are told apart
-(:mod:`harvester.archive.attribute`), the others' are written to new files, and the re-packed records are
+(:mod:`harvester.capture.archive.attribute`), the others' are written to new files, and the re-packed records are
 parsed again to check that the sessions that stay read exactly as before and the others not at all. When
 that check fails, the records cannot be told apart, and the source's whole archive goes: the sessions
 that stay keep their bank copy, and are archived again from their file by ``harvester reparse``.
@@ -24,8 +24,8 @@ from pathlib import Path, PurePath
 
 import orjson
 
-from harvester.archive import Archive, Damaged, compress, digest_of, write_new
-from harvester.archive.attribute import blanked, records_of, separate
+from harvester.capture.archive import Archive, Damaged, compress, digest_of, write_new
+from harvester.capture.archive.attribute import blanked, records_of, separate
 from harvester.parsers.base import Harness, Record, SourceRef
 
 STREAMS = ("jsonl", "lines", "zstd-frames")

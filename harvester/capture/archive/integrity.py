@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from harvester.archive import (
+from harvester.capture.archive import (
     STREAM_LEVEL,
     Archive,
     Damaged,
@@ -55,7 +55,7 @@ from harvester.archive import (
     record_damage,
     write_new,
 )
-from harvester.sources import Found, open_regular, read_regular
+from harvester.capture.sources import Found, open_regular, read_regular
 
 Transaction = Callable[[], AbstractContextManager[sqlite3.Connection]]
 
@@ -244,8 +244,8 @@ def _open_or_none(path: Path) -> AbstractContextManager[BinaryIO | None]:
 
 def _database_holds_every_row(conn: sqlite3.Connection, source_id: int, found: Found) -> bool:
     """Whether the database holds today every row its archive held (read as a scan reads it, unparsed)."""
-    from harvester import paging
-    from harvester.foreign_sqlite import open_readonly
+    from harvester.capture import paging
+    from harvester.capture.foreign_sqlite import open_readonly
 
     held = {d for (d,) in conn.execute("SELECT digest FROM archive_rows WHERE source_id = ?", (source_id,))}
     path = str(found.path)

@@ -27,7 +27,7 @@ from typing import IO, Any
 import orjson
 import zstandard
 
-from harvester.foreign_sqlite import WAL_MODE, read_header
+from harvester.capture.foreign_sqlite import WAL_MODE, read_header
 from harvester.log import get_logger
 from harvester.parsers.base import Record, SqliteQuery
 
@@ -84,7 +84,7 @@ def snapshot_rows(conn: sqlite3.Connection, queries: tuple[SqliteQuery, ...], ma
 def _blocks_writers(path: str) -> bool:
     """Whether an open read transaction keeps the agent from writing: a rollback journal's shared lock
     does. A database in WAL mode is read as a WAL reader, ``immutable`` or from a private copy (see
-    :mod:`harvester.foreign_sqlite`): none of them holds the agent's writer back."""
+    :mod:`harvester.capture.foreign_sqlite`): none of them holds the agent's writer back."""
     header = read_header(path)
     return not (len(header) >= 20 and WAL_MODE in (header[18], header[19]))
 

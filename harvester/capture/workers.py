@@ -1,6 +1,6 @@
 """Reader processes die with the process that started them.
 
-``scan`` reads large imports in a worker process (:mod:`harvester.ingest`). Were the scan killed
+``scan`` reads large imports in a worker process (:mod:`harvester.capture.ingest`). Were the scan killed
 (``kill -9``, an OOM kill), a worker blocked on its task queue would outlive it, and so would
 multiprocessing's resource tracker, which waits for the worker. So every worker arranges, when it
 starts, to end when its parent does: on Linux the kernel's parent-death signal (``PR_SET_PDEATHSIG``),

@@ -28,7 +28,7 @@ from harvester.heartbeat import epoch
 from harvester.parsers.base import Harness
 
 if TYPE_CHECKING:
-    from harvester.bank import Bank
+    from harvester.capture.contract import CaptureBank
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +155,7 @@ def holder(session: dict[str, Any], mtime: float | None, running: list[AgentProc
 
 def verdicts(sessions: list[dict[str, Any]], running: list[AgentProcess], was_held: Callable[[dict[str, Any]], bool],
              recent_s: float, idle_end_s: float) -> Iterator[tuple[dict[str, Any], Verdict, AgentProcess | None]]:
-    """Each open session of one harness (``Bank.open_sessions``) judged now, with the process holding it."""
+    """Each open session of one harness (``CaptureBank.open_sessions``) judged now, with the process holding it."""
     # A source can hold many sessions (Aider's history file has a block per run; opencode's one
     # database has them all): a running agent works on the newest of them, not on every one.
     newest: dict[str, str] = {}
@@ -175,7 +175,7 @@ def verdicts(sessions: list[dict[str, Any]], running: list[AgentProcess], was_he
         yield session, verdict, held_by
 
 
-def judge_stale_live(bank: Bank, harnesses: list[Harness], recent_s: float, idle_end_s: float) -> Counter[str]:
+def judge_stale_live(bank: CaptureBank, harnesses: list[Harness], recent_s: float, idle_end_s: float) -> Counter[str]:
     """The sessions marked live by a service that is no longer running, judged again now (by the agent
     processes and the files' ages, as the service would at its start): how many became each state."""
     changes: list[tuple[int, str]] = []

@@ -20,10 +20,10 @@ from typing import BinaryIO
 
 import zstandard
 
+from harvester.capture.sources import CHUNK_BYTES, Lines, open_regular
 from harvester.config.limits import MAX_DECOMPRESSED_BYTES
 from harvester.model import Problem
 from harvester.parsers.base import Record
-from harvester.sources import CHUNK_BYTES, Lines, open_regular
 
 
 class TooLarge(Exception):

@@ -32,7 +32,7 @@ frame filling exactly its recorded length, decoding to the size its header decla
 for rows, holding the number of records recorded. A stream frame's size is not held against its source
 range: where an excluded or forgotten session's lines were blanked out of it, it is smaller. So a byte
 flipped inside such a frame's text can go unseen: only frames with a digest are proof against it. What is
-done about damage is :mod:`harvester.archive.integrity`'s.
+done about damage is :mod:`harvester.capture.archive.integrity`'s.
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ def check_frame(frame: bytes, row: dict, part: str) -> bytes:
 
 def record_damage(conn: sqlite3.Connection, source_id: int, found: list[tuple[str, str]], now: str) -> None:
     """What was found damaged in a source's archive, (part, detail) each: ``status`` shows it until a reparse
-    mends it or the source's archive goes (:mod:`harvester.archive.integrity`)."""
+    mends it or the source's archive goes (:mod:`harvester.capture.archive.integrity`)."""
     conn.executemany("INSERT OR REPLACE INTO archive_damage (source_id, part, detail, found_at) VALUES (?, ?, ?, ?)",
                      [(source_id, part, detail, now) for part, detail in found])
 

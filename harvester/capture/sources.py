@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import BinaryIO
 
-from harvester.bank import Cursor
+from harvester.capture.contract import Cursor
 from harvester.model import Problem
 
 # Where a harness's sources are: beside the Harness interface, so that status says it without importing this module.

@@ -1,7 +1,7 @@
 """Reading a source: from its cursor to complete, parsed, redacted chunks, ready to commit.
 
 Nothing here touches the bank: reading has no side effects, and everything it returns is plain data.
-The cursor only moves when the bank commits a chunk together with its events (:mod:`harvester.ingest`).
+The cursor only moves when the bank commits a chunk together with its events (:mod:`harvester.capture.ingest`).
 """
 
 from __future__ import annotations
@@ -20,20 +20,13 @@ from typing import Any, BinaryIO
 import orjson
 import zstandard
 
-from harvester import paging
-from harvester.archive import Piece, doc_piece, file_piece, rows_piece, stream_piece, text_piece
-from harvester.bank import Cursor
-from harvester.compressed import TooLarge, cut_at, open_zst, read_frames
-from harvester.config.limits import LIMITS, ReadLimits
-from harvester.foreign_sqlite import NotADatabase, open_readonly
-from harvester.log import get_logger
-from harvester.model import MAX_EVENT_TEXT, Batch, Event, Problem, clip
-from harvester.parsers import HARNESSES
-from harvester.parsers.base import Record, SourceRef, describe_error, problem_detail
-from harvester.recall.frame import mark_recall
-from harvester.redact import redact
-from harvester.redact.batch import redact_batch, redact_state
-from harvester.sources import (
+from harvester.capture import paging
+from harvester.capture.archive import Piece, doc_piece, file_piece, rows_piece, stream_piece, text_piece
+from harvester.capture.compressed import TooLarge, cut_at, open_zst, read_frames
+from harvester.capture.contract import Cursor
+from harvester.capture.foreign_sqlite import NotADatabase, open_readonly
+from harvester.capture.recall_seal import mark_recall
+from harvester.capture.sources import (
     Found,
     Lines,
     Plan,
@@ -46,7 +39,14 @@ from harvester.sources import (
     source_stat,
     unchanged,
 )
-from harvester.validate import describe, repair
+from harvester.capture.validate import describe, repair
+from harvester.config.limits import LIMITS, ReadLimits
+from harvester.log import get_logger
+from harvester.model import MAX_EVENT_TEXT, Batch, Event, Problem, clip
+from harvester.parsers import HARNESSES
+from harvester.parsers.base import Record, SourceRef, describe_error, problem_detail
+from harvester.redact import redact
+from harvester.redact.batch import redact_batch, redact_state
 
 log = get_logger("harvester.reading")  # through harvester.log: see there
 
@@ -65,7 +65,7 @@ class Chunk:
     first_line: int = 0  # where the chunk's records start (a failure to commit it names this line)
     archive: list[Piece] = field(default_factory=list)  # what the raw archive keeps of it
     # The source as its parser saw it, the parser state the chunk began with and the line its stream bytes
-    # start after: what it takes to tell which archived records are whose (harvester.archive.attribute),
+    # start after: what it takes to tell which archived records are whose (harvester.capture.archive.attribute),
     # when a session is not to be kept.
     origin: tuple[SourceRef, dict[str, Any], int] | None = None
     # The version of the forgotten records' tombstones the archive pieces were cut by (Write.forgotten_as_of).
@@ -304,8 +304,8 @@ def _database(harness: Any, found: Found, ref: SourceRef, cursor: Cursor | None,
               prepare: Prepare | None, limits: ReadLimits = LIMITS, sidecar: list[Piece] | None = None
               ) -> Iterator[Chunk]:
     """A SQLite store the agent keeps open. Opened so that nothing beside it is created or changed
-    (:mod:`harvester.foreign_sqlite`), every query in one read transaction: one consistent snapshot
-    of a live database, read in bounded pages (:mod:`harvester.paging`), each its own chunk. The cursor
+    (:mod:`harvester.capture.foreign_sqlite`), every query in one read transaction: one consistent snapshot
+    of a live database, read in bounded pages (:mod:`harvester.capture.paging`), each its own chunk. The cursor
     keeps each query's watermark beside the parser's state."""
     path = str(ref.path)
     # A database replaced by another file (restored, recreated) is read from the start: its rows
@@ -366,7 +366,7 @@ def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[
                keep_whole: bool = False, recall_key: bytes | None = None) -> tuple[Batch, Counter[str], list[Piece]]:
     """Parse, check and redact records: what reaches the bank from them. One bad record costs that
     record. A run of records is parsed in one call; if the parser raises, or what it returns has
-    values of the wrong type (:func:`harvester.validate.repair`), the run is parsed again one record
+    values of the wrong type (:func:`harvester.capture.validate.repair`), the run is parsed again one record
     at a time, so that each fault is counted against its own line and every other record imports.
     ``split`` is False for a whole document (its related documents are not records of their own):
     there a parser error fails the source (:class:`ParserFailed`), to be read again later.

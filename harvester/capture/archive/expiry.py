@@ -30,8 +30,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from harvester.archive import Archive
-from harvester.archive.purge import Purge, drop_source
+from harvester.capture.archive import Archive
+from harvester.capture.archive.purge import Purge, drop_source
 
 SETTLED_SECONDS = 3600  # a file younger than this may be a chunk's, written before its commit
 

@@ -13,7 +13,7 @@ is still there (which also archives it); one with neither is reported.
 A run stopped midway (kill -9 included) stands at a source boundary: every source is either as before or
 rebuilt. Running the same reparse again goes on with the sources the stopped run had not done.
 
-A source is only ever rebuilt from data that checks out (:mod:`harvester.archive.integrity`). Every archived
+A source is only ever rebuilt from data that checks out (:mod:`harvester.capture.archive.integrity`). Every archived
 frame and blob is checked as it is read; at the first that is damaged the group's transaction rolls back (the
 bank is as it was), the sources' archives are surveyed and mended from the agents' files where those hold
 what the bank recorded digests of, and the group is rebuilt from the mended archive. What cannot be mended
@@ -33,18 +33,18 @@ from typing import Any
 import orjson
 import zstandard
 
-from harvester.archive import Archive, Damaged
-from harvester.archive.integrity import Damage, Mending, damaged, leave, mend
-from harvester.archive.purge import Purge
-from harvester.bank import Cursor, Write
 from harvester.bank.sqlite_recall import recall_key_of
-from harvester.compressed import read_frames
+from harvester.capture.archive import Archive, Damaged
+from harvester.capture.archive.integrity import Damage, Mending, damaged, leave, mend
+from harvester.capture.archive.purge import Purge
+from harvester.capture.compressed import read_frames
+from harvester.capture.contract import Cursor, Write
+from harvester.capture.ingest import Ingestor
+from harvester.capture.reading import Chunk, Outcome, _consume, _whole_record, read_batch, read_source
+from harvester.capture.sources import Found, Plan, Stat, match, read_lines
 from harvester.config.limits import LIMITS
-from harvester.ingest import Ingestor
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Harness, Record, SourceRef
-from harvester.reading import Chunk, Outcome, _consume, _whole_record, read_batch, read_source
-from harvester.sources import Found, Plan, Stat, match, read_lines
 
 
 @dataclass

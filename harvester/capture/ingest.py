@@ -1,4 +1,4 @@
-"""Ingest: commit what :mod:`harvester.reading` read, filed under its repository, chunk by chunk.
+"""Ingest: commit what :mod:`harvester.capture.reading` read, filed under its repository, chunk by chunk.
 
 The order of operations is what makes a crash harmless. Nothing moves a cursor except the same
 transaction that writes the events read up to it; so after a kill -9 the next run re-reads from the
@@ -26,17 +26,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harvester import workers
-from harvester.bank import Bank, BankError, Cursor, CursorMoved, SessionWrite, Write
+from harvester.capture import workers
+from harvester.capture.contract import BankError, CaptureBank, Cursor, CursorMoved, SessionWrite, Write
+from harvester.capture.reading import Chunk, Failure, Outcome, failure_of, read_source
+from harvester.capture.sources import Found, discover, harness_roots, source_stat, unchanged
 from harvester.config.limits import LIMITS, ReadLimits
 from harvester.gitident import GitResolver, RepoIdentity, bank_id, with_recorded_origin
 from harvester.log import configure as configure_log
 from harvester.log import configured_level, get_logger
 from harvester.model import Batch, Problem
 from harvester.parsers.base import Harness
-from harvester.reading import Chunk, Failure, Outcome, failure_of, read_source
 from harvester.redact.batch import redact_problems
-from harvester.sources import Found, discover, harness_roots, source_stat, unchanged
 
 log = get_logger("harvester.ingest")  # through harvester.log: see there
 
@@ -87,7 +87,7 @@ OnSource = Callable[[Harness, Found, SourceResult], None]
 
 
 class Ingestor:
-    def __init__(self, bank: Bank, template: str, resolver: GitResolver | None = None,
+    def __init__(self, bank: CaptureBank, template: str, resolver: GitResolver | None = None,
                  parallel_bytes: int = PARALLEL_BYTES, exclude: Callable[[str | None], bool] | None = None,
                  limits: ReadLimits = LIMITS) -> None:
         self.bank = bank
@@ -172,7 +172,7 @@ class Ingestor:
 
     def roots_for(self, harness: Harness, env: Mapping[str, str], home: Path,
                   extra: Iterable[Path] = ()) -> list[Path]:
-        """Where a harness's sources are (harvester.sources.harness_roots)."""
+        """Where a harness's sources are (harvester.capture.sources.harness_roots)."""
         return harness_roots(harness, self.bank.known_directories, env, home, extra)
 
     def _ingest_all(self, plans: list[tuple[Harness, list[Found], dict[str, Cursor]]]
@@ -240,11 +240,10 @@ class Ingestor:
         if self._pool is None:
             context = multiprocessing.get_context("spawn")
             self._stop_other = context.Event()
-            archive = getattr(self.bank, "archive", None) is not None
             self.bank.share_writes()  # type: ignore[attr-defined]
             self._pool = ProcessPoolExecutor(
                 max_workers=1, mp_context=context, initializer=_start_there,
-                initargs=(os.getpid(), self.bank.path, archive, self.template, self.exclude, self.limits,
+                initargs=(os.getpid(), self.bank.for_another_process(), self.template, self.exclude, self.limits,
                           self._stop_other, configured_level()))
         return self._pool
 
@@ -388,7 +387,7 @@ class Ingestor:
                 dropped or (not names and self.bank.source_forgotten(chunk.cursor.path))):
             # Nor does the archive keep them: a source that holds nothing else keeps none of this chunk,
             # one that also holds sessions that stay keeps their records alone.
-            from harvester.archive.attribute import without
+            from harvester.capture.archive.attribute import without
 
             ref, state, line = chunk.origin
             chunk.archive, discarded, partial = without(harness, ref, chunk.cursor.format, state, line,
@@ -415,7 +414,7 @@ class Ingestor:
         def copied(event: Any) -> bool:
             return record_key(event.uid, event.content_hash()) in forgotten
 
-        from harvester.archive.attribute import without_copies
+        from harvester.capture.archive.attribute import without_copies
 
         ref, state, line = chunk.origin
         chunk.archive, discarded, partial = without_copies(harness, ref, chunk.cursor.format, state, line,
@@ -455,14 +454,12 @@ class Ingestor:
 _THERE: Ingestor | None = None  # in the second process of a parallel scan: its own Ingestor
 
 
-def _start_there(parent_pid: int, bank_path: str, archive: bool, template: str,
+def _start_there(parent_pid: int, open_bank: Callable[[], CaptureBank], template: str,
                  exclude: Callable[[str | None], bool] | None, limits: ReadLimits, stop: Any, log_level: str) -> None:
     global _THERE
     workers.die_with_parent(parent_pid)
     configure_log(level=log_level)
-    from harvester.bank import open_bank
-
-    bank = open_bank(bank_path, archive=archive, repair=False)
+    bank = open_bank()  # the bank's own way to open it again here (CaptureBank.for_another_process)
     bank.share_writes()  # type: ignore[attr-defined]
     _THERE = Ingestor(bank, template, exclude=exclude, limits=limits, parallel_bytes=1 << 62)
     _THERE._should_stop = stop.is_set
