@@ -71,8 +71,8 @@ INTEGER = {"seq": "integer", "is_error": "boolean", "recall": "boolean", "tokens
 def engine_harvester(bank_path: Path, url: str) -> dict[str, Any]:
     from harvester.bank import open_bank
     from harvester.config.team import TeamSettings
-    from harvester.team import TeamBank
     from harvester.team.push import Pusher
+    from harvester.team.server import TeamBank
 
     started = time.perf_counter()
     bank = open_bank(bank_path, archive=False)

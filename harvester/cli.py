@@ -60,9 +60,9 @@ def open_reading(settings: Settings, team: bool, empty: Any = None) -> Any:
         where = settings.config_file or settings.config_path
         raise click.ClickException(f"--team: no team bank is set: set team_bank in {where} "
                                    "(or $HARVESTER_TEAM_BANK) to a postgresql:// URL")
-    from harvester.team.push import Unreachable
     from harvester.team.read import open_reader
     from harvester.team.schema import TeamSchemaNewer
+    from harvester.team.server import Unreachable
 
     local = None
     if os.path.exists(settings.bank):
@@ -214,8 +214,8 @@ def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
 def run(settings: Settings) -> None:
     """Run the capture service in the foreground (what the login units start)."""
     from harvester.bank import BankError
-    from harvester.instance import AlreadyRunning
-    from harvester.service import Service
+    from harvester.service.instance import AlreadyRunning
+    from harvester.service.run import Service
 
     try:
         code = Service(settings, os.environ, config.home()).run()
@@ -250,7 +250,7 @@ def show_config(settings: Settings, as_json: bool) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the unit and the commands; change nothing.")
 def install(dry_run: bool) -> None:
     """Install and start the login service (systemd user unit, or launchd agent on macOS)."""
-    from harvester import units
+    from harvester.service import units
 
     sys.exit(units.apply(units.install_plan(), dry_run, terminal.echo))
 
@@ -259,7 +259,7 @@ def install(dry_run: bool) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the commands; change nothing.")
 def uninstall(dry_run: bool) -> None:
     """Stop and remove the login service."""
-    from harvester import units
+    from harvester.service import units
 
     sys.exit(units.apply(units.uninstall_plan(), dry_run, terminal.echo))
 

@@ -113,7 +113,7 @@ def forget(settings: Settings, session: str | None, repo: str | None, before: st
            yes: bool) -> None:
     """Remove sessions from the bank, its search index and the archive, for good, and keep them out of later
     scans. SESSION: an id or a prefix; or --repo and/or --before. Sessions started from them go too."""
-    from harvester import forget as forgetting
+    from harvester.bank import forget as forgetting
     from harvester.recall.scope import scope_for
     from harvester.recall.views import RecallError, parse_since
 

@@ -24,13 +24,6 @@ if TYPE_CHECKING:  # names for annotations only: importing ingest (and every par
 
 # What a state of "unknown" means (harvester/capture/liveness.py): said where a session's state is shown.
 UNKNOWN_STATE = "no capture service watched it: `harvester run` judges whether it is live, ended or abandoned"
-EMPTY_STATS: dict[str, Any] = {
-    "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0, "sessions": 0,
-    "sessions_originals_gone": 0,
-    "events": 0, "last_import": None, "git_errors": 0, "malformed": 0, "oversize": 0, "unreadable": 0,
-    "failed": 0, "unknown_types": 0, "drift": {}, "version": None, "failures": [], "unlisted_directories": [],
-    "problems": [],
-}
 
 
 class ScanProgress:

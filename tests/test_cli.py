@@ -106,7 +106,7 @@ def test_show_unknown_session_fails_clearly(tmp_path: Path) -> None:
 
 
 def test_install_dry_run_shows_the_unit_and_commands(tmp_path: Path, monkeypatch) -> None:
-    from harvester import units
+    from harvester.service import units
 
     monkeypatch.setattr(units, "user_systemd_available", lambda: (True, ""))
     monkeypatch.setattr(units.sys, "platform", "linux")

@@ -172,9 +172,10 @@ def test_a_scan_judges_again_the_sessions_a_stopped_service_left_live(tmp_path: 
 def test_the_service_judges_again_at_start_the_sessions_it_left_live(tmp_path: Path) -> None:
     from watchdog.observers import Observer
 
-    from harvester import config, service
+    from harvester import config
     from harvester.bank import open_bank
     from harvester.capture.ingest import Ingestor
+    from harvester.service import run as service
 
     home, bank_path, s = _stale_bank(tmp_path)
     env = {"HOME": str(home), "HARVESTER_BANK": str(bank_path)}

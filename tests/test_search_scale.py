@@ -156,7 +156,7 @@ def test_a_listing_shows_what_the_whole_rows_say(tmp_path: Path) -> None:
 
 
 def test_status_counts_are_the_tables_counts_after_writes_and_forget(tmp_path: Path) -> None:
-    from harvester.forget import choose, forget
+    from harvester.bank.forget import choose, forget
 
     def counted(bank: object) -> dict[str, tuple[int, int]]:
         stats = bank.harness_stats()  # type: ignore[attr-defined]
@@ -193,8 +193,9 @@ def test_the_service_looks_at_processes_only_when_a_session_is_open(tmp_path: Pa
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from watchdog.observers import Observer
 
-    from harvester import config, service
+    from harvester import config
     from harvester.capture.ingest import Ingestor
+    from harvester.service import run as service
 
     calls: list[int] = []
     monkeypatch.setattr(service, "agent_processes", lambda harnesses: calls.append(1) or [])

@@ -433,7 +433,7 @@ MIGRATIONS: list[str] = [
     # 12: the origin URLs stored before issue 23 lose their userinfo (a token a CI checkout put in a remote, as
     #    Codex records it in session_meta.git.repository_url); new ones are cleaned before the bank.
     strip_userinfo("sessions", "origin_url") + strip_userinfo("directories", "origin_url"),
-    # 13: forget for good (harvester/forget.py). The folders `export` wrote into, so that forget removes a session's
+    # 13: forget for good (harvester/bank/forget.py). The folders `export` wrote into, so that forget removes a session's
     #     files there too; the records of forgotten sessions, by a hash of their id and content (never their text),
     #     so that a fork or a resume that copies them does not bring them back (the id is the version ingest
     #     compares: any forget changes the largest); and a forget's work outside the bank's transaction (the

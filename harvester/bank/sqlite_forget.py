@@ -55,7 +55,7 @@ class Finished:
 
 
 def _never(point: str) -> None:
-    """Where a forget stopped (for tests that kill it there: harvester/forget.py)."""
+    """Where a forget stopped (for tests that kill it there: harvester/bank/forget.py)."""
 
 
 class SqliteForget:

@@ -84,7 +84,7 @@ def _harness_name(where: str, value: Any) -> str:
 
 
 def _known_harnesses() -> list[str]:
-    # Imported here: harvester.log and harvester.units import this module and need no parsers, the
+    # Imported here: harvester.log and harvester.service.units import this module and need no parsers, the
     # costliest import there is (0.2 s); only a file naming harnesses needs them.
     from harvester.parsers import HARNESSES
 

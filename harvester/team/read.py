@@ -24,7 +24,7 @@ from harvester.team.schema import SCHEMA
 
 if TYPE_CHECKING:
     from harvester.bank.scope import Scope
-    from harvester.team import TeamBank
+    from harvester.team.server import TeamBank
 
 _SESSION_FIELDS = ("id", "harness", "native_id", "bank_id", "cwd", "project", "repo_root", "origin_url", "origin_id",
                    "branch", "commit_sha", "git_how", "git_error", "title", "title_source", "model", "agent_version",
@@ -293,7 +293,7 @@ class TeamReader:
 def open_reader(settings: Any, local: Any = None) -> TeamReader:
     """The team bank of these settings, read (its schema checked: a newer one is refused). ``local``: the local
     bank, whose machine id marks this machine's own sessions."""
-    from harvester.team import TeamBank
+    from harvester.team.server import TeamBank
 
     machine, key = None, None
     if local is not None:

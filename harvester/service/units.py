@@ -1,9 +1,10 @@
 """Install ``harvester run`` as a per-user login service: systemd user unit (Linux), launchd agent (macOS).
 
 ``install_plan``/``uninstall_plan`` say what will be done (a :class:`Plan`); ``apply`` does it, or with
-``dry_run`` only prints it; ``service_state`` answers ``harvester status``.
+``dry_run`` only prints it. What ``harvester status`` says of the unit, and the unit's names and place, are
+harvester/status/unit.py's.
 
-The templates are ``harvester/service_units/harvester.service`` and ``io.harvester.agent.plist`` (the
+The templates are ``harvester/service/templates/harvester.service`` and ``io.harvester.agent.plist`` (the
 project's top-level ``service_units/`` is a symlink to that folder; pyproject ships it as package data).
 They are :class:`string.Template` texts: ``$python`` is the interpreter's absolute path, ``$log_path`` the
 agent's log file, and a doubled dollar sign stands for a literal one.
@@ -12,26 +13,21 @@ agent's log file, and a doubled dollar sign stands for a literal one.
 from __future__ import annotations
 
 import os
-import re
 import shlex
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harvester import config
+from harvester.status import unit
 
 if TYPE_CHECKING:
     from string import Template
 
-SERVICE = "harvester.service"
-LABEL = "io.harvester.agent"
-PLIST = f"{LABEL}.plist"
 PLATFORMS = ("systemd", "launchd", "none")
-QUERY_TIMEOUT = 2.0  # status must stay quick even when a service manager hangs
 COMMAND_TIMEOUT = 60.0  # enable/bootstrap start the service; that takes seconds, not minutes
 
 
@@ -54,24 +50,16 @@ def interpreter() -> str:
     return os.path.abspath(sys.executable)
 
 
-def unit_path(platform: str, home: Path) -> Path:
-    if platform == "launchd":
-        return home / "Library" / "LaunchAgents" / PLIST
-    xdg = os.environ.get("XDG_CONFIG_HOME", "")
-    base = Path(xdg) if os.path.isabs(xdg) else home / ".config"  # a relative value is invalid by the spec
-    return base / "systemd" / "user" / SERVICE
-
-
 def log_path(home: Path) -> Path:
     return home / "Library" / "Logs" / "harvester" / "harvester.log"
 
 
 def template(name: str) -> Template:
-    # Imported here: status asks the service's state, and reads no unit template.
+    # Imported here: only install (and uninstall) read a template; every other command starts without them.
     from importlib import resources
     from string import Template
 
-    return Template((resources.files("harvester") / "service_units" / name).read_text(encoding="utf-8"))
+    return Template((resources.files("harvester.service") / "templates" / name).read_text(encoding="utf-8"))
 
 
 def systemd_quote(arg: str) -> str:
@@ -83,41 +71,23 @@ def systemd_quote(arg: str) -> str:
 
 
 def render_systemd(python: str) -> str:
-    return template(SERVICE).substitute(python=systemd_quote(python))
+    return template(unit.SERVICE).substitute(python=systemd_quote(python))
 
 
 def render_launchd(python: str, log: Path) -> str:
     from xml.sax.saxutils import escape  # here: it imports urllib's HTTP machinery, which status needs not
 
-    return template(PLIST).substitute(python=escape(python), log_path=escape(str(log)))
-
-
-def _runtime_problem() -> str:
-    """Why ``systemctl --user`` cannot reach a user manager, found without running anything; "" if it may."""
-    if not sys.platform.startswith("linux"):
-        return f"this system ({sys.platform}) has neither systemd nor launchd"
-    if shutil.which("systemctl") is None:
-        return "systemctl is not installed, so there is no systemd here"
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if not runtime:
-        fallback = Path(f"/run/user/{os.getuid()}")
-        if (fallback / "systemd" / "private").exists():
-            return (f"XDG_RUNTIME_DIR is not set, so systemctl --user cannot find your user manager "
-                    f"(it runs: `export XDG_RUNTIME_DIR={fallback}` and try again)")
-        return "XDG_RUNTIME_DIR is not set and no systemd user manager runs for you (no login session?)"
-    if not (Path(runtime) / "systemd" / "private").exists():
-        return f"no systemd user manager runs for you ({runtime}/systemd/private does not exist)"
-    return ""
+    return template(unit.PLIST).substitute(python=escape(python), log_path=escape(str(log)))
 
 
 def user_systemd_available() -> tuple[bool, str]:
     """Whether ``systemctl --user`` can talk to a user manager, and why (not)."""
-    problem = _runtime_problem()
+    problem = unit.runtime_problem()
     if problem:
         return False, problem
     try:
         result = subprocess.run(["systemctl", "--user", "show-environment"], capture_output=True, text=True,
-                                timeout=QUERY_TIMEOUT)
+                                timeout=unit.QUERY_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"systemctl --user does not answer: {exc}"
     if result.returncode != 0:
@@ -139,8 +109,8 @@ def _choose(platform: str | None) -> tuple[str, str]:
 
 def _unit(platform: str, home: Path) -> tuple[Path, str]:
     if platform == "launchd":
-        return unit_path(platform, home), render_launchd(interpreter(), log_path(home))
-    return unit_path("systemd", home), render_systemd(interpreter())
+        return unit.unit_path(platform, home), render_launchd(interpreter(), log_path(home))
+    return unit.unit_path("systemd", home), render_systemd(interpreter())
 
 
 def _none_plan(reason: str, home: Path, action: str) -> Plan:
@@ -163,13 +133,13 @@ def install_plan(home: Path | None = None, platform: str | None = None) -> Plan:
         target = f"gui/{os.getuid()}"
         log = log_path(home)
         # bootout first (a failure means nothing was loaded) so a second install reloads the new plist.
-        commands = [["mkdir", "-p", str(log.parent)], ["launchctl", "bootout", f"{target}/{LABEL}"],
+        commands = [["mkdir", "-p", str(log.parent)], ["launchctl", "bootout", f"{target}/{unit.LABEL}"],
                     ["launchctl", "bootstrap", target, str(path)]]
         return Plan(platform, path, text, commands, [f"Logs: {log}"])
     # restart rather than enable --now: a second install (after an upgrade) must run the new code.
-    commands = [["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", SERVICE],
-                ["systemctl", "--user", "restart", SERVICE]]
-    notes = [f"Logs: journalctl --user -u {SERVICE} -f",
+    commands = [["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", unit.SERVICE],
+                ["systemctl", "--user", "restart", unit.SERVICE]]
+    notes = [f"Logs: journalctl --user -u {unit.SERVICE} -f",
              "It runs while you are logged in; to keep it running after you log out: loginctl enable-linger"]
     return Plan(platform, path, text, commands, notes)
 
@@ -179,11 +149,11 @@ def uninstall_plan(home: Path | None = None, platform: str | None = None) -> Pla
     platform, reason = _choose(platform)
     if platform == "none":
         return _none_plan(reason, home, "uninstall")
-    path = unit_path(platform, home)
+    path = unit.unit_path(platform, home)
     if platform == "launchd":
-        commands = [["launchctl", "bootout", f"gui/{os.getuid()}/{LABEL}"], ["rm", "-f", str(path)]]
+        commands = [["launchctl", "bootout", f"gui/{os.getuid()}/{unit.LABEL}"], ["rm", "-f", str(path)]]
     else:
-        commands = [["systemctl", "--user", "disable", "--now", SERVICE], ["rm", "-f", str(path)],
+        commands = [["systemctl", "--user", "disable", "--now", unit.SERVICE], ["rm", "-f", str(path)],
                     ["systemctl", "--user", "daemon-reload"]]
     return Plan(platform, path, "", commands, [], "uninstall")
 
@@ -260,50 +230,3 @@ def apply(plan: Plan, dry_run: bool, out: Callable[[str], None]) -> int:
     for note in plan.notes:
         out(note)
     return 0
-
-
-def _query(command: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, capture_output=True, text=True, timeout=QUERY_TIMEOUT)
-
-
-def _systemd_state() -> tuple[str, str]:
-    problem = _runtime_problem()
-    if problem:
-        return "unknown", problem
-    result = _query(["systemctl", "--user", "is-active", SERVICE])
-    state = result.stdout.strip()  # is-active prints the state; it exits non-zero for all but "active"
-    return (state, "") if state else ("unknown", result.stderr.strip() or f"exit {result.returncode}")
-
-
-def _launchd_state() -> tuple[str, str]:
-    result = _query(["launchctl", "print", f"gui/{os.getuid()}/{LABEL}"])
-    if result.returncode == 0:
-        match = re.search(r"^\s*state = (.+)$", result.stdout, re.MULTILINE)
-        return (match.group(1).strip() if match else "loaded"), ""
-    if result.returncode == 113 or "Could not find" in result.stderr:
-        return "not loaded", ""
-    return "unknown", result.stderr.strip() or f"exit {result.returncode}"
-
-
-def service_state(home: Path | None = None, platform: str | None = None) -> dict[str, Any]:
-    """For ``harvester status``: where the unit is, whether it is installed, and its state. Never raises."""
-    if platform is None:
-        platform = "launchd" if sys.platform == "darwin" else "systemd" if sys.platform.startswith("linux") \
-            else "none"
-    state: dict[str, Any] = {"platform": platform, "unit_path": "", "installed": False, "state": "unknown",
-                             "reason": ""}
-    try:
-        path = unit_path(platform, home or config.home())
-        state["unit_path"] = str(path)
-        state["installed"] = path.is_file()
-        if platform == "systemd":
-            state["state"], state["reason"] = _systemd_state()
-        elif platform == "launchd":
-            state["state"], state["reason"] = _launchd_state()
-        else:
-            state["reason"] = f"this system ({sys.platform}) has neither systemd nor launchd"
-    except subprocess.TimeoutExpired as exc:
-        state["reason"] = f"{shlex.join(exc.cmd)} did not answer within {exc.timeout:g} s"
-    except Exception as exc:  # status shows what it can, whatever the service manager does
-        state["reason"] = f"{type(exc).__name__}: {exc}"
-    return state

@@ -15,7 +15,7 @@ What keeps the bank complete without any help from the agents:
 - every ``poll_seconds``: sources whose store file events cannot follow (``SourceSpec.watch``).
 
 And the bank itself, deleted or replaced while the service holds it open (``rm -rf`` of the data directory):
-noticed at the next turn of the loop, made again and re-scanned (harvester/bank_gone.py), or, when no bank
+noticed at the next turn of the loop, made again and re-scanned (harvester/bank/gone.py), or, when no bank
 can be made there, the service stops with an error and its login unit starts it again later.
 """
 
@@ -42,17 +42,18 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from harvester import __version__, bank_gone
+from harvester import __version__
 from harvester.bank import Bank, open_bank
+from harvester.bank import gone as bank_gone
 from harvester.capture.ingest import Ingestor, SourceResult
 from harvester.capture.liveness import AgentProcess, agent_processes, verdicts
 from harvester.capture.sources import Found, discover, match, owner
 from harvester.config import Settings, runtime_dir
 from harvester.heartbeat import HEARTBEAT_NAME
-from harvester.instance import InstanceLock
 from harvester.log import get_logger
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Harness
+from harvester.service.instance import InstanceLock
 
 log = get_logger("harvester.service")  # through harvester.log: see there
 # Quiet seconds after an import, or a job that reads many rows, after which the page cache they filled is handed
@@ -161,7 +162,7 @@ class Service:
 
     def _bank_again(self) -> bool:
         """The file at the bank's path is not the one opened (deleted, or another): everything that holds the old
-        one is closed, the path opened anew, every store re-scanned into it (harvester/bank_gone.py). False when
+        one is closed, the path opened anew, every store re-scanned into it (harvester/bank/gone.py). False when
         no bank can be opened there: the service then stops with an error (its login unit restarts it)."""
         assert self.bank is not None and self.ingestor is not None
         why = "replaced" if os.path.exists(self.settings.bank) else "deleted"
@@ -204,12 +205,12 @@ class Service:
     def _start_sinks(self) -> None:
         """Forwarding runs beside capture, on its own thread and bank connection (harvester/sinks)."""
         if self.settings.sinks:
-            from harvester.sinks import SinkThread
+            from harvester.service.passes import SinkThread
 
             self.sinks = SinkThread(self.settings, self.env)
             self.sinks.start()
         if self.settings.team is not None:  # the team push likewise (harvester/team)
-            from harvester.team import TeamThread
+            from harvester.service.passes import TeamThread
 
             self.team = TeamThread(self.settings, self.env)
             self.team.start()

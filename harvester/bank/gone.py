@@ -3,7 +3,7 @@ carried into the bank made in its place, and what ``status`` is told.
 
 A service holds its bank open for weeks; ``rm -rf`` of the data directory unlinks the files, and the open
 connection goes on writing to a file no one can open again, while the archive beside it, written by path,
-fails every import. The service (harvester/service.py) compares the file at the bank's path with the one it
+fails every import. The service (harvester/service/run.py) compares the file at the bank's path with the one it
 opened (:func:`identity`), at every turn of its loop; when they differ it closes everything that holds the old
 one, opens the path anew (a new bank and archive when nothing is there), re-scans every agent's store into it,
 and records here why and when (:func:`record`), in the new bank's ``bank_facts``.

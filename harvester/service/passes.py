@@ -1,4 +1,5 @@
-"""Work that follows capture on a thread of its own: the sinks' forwarding and the team push.
+"""Work that follows capture on a thread of its own: the sinks' forwarding (:class:`SinkThread`) and the team push
+(:class:`TeamThread`), which the service starts when they are configured.
 
 A :class:`BackgroundPasses` runs one pass after :meth:`~BackgroundPasses.wake` (the service calls it after
 each import), every ``idle_seconds`` otherwise (what ``scan``, another process, wrote is taken too), sooner
@@ -13,9 +14,15 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from harvester.log import get_logger
+from harvester.sinks import forwarder
+from harvester.team import pusher
+
 if TYPE_CHECKING:
     from harvester.bank.sqlite import SqliteBank
     from harvester.config import Settings
+    from harvester.sinks.forward import Forwarder, ForwardReport
+    from harvester.team.push import Pusher, PushReport
 
 IDLE_SECONDS = 30.0
 MAX_WAIT = 60.0
@@ -55,7 +62,6 @@ class BackgroundPasses:
 
     def _run(self) -> None:
         from harvester.bank import open_bank
-        from harvester.log import get_logger
 
         log = get_logger(f"harvester.{self.name}")
         try:
@@ -93,7 +99,57 @@ class BackgroundPasses:
 
     def _next_wait(self, worker: Any) -> float:
         """Until the next retry that is due, at most the idle period."""
-        from harvester.sinks.outbox import seconds_until
+        from harvester.bank.outbox import seconds_until
 
         due = self.next_retry(worker)
         return self.idle_seconds if due is None else max(0.2, min(self.idle_seconds, seconds_until(due)))
+
+
+class SinkThread(BackgroundPasses):
+    """Forwards in the background (woken by imports, idle passes, back-off while the server is away)."""
+
+    name = "sinks"
+
+    def open(self, bank: SqliteBank) -> Forwarder | None:
+        return forwarder(bank, self.settings, self.env)
+
+    def run_pass(self, forward: Forwarder) -> ForwardReport:
+        return forward.forward()
+
+    def done(self, report: ForwardReport) -> None:
+        if report.forwarded:
+            get_logger("harvester.sinks").info("forwarded", sink="hindsight", documents=report.forwarded,
+                                               lines=report.lines)
+
+    def next_retry(self, forward: Forwarder) -> str | None:
+        from harvester.sinks import outbox
+
+        return outbox.next_retry(forward.bank, "hindsight")
+
+    def close(self, forward: Forwarder) -> None:
+        forward.client.close()
+
+
+class TeamThread(BackgroundPasses):
+    """Pushes in the background (woken by imports, idle passes, back-off while the server is away)."""
+
+    name = "team"
+
+    def open(self, bank: SqliteBank) -> Pusher | None:
+        return pusher(bank, self.settings, self.env)
+
+    def run_pass(self, push: Pusher) -> PushReport:
+        return push.push()
+
+    def done(self, report: PushReport) -> None:
+        if report.pushed:
+            get_logger("harvester.team").info("pushed", sessions=report.sessions, events=report.events,
+                                              deleted=report.deleted)
+
+    def next_retry(self, push: Pusher) -> str | None:
+        from harvester.team import outbox
+
+        return outbox.next_retry(push.bank)
+
+    def close(self, push: Pusher) -> None:
+        push.team.close()

@@ -11,7 +11,15 @@ from harvester import config
 from harvester.bank import Bank
 from harvester.config import Settings
 from harvester.parsers import HARNESSES
-from harvester.render import EMPTY_STATS
+
+# A harness's row before the bank holds anything of it.
+EMPTY_STATS: dict[str, Any] = {
+    "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0, "sessions": 0,
+    "sessions_originals_gone": 0,
+    "events": 0, "last_import": None, "git_errors": 0, "malformed": 0, "oversize": 0, "unreadable": 0,
+    "failed": 0, "unknown_types": 0, "drift": {}, "version": None, "failures": [], "unlisted_directories": [],
+    "problems": [],
+}
 
 
 def gather(bank: Bank, settings: Settings) -> dict[str, Any]:
@@ -132,9 +140,9 @@ def archive_status(bank: Bank, settings: Settings) -> dict[str, Any]:
 
 
 def service_status(bank: Bank, settings: Settings) -> dict[str, Any]:
-    from harvester import units
-    from harvester.bank_gone import recorded
+    from harvester.bank.gone import recorded
     from harvester.heartbeat import read_heartbeat, responding, service_alive
+    from harvester.status import unit
 
     beat = read_heartbeat()
     running = beat is not None and service_alive(beat)
@@ -150,7 +158,7 @@ def service_status(bank: Bank, settings: Settings) -> dict[str, Any]:
                                            *(i["at"] for i in bank.recent_imports(1))]), default=None),
         "watched": beat.get("watched", []) if running and beat else [],
         "live_sessions": bank.live_count(),
-        "unit": units.service_state(),
+        "unit": unit.service_state(),
         # The bank deleted (or replaced) under a running service, which made it again: when, why, by which pid.
         "bank_made_again": recorded(bank),
     }
