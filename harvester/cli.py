@@ -519,7 +519,7 @@ def export_sessions(settings: Settings, repo: str | None, target: str | None, fm
 @click.pass_obj
 def mcp_server(settings: Settings, harness: str | None, team: bool) -> None:
     """Serve this repository's history to an agent over MCP (stdio; read-only)."""
-    from harvester.mcp import serve
+    from harvester.recall.mcp import serve
 
     if not team and not _has_history(settings):  # started by an agent before the first scan: it says so
         serve(None, settings.bank_id_template, harness, settings.timings.recent_minutes, bank_path=str(settings.bank))

@@ -326,7 +326,7 @@ def _in_process(bank: Any, cwd: Path, calls: list[tuple[str, dict[str, Any]]],
     from mcp import Client
 
     from harvester.config import DEFAULT_BANK_ID_TEMPLATE
-    from harvester.mcp.server import build_server
+    from harvester.recall.mcp import build_server
 
     server = build_server(bank, str(cwd), DEFAULT_BANK_ID_TEMPLATE)
 
