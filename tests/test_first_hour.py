@@ -104,7 +104,7 @@ def test_show_labels_tool_results_once(tmp_path: Path) -> None:
 
 
 def test_status_counts_in_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harvester import render
+    from harvester.cli import render_status as render
     from harvester.status import EMPTY_STATS
 
     row = {**EMPTY_STATS, "name": "codex", "label": "Codex", "roots": ["/r"], "sources_failed": 1,

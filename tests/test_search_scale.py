@@ -142,7 +142,7 @@ def test_migration_7_upgrades_a_bank_that_holds_events(tmp_path: Path) -> None:
 
 
 def test_a_listing_shows_what_the_whole_rows_say(tmp_path: Path) -> None:
-    from harvester.render import _when
+    from harvester.cli.render import _when
 
     with open_bank(tmp_path / "bank.sqlite") as bank:
         for n in range(5):

@@ -363,7 +363,7 @@ def test_sessions_at_any_width_keep_every_id_whole_and_put_subagents_under_their
 
 
 def test_a_narrow_terminal_cuts_titles_and_banks_never_ids() -> None:
-    from harvester.render import sessions_text
+    from harvester.cli.render import sessions_text
 
     def row(native_id: str, title: str, parent: str | None = None) -> dict[str, Any]:
         return {"native_id": native_id, "harness": "claude-code", "bank_id": "coding-agent::a-rather-long-repository",
@@ -467,7 +467,8 @@ def test_call_lines_show_transcript_controls_as_written_not_as_line_breaks() -> 
 
 
 def test_the_options_name_the_models_roles_and_kinds() -> None:
-    from harvester import cli_options, model
+    from harvester import model
+    from harvester.cli import common as cli_options
 
     assert (", ".join(model.ROLES), ", ".join(model.KINDS)) == (cli_options.ROLE_NAMES, cli_options.KIND_NAMES)
 

@@ -1,6 +1,10 @@
-"""What ``harvester status`` reports: gathered here, rendered by :func:`harvester.render.status_text` (or
-printed as JSON). Every figure comes from the bank's own tables, a few stat calls and the agents' settings
-files: status stays quick on a bank of millions of events."""
+"""What ``harvester status`` reports: gathered here, rendered by :func:`harvester.cli.render_status.status_text`
+(or printed as JSON). Every figure comes from the bank's own tables, a few stat calls and the agents' settings
+files: status stays quick on a bank of millions of events. The entry points: :func:`gather` (a bank there) and
+:func:`gather_before_first_scan`; what it says of the login unit is :mod:`harvester.status.unit`'s.
+
+It sits beside recall, below the service: it reads the service's heartbeat (harvester/heartbeat.py) and its unit,
+never the service itself, so that anything of that layer (a web page) can show it too."""
 
 from __future__ import annotations
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from harvester.cli.render import UNKNOWN_STATE, _label, _short, _when, plural
 from harvester.model import is_injected
 from harvester.recall.tools import call_lines, lines_of
-from harvester.render import UNKNOWN_STATE, _label, _short, _when, plural
 from harvester.terminal import visible
 
 # What `show` folds unless asked (--full, or --kinds naming the kind): what a reader skips.

@@ -1,21 +1,73 @@
-"""The commands that work on what the bank keeps, beside the capture: ``reparse`` and ``forget``.
-
-Registered on the ``harvester`` group by :mod:`harvester.cli` (imported at its end, so this module can use
-its helpers).
-"""
+"""The capture commands: ``scan`` (import what is new), ``reparse`` (rebuild sessions from the raw archive with
+today's parsers) and ``forget`` (remove sessions for good, and keep them out of later scans)."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from harvester import terminal
-from harvester.cli import HarnessChoice, enabled_harnesses, open_bank_or_fail
-from harvester.cli_reading import judge_stale_states
+from harvester import config, terminal
+from harvester.cli.common import HarnessChoice, enabled_harnesses, open_bank_or_fail, print_json
 from harvester.config import Settings
+
+if TYPE_CHECKING:
+    from harvester.bank import Bank
+    from harvester.parsers.base import Harness
+
+
+@click.command()
+@click.option("--harness", "names", multiple=True, type=HarnessChoice(),
+              help="Only this harness (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the scan report as JSON.")
+@click.pass_obj
+def scan(settings: Settings, names: tuple[str, ...], as_json: bool) -> None:
+    """Import every session found on this machine; only what is new since the last scan."""
+    from harvester.bank import BankError
+    from harvester.capture.ingest import Ingestor
+    from harvester.cli import render
+
+    bank = open_bank_or_fail(settings, write=True)
+    ingestor = Ingestor(bank, settings.bank_id_template, exclude=settings.excluded, limits=settings.read_limits())
+    show_progress = not as_json and sys.stderr.isatty()
+    progress = render.ScanProgress() if show_progress else None
+    try:
+        report = ingestor.scan(enabled_harnesses(settings, names), os.environ, config.home(),
+                               on_source=progress.advance if progress else None,
+                               on_discovered=progress.start if progress else None, extra_roots=settings.roots)
+        if progress:
+            progress.finish()
+        judge_stale_states(bank, settings, enabled_harnesses(settings, names))
+        bank.maintain_archive(settings.archive_max_age_days, settings.archive_max_size_bytes)
+    except sqlite3.Error as exc:  # the one failure that is ours: the bank cannot be written
+        raise click.ClickException(f"the bank at {settings.bank} cannot be written: {exc}") from exc
+    except BankError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        if progress:
+            progress.finish()
+        ingestor.close()
+        bank.close()
+    if as_json:
+        print_json(render.scan_report_dict(report, settings.bank))
+    else:
+        terminal.echo(render.scan_report_text(report, settings.bank))
+
+
+def judge_stale_states(bank: Bank, settings: Settings, harnesses: list[Harness]) -> None:
+    """Sessions a stopped service left marked live are judged again (harvester/capture/liveness.py); a running service
+    judges them itself, every half minute."""
+    from harvester.capture.liveness import judge_stale_live
+    from harvester.heartbeat import read_heartbeat, service_alive
+
+    beat = read_heartbeat()
+    if beat is not None and service_alive(beat):
+        return
+    t = settings.timings
+    judge_stale_live(bank, harnesses, t.recent_minutes * 60, t.idle_end_minutes * 60)
 
 
 def _archive_wanted(settings: Settings) -> bool:
@@ -37,7 +89,7 @@ def reparse(settings: Settings, names: tuple[str, ...], session_ref: str | None)
     `harvester status` lists the damage."""
     from harvester.bank import reparse as reparsing
     from harvester.capture.ingest import Ingestor
-    from harvester.render import ProgressLine
+    from harvester.cli.render import ProgressLine
 
     bank = open_bank_or_fail(settings, write=True, archive=_archive_wanted(settings))
     native_id = None
@@ -157,7 +209,7 @@ def forget(settings: Settings, session: str | None, repo: str | None, before: st
 
 
 def _count(n: int, word: str) -> str:
-    from harvester.render import plural
+    from harvester.cli.render import plural
 
     return f"{n:,} {plural(n, word)}"
 
@@ -191,4 +243,3 @@ def _forget_summary(done: Any) -> str:
                      "sessions while they hold them:")
         lines += [f"  {terminal.visible(p)}" for p in done.sources]
     return "\n".join(lines)
-
