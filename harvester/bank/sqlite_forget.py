@@ -33,7 +33,8 @@ from typing import Any
 import orjson
 
 from harvester.bank.sqlite_events import ROW_CONTENT_HASH, ROW_UID
-from harvester.capture.archive import archive_dir, blob_path
+from harvester.capture.archive import archive_dir
+from harvester.capture.pieces import blob_path
 
 
 @dataclass

@@ -79,7 +79,7 @@ class Write:
     excluded: list[str] = field(default_factory=list)  # sessions to forget and never store (config)
     revise: bool = False  # events whose uid the bank holds replace it (agents that rewrite records)
     marks: list[Mark] = field(default_factory=list)  # meta for events already stored (rewinds)
-    archive: list[Any] = field(default_factory=list)  # harvester.capture.archive.Piece: what the archive keeps of it
+    archive: list[Any] = field(default_factory=list)  # harvester.capture.pieces.Piece: what the archive keeps
     # The version of the forgotten records' tombstones the reader left copies of out of ``archive`` (None: not
     # asked): a forget committed since then makes the write a CursorMoved, read again (harvester/bank/forget.py).
     forgotten_as_of: int | None = None

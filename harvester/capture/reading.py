@@ -21,10 +21,10 @@ import orjson
 import zstandard
 
 from harvester.capture import paging
-from harvester.capture.archive import Piece, doc_piece, file_piece, rows_piece, stream_piece, text_piece
 from harvester.capture.compressed import TooLarge, cut_at, open_zst, read_frames
 from harvester.capture.contract import Cursor
 from harvester.capture.foreign_sqlite import NotADatabase, open_readonly
+from harvester.capture.pieces import Piece, doc_piece, file_piece, rows_piece, stream_piece, text_piece
 from harvester.capture.recall_seal import mark_recall
 from harvester.capture.sources import (
     Found,

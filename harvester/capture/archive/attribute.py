@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import zstandard
 
-from harvester.capture.archive import LEVEL, Piece, rows_piece, stream_piece
 from harvester.capture.compressed import read_frames
+from harvester.capture.pieces import LEVEL, Piece, rows_piece, stream_piece
 from harvester.capture.sources import read_lines
 from harvester.parsers.base import Harness, Record, SourceRef
 

@@ -43,18 +43,15 @@ from pathlib import Path
 from typing import BinaryIO
 
 from harvester.capture.archive import (
-    STREAM_LEVEL,
     Archive,
     Damaged,
     check_frame,
-    compress,
-    digest_of,
-    file_piece,
     frame_part,
     put_blob,
     record_damage,
     write_new,
 )
+from harvester.capture.pieces import STREAM_LEVEL, compress, digest_of, file_piece
 from harvester.capture.sources import Found, open_regular, read_regular
 
 Transaction = Callable[[], AbstractContextManager[sqlite3.Connection]]

@@ -24,8 +24,9 @@ from pathlib import Path, PurePath
 
 import orjson
 
-from harvester.capture.archive import Archive, Damaged, compress, digest_of, write_new
+from harvester.capture.archive import Archive, Damaged, write_new
 from harvester.capture.archive.attribute import blanked, records_of, separate
+from harvester.capture.pieces import compress, digest_of
 from harvester.parsers.base import Harness, Record, SourceRef
 
 STREAMS = ("jsonl", "lines", "zstd-frames")
