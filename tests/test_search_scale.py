@@ -240,7 +240,7 @@ _STATUS_NEEDS_NOT = {"zstandard", "hashlib", "msgpack", "difflib", "tomllib", "h
 @pytest.mark.parametrize(("command", "absent"), [
     (["search", "zebra"], {"git", "structlog", "harvester.parsers", "harvester.capture.ingest", "asyncio", *_WRITE_SIDE}),
     (["sessions"], {"git", "structlog", "harvester.parsers", "harvester.capture.ingest", "asyncio", *_WRITE_SIDE}),
-    (["status"], {"git", "structlog", "harvester.ingest", "harvester.service", "apscheduler", "yaml", "tomlkit",
+    (["status"], {"git", "structlog", "harvester.capture.ingest", "harvester.service", "apscheduler", "yaml", "tomlkit",
                   *_STATUS_NEEDS_NOT}),
 ])
 def test_reading_commands_import_only_what_they_use(tmp_path: Path, command: list[str], absent: set[str]) -> None:
