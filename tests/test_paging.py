@@ -160,7 +160,7 @@ def test_the_second_process_ingests_a_store_page_by_page(tmp_path: Path) -> None
 
 
 def _scan_cmd(bank: Path) -> list[str]:
-    code = ("import sys; from harvester import paging; paging.PAGE_ROWS = 40; from harvester.cli import cli; "
+    code = ("import sys; from harvester.capture import paging; paging.PAGE_ROWS = 40; from harvester.cli import cli; "
             "sys.argv[0] = 'harvester'; cli()")
     return [sys.executable, "-c", code, "--bank", str(bank), "scan", "--harness", "opencode", "--json"]
 

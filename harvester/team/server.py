@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from harvester.config.team import TeamSettings
 
+
 class Unreachable(Exception):
     """The team bank cannot be reached (connection refused, timed out, lost)."""
 
