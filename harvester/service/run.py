@@ -7,7 +7,7 @@ SIGTERM simply lets that thread finish the transaction it is in, then stop.
 
 What keeps the bank complete without any help from the agents:
 - file events on every harness root (and on the nearest existing parent of a root that does not
-  exist yet, so an agent installed later is picked up), coalesced per source;
+  exist yet, so an agent installed later is picked up), coalesced per source (harvester/service/watch.py);
 - a reconcile at start and every ``reconcile_minutes``: every known source is stat-ed, and only
   what changed is read (this is also what catches events missed while the service was down);
 - every ``unfinished_seconds``: the sources of unfinished sessions are re-read, agent processes
@@ -39,7 +39,6 @@ from typing import Any
 
 import orjson
 from apscheduler.schedulers.background import BackgroundScheduler
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from harvester import __version__
@@ -47,13 +46,14 @@ from harvester.bank import Bank, open_bank
 from harvester.bank import gone as bank_gone
 from harvester.capture.ingest import Ingestor, SourceResult
 from harvester.capture.liveness import AgentProcess, agent_processes, verdicts
-from harvester.capture.sources import Found, discover, match, owner
+from harvester.capture.sources import Found, discover, match
 from harvester.config import Settings, runtime_dir
 from harvester.heartbeat import HEARTBEAT_NAME
 from harvester.log import get_logger
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Harness
 from harvester.service.instance import InstanceLock
+from harvester.service.watch import Pending, Watch, Watching
 
 log = get_logger("harvester.service")  # through harvester.log: see there
 # Quiet seconds after an import, or a job that reads many rows, after which the page cache they filled is handed
@@ -72,21 +72,7 @@ def _written(result: SourceResult) -> list[str]:
 
 
 @dataclass
-class _Pending:
-    found: Found
-    harness: Harness
-    due: float  # monotonic time at which to read it
-
-
-@dataclass
-class _Watch:
-    path: str
-    recursive: bool
-    handle: Any
-
-
-@dataclass
-class Service:
+class Service(Watching):
     settings: Settings
     env: Mapping[str, str]
     home: Path
@@ -98,9 +84,9 @@ class Service:
         self.timings = self.settings.timings
         self.stop_event = threading.Event()
         self._cond = threading.Condition()
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[str, Pending] = {}
         self._jobs: list[tuple[str, Callable[[], None]]] = []
-        self._watches: dict[tuple[str, bool], _Watch] = {}
+        self._watches: dict[tuple[str, bool], Watch] = {}
         self._held: dict[tuple[str, str], int] = {}  # (harness, native id) -> pid of its agent process
         self.started = _now()
         self.last_activity: str | None = None
@@ -113,8 +99,8 @@ class Service:
         self.ingestor: Ingestor | None = None
         self.observer: Any = None
         self.scheduler: BackgroundScheduler | None = None
-        self.sinks: Any = None  # harvester.sinks.SinkThread when a sink is configured
-        self.team: Any = None  # harvester.team.TeamThread when a team bank is set
+        self.sinks: Any = None  # a passes.SinkThread when a sink is configured
+        self.team: Any = None  # a passes.TeamThread when a team bank is set
         self._bank_file: tuple[int, int] | None = None  # the file the bank was opened from (bank_gone.identity)
         self.exit_code = 0
 
@@ -408,83 +394,6 @@ class Service:
                      states=dict(Counter(state for _, state in changes)))
         self.bank.set_states(changes)
 
-    # -- file events -----------------------------------------------------------------------
-    def on_event(self, event: FileSystemEvent) -> None:
-        """Observer thread: note which source changed; the work loop reads it after the debounce."""
-        if event.event_type in ("opened", "closed_no_write"):
-            return
-        paths = [event.src_path] + ([event.dest_path] if getattr(event, "dest_path", "") else [])
-        if event.is_directory:
-            if event.event_type in ("created", "moved"):
-                target = Path(os.fsdecode(paths[-1]))
-                self._queue_job(f"dir:{target}", lambda: self._on_directory(target))
-            elif event.event_type == "deleted":
-                self._queue_job("roots", self._on_roots_changed)
-            return
-        for raw in paths:
-            path = Path(os.fsdecode(raw))
-            for harness, root in self._root_pairs():
-                found = match(harness, root, path) or owner(harness, root, path)
-                if found is None or not found.spec.watch:
-                    continue
-                with self._cond:
-                    if str(found.path) not in self._pending:
-                        self._pending[str(found.path)] = _Pending(
-                            found, harness, time.monotonic() + self.timings.debounce_ms / 1000)
-                        self._cond.notify()
-                break
-
-    def _on_directory(self, directory: Path) -> None:
-        """A directory appeared: inside a root, sources may already sit in it (written before its
-        watch was in place); elsewhere it may be a root, or on the way to one."""
-        pairs = [(h, r) for h, r in self._root_pairs() if directory == r or r in directory.parents]
-        if not pairs:
-            self._on_roots_changed()
-            return
-        for harness, root in pairs:
-            for path in sorted(directory.rglob("*")):
-                found = match(harness, root, path) if path.is_file() else None
-                if found is not None and found.spec.watch:
-                    self._read(harness, found)
-
-    def _on_roots_changed(self) -> None:
-        """Re-arm the watches; a root that newly exists is read in full."""
-        before = {w.path for w in self._watches.values() if w.recursive}
-        self._arm_watches()
-        if {w.path for w in self._watches.values() if w.recursive} - before:
-            self.reconcile()
-
-    def _arm_watches(self) -> None:
-        """A recursive watch on every root that exists, and a shallow one on the nearest existing
-        parent of every root that does not (to see it appear)."""
-        if self.observer is None:
-            return
-        wanted: set[tuple[str, bool]] = set()
-        for harness in self.harnesses:
-            if harness.roots_in_repositories:
-                continue  # polled: a recursive watch on whole repositories would cost far more
-            for root in self._candidate_roots(harness):
-                if root.is_dir():
-                    wanted.add((str(root), True))
-                else:
-                    parent = _nearest_existing(root)
-                    if parent is not None:
-                        wanted.add((str(parent), False))
-        for key in list(self._watches):
-            if key not in wanted:
-                with contextlib.suppress(KeyError, OSError):
-                    self.observer.unschedule(self._watches[key].handle)
-                del self._watches[key]
-        for path, recursive in wanted - set(self._watches):
-            try:
-                handle = self.observer.schedule(_Handler(self), path, recursive=recursive)
-            except OSError as exc:  # inotify limits, permissions: the timers still cover this root
-                log.warning("cannot watch", path=path, error=str(exc))
-                continue
-            self._watches[(path, recursive)] = _Watch(path, recursive, handle)
-        self._watched = (sorted(w.path for w in self._watches.values() if w.recursive),
-                         sorted(w.path for w in self._watches.values() if not w.recursive))
-
     def _release_memory(self) -> None:
         """After a large import, hand back what it used: the service idles for hours after."""
         assert self.bank is not None
@@ -501,16 +410,9 @@ class Service:
             _malloc_trim(0)
 
     # -- helpers ---------------------------------------------------------------------------
-    def _candidate_roots(self, harness: Harness) -> list[Path]:
-        return [*harness.roots(self.env, self.home), *self.settings.roots.get(harness.name, [])]
-
     def _roots(self, harness: Harness) -> list[Path]:
         assert self.ingestor is not None
         return self.ingestor.roots_for(harness, self.env, self.home, self.settings.roots.get(harness.name, ()))
-
-    def _root_pairs(self) -> list[tuple[Harness, Path]]:
-        return [(h, Path(w.path)) for h in self.harnesses for w in list(self._watches.values())
-                if w.recursive and Path(w.path) in self._candidate_roots(h)]
 
     def _found(self, harness: Harness, path: Path, roots: list[Path]) -> Found | None:
         for root in roots:
@@ -534,14 +436,6 @@ class Service:
         os.replace(tmp, directory / HEARTBEAT_NAME)
 
 
-class _Handler(FileSystemEventHandler):
-    def __init__(self, service: Service) -> None:
-        self.service = service
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        self.service.on_event(event)
-
-
 def _libc_malloc_trim() -> Callable[[int], int] | None:
     """glibc keeps freed heap pages unless asked to return them; other libcs have no such call."""
     try:
@@ -553,8 +447,3 @@ def _libc_malloc_trim() -> Callable[[int], int] | None:
 _malloc_trim = _libc_malloc_trim() if sys.platform.startswith("linux") else None
 
 
-def _nearest_existing(path: Path) -> Path | None:
-    for parent in path.parents:
-        if parent.is_dir():
-            return parent
-    return None
