@@ -1,4 +1,4 @@
-"""The raw archive: every harvested source's bytes kept beside the bank (harvester/archive).
+"""The raw archive: every harvested source's bytes kept beside the bank (harvester/capture/archive).
 
 What it is for: sessions whose agent files are gone can be parsed again (``harvester reparse``), with the
 same result as when their files were there, or with a parser's fix applied; a tool output past the bank's

@@ -254,7 +254,7 @@ MIGRATIONS: list[str] = [
     UPDATE events SET recall = 1 WHERE json_extract(meta, '$.recall') = 1;
     CREATE INDEX events_session_seq ON events (session_id, seq);
     """,
-    # 6: the raw archive's index (harvester/archive: what each chunk appended, each document version, each
+    # 6: the raw archive's index (harvester/capture/archive: what each chunk appended, each document version, each
     #    distinct database row), where every event was read (reparse and forget work source by source), and
     #    which parser version made each session (status says when a reparse would change it).
     """

@@ -1,4 +1,4 @@
-"""The bank's side of the raw archive (harvester/archive): what the ingest asks of it beside the events."""
+"""The bank's side of the raw archive (harvester/capture/archive): what the ingest asks of it beside the events."""
 
 from __future__ import annotations
 

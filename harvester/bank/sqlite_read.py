@@ -52,7 +52,7 @@ class SqliteReads:
         return total
 
     def archive_stats(self) -> dict[str, Any]:
-        """What the raw archive holds (harvester/archive), from the bank's index of it: no walk of its files."""
+        """What the raw archive holds (harvester/capture/archive), from the bank's index of it: no walk of its files."""
         c = self.conn
         frames = c.execute("SELECT coalesce(sum(length), 0), count(DISTINCT source_id) FROM archive_frames").fetchone()
         docs = c.execute("SELECT coalesce(sum(size), 0) FROM (SELECT max(size) AS size FROM archive_docs "

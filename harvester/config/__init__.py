@@ -10,7 +10,7 @@ Each value remembers where it came from, which ``harvester config`` prints.
     harnesses = ["claude-code", "codex"]        # enabled; default: all
     exclude = ["~/clients/secret"]              # sessions whose cwd is under these: never captured
     log_level = "info"
-    archive = true              # keep the raw archive beside the bank (harvester/archive); false: none
+    archive = true              # keep the raw archive beside the bank (harvester/capture/archive); false: none
     archive_max_age = "365d"    # archive retention, off by default: drop what is older (d, w, y)...
     archive_max_size = "20GB"   # ...or past this size (KB, MB, GB, TB), oldest first
 

@@ -21,7 +21,7 @@ class ReadLimits:
     # A JSONL file whose last line has no newline, unchanged for this long, is done being written: a
     # last line that is a whole record is taken (a lost last prompt otherwise waits for ever).
     quiet_seconds: float = 60.0
-    archive: str | None = None  # the raw archive's directory (harvester/archive); None: no archive
+    archive: str | None = None  # the raw archive's directory (harvester/capture/archive); None: no archive
     page_rows: int | None = None  # a SQLite store's rows per chunk; None: harvester.capture.paging.PAGE_ROWS
     page_bytes: int | None = None  # and bytes; None: harvester.capture.paging.PAGE_BYTES
     # The bank's recall key: a frame sealed with it is the harvester's own answer seen again

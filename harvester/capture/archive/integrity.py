@@ -1,7 +1,7 @@
-"""Damage in the raw archive (harvester/archive): found, mended where the agent's own file still holds what
+"""Damage in the raw archive (harvester/capture/archive): found, mended where the agent's own file still holds what
 was archived, recorded where it does not.
 
-:meth:`Archive.frames` and :meth:`Archive.blob` check every read (see harvester/archive) and raise
+:meth:`Archive.frames` and :meth:`Archive.blob` check every read (see harvester/capture/archive) and raise
 :class:`Damaged` rather than return other bytes. When a reparse meets one, :func:`mend` surveys every part of
 the source's archive that a reparse reads, and mends what a source checked against the bank's own record
 can give back:
