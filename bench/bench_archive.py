@@ -4,7 +4,7 @@ the real agents wrote here) and the benchmark tree of ``bench/bench_scan.py``.
 The archive keeps appended files as zstd frames (one per committed chunk: a few bytes of frame header each),
 documents in every version read, and database rows once each; so its size depends on the agent's format.
 And how fast it is checked: every frame and blob decompressed and held against its digest, as reparse
-reads them (harvester/archive/integrity.py's survey of every source).
+reads them (harvester/capture/archive/integrity.py's survey of every source).
 
     python bench/bench_archive.py [--tree bench/out/claude-tree]
 """
@@ -44,8 +44,8 @@ def check_rate(bank_path: Path) -> tuple[int, float]:
     """Bytes of archive checked, and the seconds it took: every source's frames and blobs (none damaged)."""
     import time
 
-    from harvester.archive.integrity import survey
     from harvester.bank import open_bank
+    from harvester.capture.archive.integrity import survey
 
     bank = open_bank(bank_path)
     try:

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.gen_claude_tree import generate
 from harvester import log
-from harvester.archive import archive_dir
 from harvester.bank import open_bank
-from harvester.ingest import Ingestor
+from harvester.capture.archive import archive_dir
+from harvester.capture.ingest import Ingestor
 from harvester.parsers import HARNESSES
 
 

@@ -108,8 +108,8 @@ def document_counts(conn: sqlite3.Connection, words: list[str]) -> list[int]:
 
 
 def searchers(bank: Any) -> dict[str, Callable[[str], Any]]:
+    from harvester.bank.scope import EVERYTHING, Scope
     from harvester.bank.sqlite_recall import plain_words
-    from harvester.recall.scope import EVERYTHING, Scope
     from harvester.recall.views import Recall, search_history
 
     demo = Recall(bank, Scope(DEMO, bank_id=DEMO))

@@ -28,7 +28,7 @@ import httpx  # noqa: E402
 
 from bench.gen_bank import build as build_bank  # noqa: E402
 from harvester.bank import open_bank  # noqa: E402
-from harvester.sinks.config import HindsightSettings, bank_for  # noqa: E402
+from harvester.config.sinks import HindsightSettings, bank_for  # noqa: E402
 from harvester.sinks.document import build  # noqa: E402
 from harvester.sinks.forward import Forwarder  # noqa: E402
 from harvester.sinks.hindsight import Hindsight  # noqa: E402

@@ -70,9 +70,9 @@ INTEGER = {"seq": "integer", "is_error": "boolean", "recall": "boolean", "tokens
 # -- the engines, each run as `python bench/bench_team.py --engine NAME BANK URL` in a fresh process -------------
 def engine_harvester(bank_path: Path, url: str) -> dict[str, Any]:
     from harvester.bank import open_bank
-    from harvester.team import TeamBank
-    from harvester.team.config import TeamSettings
+    from harvester.config.team import TeamSettings
     from harvester.team.push import Pusher
+    from harvester.team.server import TeamBank
 
     started = time.perf_counter()
     bank = open_bank(bank_path, archive=False)

@@ -28,7 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harvester.bank import Cursor, SessionWrite, Write, open_bank  # noqa: E402
+from harvester.bank import open_bank  # noqa: E402
+from harvester.capture.contract import Cursor, SessionWrite, Write  # noqa: E402
 from harvester.gitident import RepoIdentity  # noqa: E402
 from harvester.model import Event, SessionPatch, Usage  # noqa: E402
 
@@ -45,7 +46,7 @@ TOOLS = ("Read", "Bash", "Edit", "Grep", "shell_command", "apply_patch", "read_f
 def vocabulary() -> tuple[list[str], list[float]]:
     counts: Counter[str] = Counter()
     # Sorted: ties in most_common keep the order words were first seen, which must not be the disk's.
-    for path in sorted({*ROOT.glob("harvester/**/*.py"), *ROOT.glob("parsers/*.py"), *ROOT.glob("**/*.md")}):
+    for path in sorted({*ROOT.glob("harvester/**/*.py"), *ROOT.glob("**/*.md")}):
         relative = path.relative_to(ROOT).parts
         # Only the project's own files: not installed packages, caches, or what benchmarks wrote.
         if any(part.startswith(".") for part in relative) or relative[:2] == ("bench", "out"):

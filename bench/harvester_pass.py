@@ -21,9 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harvester import log
-from harvester.archive import archive_dir
 from harvester.bank import open_bank
-from harvester.ingest import Ingestor
+from harvester.capture.archive import archive_dir
+from harvester.capture.ingest import Ingestor
 from harvester.parsers import HARNESSES
 
 AGENTS = ("claude-code", "codex", "opencode")

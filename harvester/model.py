@@ -244,7 +244,7 @@ RECORD_ID_MIN = 16
 
 def record_key(uid: str, content_hash: str) -> str | None:
     """What a forgotten event leaves behind (``forgotten_records``): a hash of its uid and of what it said, never
-    the text. A fork or a resume that copies a record keeps both (harvester/forget.py keeps such copies out).
+    the text. A fork or a resume that copies a record keeps both (harvester/bank/forget.py keeps such copies out).
     None for a uid that is a position or a hash of the record's bytes (``h:``), which names no record across
     sessions."""
     if len(uid) < RECORD_ID_MIN or uid.startswith("h:"):

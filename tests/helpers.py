@@ -15,8 +15,8 @@ import orjson
 
 from harvester.bank import open_bank
 from harvester.bank.migrations import SEARCH_VIEW_AND_TRIGGERS, search_text, search_text_v1
+from harvester.capture.ingest import Ingestor, ScanReport
 from harvester.config import DEFAULT_BANK_ID_TEMPLATE
-from harvester.ingest import Ingestor, ScanReport
 from harvester.parsers import HARNESSES
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

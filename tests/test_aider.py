@@ -12,8 +12,8 @@ import pytest
 
 from harvester import parsers
 from harvester.bank import open_bank
+from harvester.capture.ingest import Ingestor, ScanReport
 from harvester.config import DEFAULT_BANK_ID_TEMPLATE
-from harvester.ingest import Ingestor, ScanReport
 from harvester.model import Batch
 from harvester.parsers import aider
 from harvester.parsers.base import Harness, Record, SourceRef
@@ -23,7 +23,7 @@ HAND = FIXTURES / "aider" / "hand"
 REAL = FIXTURES / "aider" / "real"
 HISTORY = ".aider.chat.history.md"
 REAL_SCENARIOS = sorted(p.parent.parent.name for p in REAL.glob(f"*/repo/{HISTORY}"))
-# The registry line the harness gets (parsers/__init__.py is the lead's to edit).
+# The registry line the harness gets (harvester/parsers/__init__.py is the lead's to edit).
 HARNESS = Harness(aider.NAME, aider.roots, aider.SOURCES, aider.parse, "Aider", aider.PROCESSES,
                   roots_in_repositories=True)
 

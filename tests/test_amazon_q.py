@@ -7,7 +7,7 @@ from pathlib import Path, PurePath
 
 import orjson
 
-from harvester.liveness import _is_agent
+from harvester.capture.liveness import _is_agent
 from harvester.parsers import HARNESSES, kiro_cli
 from harvester.parsers.base import Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of

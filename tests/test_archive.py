@@ -1,4 +1,4 @@
-"""The raw archive: every harvested source's bytes kept beside the bank (harvester/archive).
+"""The raw archive: every harvested source's bytes kept beside the bank (harvester/capture/archive).
 
 What it is for: sessions whose agent files are gone can be parsed again (``harvester reparse``), with the
 same result as when their files were there, or with a parser's fix applied; a tool output past the bank's
@@ -19,11 +19,11 @@ import pytest
 import zstandard
 
 from harvester import redact
-from harvester.archive import Archive, archive_dir
-from harvester.archive.reparse import reparse
 from harvester.bank import open_bank
+from harvester.bank.reparse import reparse
+from harvester.capture.archive import Archive, archive_dir
+from harvester.capture.ingest import Ingestor
 from harvester.config import DEFAULT_BANK_ID_TEMPLATE
-from harvester.ingest import Ingestor
 from harvester.model import MAX_EVENT_TEXT
 from harvester.parsers import HARNESSES
 from tests.helpers import ClaudeSession, bank_rows, sessions_of
@@ -181,8 +181,8 @@ def test_a_5_mb_tool_output_is_whole_in_show_full(tmp_path: Path) -> None:
 
 
 def test_get_events_pages_through_a_whole_tool_output(tmp_path: Path) -> None:
+    from harvester.bank.scope import EVERYTHING
     from harvester.recall import views
-    from harvester.recall.scope import EVERYTHING
     from harvester.recall.views import Recall
 
     output = "".join(f"line {n:06d} of the build log\n" for n in range(20_000))  # 560 KB: clipped in the bank
@@ -317,7 +317,7 @@ def test_forget_by_repository_and_by_age(tmp_path: Path) -> None:
 def test_retention_never_removes_what_the_bank_lacks(tmp_path: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from harvester.archive.expiry import expire
+    from harvester.capture.archive.expiry import expire
 
     home, bank_path = tmp_path / "home", tmp_path / "bank.sqlite"
     plain = ClaudeSession(home, "/work/a")

@@ -1,4 +1,4 @@
-"""A damaged archive never rewrites the bank (harvester/archive/integrity.py).
+"""A damaged archive never rewrites the bank (harvester/capture/archive/integrity.py).
 
 Every archived frame and blob is checked when it is read. ``reparse`` rebuilds a source only from data that
 checks out: its archive, mended where it is damaged from the agent's own file when that file holds the very
@@ -19,11 +19,11 @@ import orjson
 import pytest
 import zstandard
 
-from harvester.archive import archive_dir
-from harvester.archive.reparse import ReparseReport, reparse
 from harvester.bank import open_bank
+from harvester.bank.reparse import ReparseReport, reparse
+from harvester.capture.archive import archive_dir
+from harvester.capture.ingest import Ingestor
 from harvester.config import DEFAULT_BANK_ID_TEMPLATE
-from harvester.ingest import Ingestor
 from tests.helpers import ClaudeSession, bank_rows, event_identities, scan, sessions_of
 from tests.machine import harvester_cli, lay_out_every_store
 from tests.test_archive import _claude_with_big_output, _sessions

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from harvester.bank import open_bank
+from harvester.capture.ingest import Ingestor
 from harvester.cli import cli
-from harvester.ingest import Ingestor
 from harvester.parsers import HARNESSES
 from tests.helpers import ClaudeSession, events_of, scan
 
@@ -129,7 +129,7 @@ def test_file_deleted_before_read_is_reported(tmp_path: Path) -> None:
     scan(home, bank_path)
     s.write(*s.conversation(1, start=1))
     harness = HARNESSES["claude-code"]
-    from harvester.sources import discover, existing_roots
+    from harvester.capture.sources import discover, existing_roots
 
     found = list(discover(harness, existing_roots(harness, {}, home)))
     s.path.unlink()  # the agent's cleanup runs between discovery and read
@@ -148,7 +148,7 @@ def test_file_unlinked_while_open_still_imports_everything(tmp_path: Path, monke
     home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
     s = ClaudeSession(home, "/work/app")
     s.write(*s.conversation(400))
-    import harvester.reading as reading
+    import harvester.capture.reading as reading
 
     real = reading.read_lines
 
@@ -158,7 +158,7 @@ def test_file_unlinked_while_open_still_imports_everything(tmp_path: Path, monke
         s.path.unlink()
         yield from chunks
 
-    monkeypatch.setattr("harvester.reading.read_lines", read_and_unlink)
+    monkeypatch.setattr("harvester.capture.reading.read_lines", read_and_unlink)
     assert scan(home, bank).events_added == 800
     assert scan(home, bank).events_added == 0
 

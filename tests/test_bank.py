@@ -6,8 +6,9 @@ import multiprocessing
 import sqlite3
 from pathlib import Path
 
-from harvester.bank import Cursor, SessionWrite, Write, open_bank
+from harvester.bank import open_bank
 from harvester.bank.migrations import MIGRATIONS
+from harvester.capture.contract import Cursor, SessionWrite, Write
 from harvester.model import Event, SessionPatch
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench.gen_tree import generate, layout
 from harvester.bank import open_bank
-from harvester.ingest import Ingestor
+from harvester.capture.ingest import Ingestor
 from harvester.parsers import HARNESSES
 
 AGENTS = ("claude-code", "codex", "opencode")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -106,7 +107,7 @@ def test_show_unknown_session_fails_clearly(tmp_path: Path) -> None:
 
 
 def test_install_dry_run_shows_the_unit_and_commands(tmp_path: Path, monkeypatch) -> None:
-    from harvester import units
+    from harvester.service import units
 
     monkeypatch.setattr(units, "user_systemd_available", lambda: (True, ""))
     monkeypatch.setattr(units.sys, "platform", "linux")
@@ -121,3 +122,34 @@ def test_install_dry_run_shows_the_unit_and_commands(tmp_path: Path, monkeypatch
     assert not unit.exists()  # a dry run changes nothing
     removed = CliRunner().invoke(cli, ["uninstall", "--dry-run"], env={"HOME": str(home)})
     assert removed.exit_code == 0 and "systemctl --user disable --now harvester.service" in removed.output
+
+
+HELP_SECTIONS = {
+    "Capture": ["scan", "reparse", "forget"],
+    "Read": ["sessions", "show", "search", "context", "export"],
+    "Agents": ["connect", "disconnect", "mcp"],
+    "Service": ["run", "install", "uninstall", "status", "config"],
+    "Outbound": ["sink", "team"],
+}
+
+
+def test_help_lists_every_command_under_its_stage_with_its_whole_summary() -> None:
+    """`harvester --help` reads as the pipeline: the commands under headings, in order, each summary whole (not cut
+    at the width with "..."); a command registered under no heading would be missing from it."""
+    text = CliRunner().invoke(cli, ["--help"], terminal_width=80, prog_name="harvester").output
+    listed: dict[str, list[str]] = {}
+    heading = None
+    for line in text.splitlines():
+        if line.endswith(":") and not line.startswith(" "):
+            heading = line[:-1]
+            listed[heading] = []
+        elif heading in HELP_SECTIONS and line.startswith("  ") and not line.startswith("   "):
+            listed[heading].append(line.split()[0])
+    assert {h: names for h, names in listed.items() if h in HELP_SECTIONS} == HELP_SECTIONS
+    assert list(listed)[-len(HELP_SECTIONS):] == list(HELP_SECTIONS)
+    assert sorted(n for names in HELP_SECTIONS.values() for n in names) == sorted(cli.list_commands(None))  # type: ignore[arg-type]
+    commands = " ".join(text[text.index("\nCapture:"):].split())
+    assert "..." not in commands
+    for command in ("scan", "search", "sink"):  # each help's first sentence, as long as it is
+        first = re.split(r"(?<=\.)\s", cli.get_command(None, command).help)[0]  # type: ignore[arg-type, union-attr]
+        assert f"{command} {' '.join(first.split())}" in commands

@@ -6,9 +6,9 @@ from pathlib import Path, PurePath
 
 import orjson
 
+from harvester.capture.sources import discover
 from harvester.parsers import codebuff
 from harvester.parsers.base import Harness, Record, SourceRef
-from harvester.sources import discover
 from tests.helpers import FIXTURES, events_of, scan, session_of, shapes
 
 HAND = FIXTURES / "codebuff" / "hand"

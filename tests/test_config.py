@@ -212,7 +212,7 @@ def test_templates_with_known_placeholders_or_none_are_kept(tmp_path: Path) -> N
 
 def test_every_placeholder_checked_is_one_bank_id_fills() -> None:
     identity = RepoIdentity(project="shop", root="/r/shop")
-    filled = bank_id("".join(f"{{{name}}}" for name in config.BANK_ID_PLACEHOLDERS), identity, "/r/shop/sub", "codex")
+    filled = bank_id("".join(f"{{{name}}}" for name in config.common.BANK_ID_PLACEHOLDERS), identity, "/r/shop/sub", "codex")
     assert filled == "shopsubcodex"
 
 
@@ -321,7 +321,7 @@ def test_scan_with_a_mistyped_harness_exits_2_as_a_process(tmp_path: Path) -> No
                              f'(did you mean "claude-code"? valid: {VALID_HARNESSES})\n')
 
 
-# --- the team bank (harvester/team/config.py) ---
+# --- the team bank (harvester/config/team.py) ---
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("team_bank = 5\n", 'team_bank: expected a PostgreSQL URL ("postgresql://user@host/db") (a string), got 5 (an integer)'),

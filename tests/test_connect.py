@@ -23,7 +23,8 @@ import yaml
 from click.testing import CliRunner
 
 from harvester import connect
-from harvester.cli import _AGENT_CHOICE, cli
+from harvester.cli import cli
+from harvester.cli.agents import _AGENT_CHOICE
 from harvester.connect import files, jsonc, toml_edit, yaml_edit
 from harvester.connect.agents import AGENTS, Agent
 

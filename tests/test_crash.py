@@ -99,7 +99,7 @@ def test_sigkill_during_scan_then_rescan_equals_clean_import(tmp_path: Path) -> 
 
 def _archive_holds_every_file_once(bank: Path) -> None:
     """Each source's archived stream is the file, byte for byte: nothing lost, nothing twice."""
-    from harvester.archive import Archive, archive_dir
+    from harvester.capture.archive import Archive, archive_dir
 
     conn = sqlite3.connect(f"file:{bank}?mode=ro", uri=True)
     try:

@@ -13,8 +13,8 @@ import orjson
 import pytest
 
 from harvester.bank import open_bank
+from harvester.capture.sources import discover, match
 from harvester.parsers import HARNESSES, cursor, cursor_transcripts
-from harvester.sources import discover, match
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "cursor" / "transcripts" / "hand"

@@ -17,9 +17,9 @@ import zstandard
 
 from harvester import parsers
 from harvester.bank import open_bank
+from harvester.capture.sources import discover
 from harvester.parsers import deepseek_harness
 from harvester.parsers.base import Harness, Record, SourceRef
-from harvester.sources import discover
 from tests.helpers import FIXTURES, copy_tree, event_identities, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "deepseek_harness" / "hand"

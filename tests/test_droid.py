@@ -9,9 +9,9 @@ import orjson
 import pytest
 
 from harvester import parsers
+from harvester.capture.sources import discover
 from harvester.parsers import droid
 from harvester.parsers.base import Harness, Record, SourceRef
-from harvester.sources import discover
 from tests.helpers import FIXTURES, events_of, scan, session_of
 
 HAND = FIXTURES / "droid" / "hand"

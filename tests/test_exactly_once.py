@@ -235,9 +235,9 @@ def test_ingesting_in_two_processes_gives_the_same_bank(tmp_path: Path) -> None:
 def test_a_read_that_finds_only_a_torn_line_does_not_force_a_full_reread(tmp_path: Path) -> None:
     """Found by the kill -9 service test: the cursor committed for "nothing complete yet" lost its
     fingerprints, so the next read took the file for rewritten and read it all again."""
-    from harvester.ingest import Ingestor
+    from harvester.capture.ingest import Ingestor
+    from harvester.capture.sources import discover, existing_roots
     from harvester.parsers import HARNESSES
-    from harvester.sources import discover, existing_roots
 
     home, bank_path = tmp_path / "home", tmp_path / "bank.sqlite"
     s = ClaudeSession(home, "/work/app")

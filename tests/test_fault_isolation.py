@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from harvester.bank import open_bank
+from harvester.capture.ingest import Ingestor
 from harvester.cli import cli
-from harvester.ingest import Ingestor
 from harvester.parsers import HARNESSES
 from tests.daemon import Daemon, wait_for
 from tests.helpers import ClaudeSession, events_of, scan, sessions_of

@@ -104,9 +104,10 @@ def test_show_labels_tool_results_once(tmp_path: Path) -> None:
 
 
 def test_status_counts_in_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harvester import render
+    from harvester.cli import render_status as render
+    from harvester.status import EMPTY_STATS
 
-    row = {**render.EMPTY_STATS, "name": "codex", "label": "Codex", "roots": ["/r"], "sources_failed": 1,
+    row = {**EMPTY_STATS, "name": "codex", "label": "Codex", "roots": ["/r"], "sources_failed": 1,
            "sources_missing": 2, "unlisted_directories": [{"path": "/r/x", "reason": "Permission denied"}]}
     text = render.status_text({"bank": {"path": "/b", "size_bytes": 0}, "harnesses": [row], "recent_imports": [],
                                "recent_problems": []})

@@ -172,9 +172,10 @@ def test_a_scan_judges_again_the_sessions_a_stopped_service_left_live(tmp_path: 
 def test_the_service_judges_again_at_start_the_sessions_it_left_live(tmp_path: Path) -> None:
     from watchdog.observers import Observer
 
-    from harvester import config, service
+    from harvester import config
     from harvester.bank import open_bank
-    from harvester.ingest import Ingestor
+    from harvester.capture.ingest import Ingestor
+    from harvester.service import run as service
 
     home, bank_path, s = _stale_bank(tmp_path)
     env = {"HOME": str(home), "HARVESTER_BANK": str(bank_path)}
@@ -302,8 +303,8 @@ def test_connects_usage_line_does_not_wrap_mid_word() -> None:
 
 
 def test_counts_are_in_words(tmp_path: Path) -> None:
+    from harvester.bank.scope import EVERYTHING
     from harvester.recall import brief, views
-    from harvester.recall.scope import EVERYTHING
     from harvester.recall.views import Recall
 
     home, bank_path, s = _one_session(tmp_path)
@@ -325,7 +326,7 @@ def _in_process(bank: Any, cwd: Path, calls: list[tuple[str, dict[str, Any]]],
     from mcp import Client
 
     from harvester.config import DEFAULT_BANK_ID_TEMPLATE
-    from harvester.mcp.server import build_server
+    from harvester.recall.mcp import build_server
 
     server = build_server(bank, str(cwd), DEFAULT_BANK_ID_TEMPLATE)
 

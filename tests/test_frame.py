@@ -30,11 +30,11 @@ from click.testing import CliRunner
 from mcp import Client
 
 from harvester.bank import open_bank
+from harvester.bank.scope import Scope
 from harvester.cli import cli
 from harvester.config import DEFAULT_BANK_ID_TEMPLATE
-from harvester.mcp.server import build_server
 from harvester.recall import brief, views
-from harvester.recall.scope import Scope
+from harvester.recall.mcp import build_server
 from harvester.recall.views import Recall
 from tests.frame_check import BAD_TIME, CONTROLS, HOSTILE, RAW_CONTROL, TAG_LIKE, TAGS, fold, one_frame
 from tests.helpers import ClaudeSession, events_of, scan

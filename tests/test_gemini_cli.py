@@ -11,9 +11,9 @@ import pytest
 
 from harvester import parsers
 from harvester.bank import open_bank
+from harvester.capture.sources import discover, existing_roots
 from harvester.parsers import gemini_cli
 from harvester.parsers.base import Harness, Record, SourceRef
-from harvester.sources import discover, existing_roots
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of, shapes
 
 HAND = FIXTURES / "gemini_cli" / "hand"

@@ -24,10 +24,10 @@ import pytest
 from click.testing import CliRunner
 
 from harvester.bank import open_bank
+from harvester.bank.scope import EVERYTHING
 from harvester.cli import cli
 from harvester.recall import brief
 from harvester.recall.actions import actions_of, diff_stat, error_line
-from harvester.recall.scope import EVERYTHING
 from harvester.recall.views import Recall
 from tests.helpers import FIXTURES, scan
 

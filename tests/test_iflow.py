@@ -7,9 +7,9 @@ from pathlib import Path, PurePath
 import orjson
 import pytest
 
+from harvester.capture.sources import discover
 from harvester.parsers import iflow
 from harvester.parsers.base import Harness, Record, SourceRef
-from harvester.sources import discover
 from tests.helpers import FIXTURES, events_of, scan, session_of, shapes
 
 HAND = FIXTURES / "iflow" / "hand"

@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from harvester.capture.sources import discover
 from harvester.parsers import HARNESSES, kimi, kimi_code
-from harvester.sources import discover
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "kimi_code" / "hand"

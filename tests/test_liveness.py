@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harvester.liveness import _is_agent, judge
+from harvester.capture.liveness import _is_agent, judge
 
 
 def test_agent_processes_are_recognized_by_name_script_or_module() -> None:
@@ -35,7 +35,7 @@ def test_states() -> None:
 
 def test_a_wal_databases_last_write_is_its_wal_files(tmp_path: Path) -> None:
     """The agent holds its session while it writes: for SQLite in WAL mode that is the -wal file."""
-    from harvester.liveness import source_mtime as _mtime
+    from harvester.capture.liveness import source_mtime as _mtime
 
     db = tmp_path / "sessions.db"
     db.write_bytes(b"")
@@ -48,7 +48,7 @@ def test_a_wal_databases_last_write_is_its_wal_files(tmp_path: Path) -> None:
 
 
 def test_processes_are_read_as_psutil_reads_them() -> None:
-    """The service's look at every process (harvester.liveness._processes, which reads /proc itself on Linux):
+    """The service's look at every process (harvester.capture.liveness._processes, which reads /proc itself on Linux):
     the same pid, name and command line as psutil's, for a process with a name longer than the kernel keeps."""
     import shutil
     import subprocess
@@ -59,7 +59,7 @@ def test_processes_are_read_as_psutil_reads_them() -> None:
 
     import psutil
 
-    from harvester.liveness import _processes, _split_cmdline
+    from harvester.capture.liveness import _processes, _split_cmdline
 
     assert _split_cmdline("") == []
     assert _split_cmdline("node\x00/bin/claude\x00-p\x00") == ["node", "/bin/claude", "-p"]

@@ -18,7 +18,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from harvester.recall.frame import NOTE, TOOLS
+from harvester.capture.recall_seal import TOOLS
+from harvester.recall.frame import NOTE
 from tests.helpers import ClaudeSession, make_repo, scan
 from tests.machine import ROOT, real_capture_bank
 

@@ -1,4 +1,4 @@
-"""OpenClaw: the SQLite era (2026.8.1+) beside the JSONL era, through parsers/openclaw.py.
+"""OpenClaw: the SQLite era (2026.8.1+) beside the JSONL era, through harvester/parsers/openclaw.py.
 
 ``fixtures/pi/openclaw/hand`` is laid out like ``~/.openclaw``: the JSONL files of the older releases
 and ``agents/main/agent/openclaw-agent.sql`` (the agent database as SQL text, a compressed row as an
@@ -334,6 +334,6 @@ def test_roots() -> None:
 
 @pytest.mark.parametrize("name", ["openclaw-agent", "openclaw-gateway", "openclaw-tui"])
 def test_process_titles(name: str) -> None:
-    from harvester.liveness import _is_agent
+    from harvester.capture.liveness import _is_agent
 
     assert _is_agent(name, [name], openclaw.PROCESSES)

@@ -8,9 +8,9 @@ from pathlib import Path, PurePath
 import orjson
 import pytest
 
+from harvester.capture.sources import discover
 from harvester.parsers import HARNESSES, openhands
 from harvester.parsers.base import Record, SourceRef
-from harvester.sources import discover
 from tests.helpers import FIXTURES, events_of, scan, session_of
 
 HAND = FIXTURES / "openhands" / "hand"

@@ -1,4 +1,4 @@
-"""A large SQLite store is read in bounded pages (harvester/paging.py): several chunks, the same bank as
+"""A large SQLite store is read in bounded pages (harvester/capture/paging.py): several chunks, the same bank as
 one read, and a read stopped or killed between pages goes on without losing or repeating anything."""
 
 from __future__ import annotations
@@ -16,14 +16,16 @@ from typing import Any
 import orjson
 import pytest
 
-from harvester import paging, parsers
+from harvester import parsers
 from harvester.bank import open_bank
-from harvester.ingest import Ingestor
+from harvester.capture import paging
+from harvester.capture.ingest import Ingestor
+from harvester.capture.reading import Outcome, read_source
+from harvester.capture.sources import Found
+from harvester.config.limits import ReadLimits
 from harvester.model import Batch, Event
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Harness, Record, SourceRef, SourceSpec, SqliteQuery, json_objects
-from harvester.reading import Outcome, ReadLimits, read_source
-from harvester.sources import Found
 from tests.golden import LAYOUTS, dumps, expected_path, reading, trees
 from tests.helpers import KillPoints, bank_rows
 
@@ -142,7 +144,7 @@ def _opencode_home(tmp_path: Path, megabytes: float) -> Path:
 
 
 def test_the_second_process_ingests_a_store_page_by_page(tmp_path: Path) -> None:
-    """A large scan's second process (harvester.ingest) reads and commits a store in pages of its own."""
+    """A large scan's second process (harvester.capture.ingest) reads and commits a store in pages of its own."""
     home = _opencode_home(tmp_path, 1)
     inline = tmp_path / "inline.sqlite"
     with open_bank(inline) as bank, Ingestor(bank, "coding-agent::{gitProject}") as ingestor:
@@ -158,7 +160,7 @@ def test_the_second_process_ingests_a_store_page_by_page(tmp_path: Path) -> None
 
 
 def _scan_cmd(bank: Path) -> list[str]:
-    code = ("import sys; from harvester import paging; paging.PAGE_ROWS = 40; from harvester.cli import cli; "
+    code = ("import sys; from harvester.capture import paging; paging.PAGE_ROWS = 40; from harvester.cli import cli; "
             "sys.argv[0] = 'harvester'; cli()")
     return [sys.executable, "-c", code, "--bank", str(bank), "scan", "--harness", "opencode", "--json"]
 

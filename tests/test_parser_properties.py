@@ -22,13 +22,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harvester.bank import Cursor, open_bank
+from harvester.bank import open_bank
 from harvester.bank.sqlite_events import event_rows
-from harvester.ingest import Ingestor
+from harvester.capture.contract import Cursor
+from harvester.capture.ingest import Ingestor
+from harvester.capture.reading import Chunk, Outcome, ParserFailed, read_batch
+from harvester.capture.validate import repair
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Record, SourceRef
-from harvester.reading import Chunk, Outcome, ParserFailed, read_batch
-from harvester.validate import repair
 from tests.helpers import scan
 from tests.machine import lay_out_every_store
 

@@ -12,7 +12,7 @@ import pytest
 
 from harvester import parsers
 from harvester.bank import open_bank
-from harvester.liveness import _is_agent
+from harvester.capture.liveness import _is_agent
 from harvester.model import Usage
 from harvester.parsers import pi
 from harvester.parsers.base import Harness, Record, SourceRef

@@ -19,9 +19,9 @@ import orjson
 import pytest
 import zstandard
 
+from harvester.capture.sources import shadowed
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Harness, SourceSpec
-from harvester.sources import shadowed
 from tests.daemon import Daemon, wait_for
 from tests.golden import LAYOUTS, expected_path
 from tests.helpers import ClaudeSession

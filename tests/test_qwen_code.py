@@ -9,7 +9,7 @@ from pathlib import Path, PurePath
 import pytest
 
 from harvester import parsers
-from harvester.liveness import _is_agent
+from harvester.capture.liveness import _is_agent
 from harvester.parsers import qwen_code
 from harvester.parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of

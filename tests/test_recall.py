@@ -16,9 +16,10 @@ import pytest
 from click.testing import CliRunner
 
 from harvester.bank import open_bank
+from harvester.capture.recall_seal import is_recall_text
 from harvester.cli import cli
 from harvester.recall.export import file_name
-from harvester.recall.frame import frame, is_recall_text
+from harvester.recall.frame import frame
 from harvester.recall.shown import Md, md
 from tests.helpers import FIXTURES, ClaudeSession, events_of, make_repo, scan
 from tests.machine import real_capture_bank
@@ -103,7 +104,7 @@ def test_search_finds_the_original_first_and_never_its_echo(tmp_path: Path) -> N
 
 
 def test_summaries_leave_recall_out(tmp_path: Path) -> None:
-    from harvester.recall.scope import EVERYTHING
+    from harvester.bank.scope import EVERYTHING
     from harvester.recall.views import Recall, recent_sessions
 
     home, bank_path = tmp_path / "home", tmp_path / "bank.sqlite"

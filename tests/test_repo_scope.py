@@ -374,7 +374,7 @@ def test_migration_fills_the_identity_from_what_the_bank_stored(tmp_path: Path) 
 def test_the_sink_sends_two_repositories_of_one_bank_id_to_two_banks_and_moves_what_it_sent_merged(
         tmp_path: Path) -> None:
     from harvester.bank import open_bank
-    from harvester.sinks.config import HindsightSettings
+    from harvester.config.sinks import HindsightSettings
     from harvester.sinks.forward import Forwarder
     from harvester.sinks.hindsight import Hindsight
     from tests.hindsight_fake import FakeHindsight
@@ -442,7 +442,7 @@ def test_the_team_bank_keeps_two_repositories_of_one_bank_id_apart(postgres_serv
 def test_a_bank_opted_out_keeps_every_repository_filed_under_it_out(tmp_path: Path) -> None:
     """Kept apart in Hindsight, two repositories of coding-agent::api are still what its opt-out names."""
     from harvester.bank import open_bank
-    from harvester.sinks.config import HindsightSettings
+    from harvester.config.sinks import HindsightSettings
     from harvester.sinks.forward import Forwarder
     from harvester.sinks.hindsight import Hindsight
     from tests.hindsight_fake import FakeHindsight

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harvester.bank import Cursor, SessionWrite, Write, open_bank, sqlite_recall
+from harvester.bank import open_bank, sqlite_recall
 from harvester.bank.migrations import MIGRATIONS
+from harvester.bank.scope import EVERYTHING, Scope
 from harvester.bank.sqlite_recall import plain_words
+from harvester.capture.contract import Cursor, SessionWrite, Write
 from harvester.cli import cli
 from harvester.model import Event, SessionPatch
-from harvester.recall.scope import EVERYTHING, Scope
 from harvester.recall.views import Recall, search_history
 from tests.helpers import as_migration_14_left_it
 
@@ -141,7 +142,7 @@ def test_migration_7_upgrades_a_bank_that_holds_events(tmp_path: Path) -> None:
 
 
 def test_a_listing_shows_what_the_whole_rows_say(tmp_path: Path) -> None:
-    from harvester.render import _when
+    from harvester.cli.render import _when
 
     with open_bank(tmp_path / "bank.sqlite") as bank:
         for n in range(5):
@@ -155,7 +156,7 @@ def test_a_listing_shows_what_the_whole_rows_say(tmp_path: Path) -> None:
 
 
 def test_status_counts_are_the_tables_counts_after_writes_and_forget(tmp_path: Path) -> None:
-    from harvester.forget import choose, forget
+    from harvester.bank.forget import choose, forget
 
     def counted(bank: object) -> dict[str, tuple[int, int]]:
         stats = bank.harness_stats()  # type: ignore[attr-defined]
@@ -192,8 +193,9 @@ def test_the_service_looks_at_processes_only_when_a_session_is_open(tmp_path: Pa
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from watchdog.observers import Observer
 
-    from harvester import config, service
-    from harvester.ingest import Ingestor
+    from harvester import config
+    from harvester.capture.ingest import Ingestor
+    from harvester.service import run as service
 
     calls: list[int] = []
     monkeypatch.setattr(service, "agent_processes", lambda harnesses: calls.append(1) or [])
@@ -231,14 +233,14 @@ print(" ".join(sorted(sys.modules)), file=sys.stderr)
 _WRITE_SIDE = {"harvester.model", "harvester.gitident", "zstandard", "hashlib"}
 # status imports every parser (each harness's roots are there), not what parsing, finding sources, editing agents'
 # files (with none of them there to read), or writing unit files needs.
-_STATUS_NEEDS_NOT = {"zstandard", "hashlib", "msgpack", "difflib", "tomllib", "harvester.sources", "harvester.connect.jsonc",
+_STATUS_NEEDS_NOT = {"zstandard", "hashlib", "msgpack", "difflib", "tomllib", "harvester.capture.sources", "harvester.connect.jsonc",
                      "harvester.connect.toml_edit", "harvester.connect.yaml_edit", "importlib.resources"}
 
 
 @pytest.mark.parametrize(("command", "absent"), [
-    (["search", "zebra"], {"git", "structlog", "harvester.parsers", "harvester.ingest", "asyncio", *_WRITE_SIDE}),
-    (["sessions"], {"git", "structlog", "harvester.parsers", "harvester.ingest", "asyncio", *_WRITE_SIDE}),
-    (["status"], {"git", "structlog", "harvester.ingest", "harvester.service", "apscheduler", "yaml", "tomlkit",
+    (["search", "zebra"], {"git", "structlog", "harvester.parsers", "harvester.capture.ingest", "asyncio", *_WRITE_SIDE}),
+    (["sessions"], {"git", "structlog", "harvester.parsers", "harvester.capture.ingest", "asyncio", *_WRITE_SIDE}),
+    (["status"], {"git", "structlog", "harvester.capture.ingest", "harvester.service", "apscheduler", "yaml", "tomlkit",
                   *_STATUS_NEEDS_NOT}),
 ])
 def test_reading_commands_import_only_what_they_use(tmp_path: Path, command: list[str], absent: set[str]) -> None:

@@ -13,7 +13,7 @@ from harvester import parsers
 from harvester.config import Settings, Timings
 from harvester.parsers import claude_code
 from harvester.parsers.base import Harness, SourceSpec
-from harvester.service import Service
+from harvester.service.run import Service
 from tests.helpers import ClaudeSession, events_of
 
 

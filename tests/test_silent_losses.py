@@ -13,9 +13,9 @@ import pytest
 import zstandard
 
 from harvester.bank import open_bank
-from harvester.ingest import Ingestor
+from harvester.capture.ingest import Ingestor
+from harvester.config.limits import ReadLimits
 from harvester.parsers import HARNESSES
-from harvester.reading import ReadLimits
 from tests.helpers import ClaudeSession, events_of, scan
 
 YEAR_AGO = time.time() - 365 * 24 * 3600

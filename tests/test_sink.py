@@ -14,11 +14,13 @@ import pytest
 from click.testing import CliRunner
 
 from harvester import config
-from harvester.bank import Cursor, SessionWrite, Write, open_bank
+from harvester.bank import open_bank
+from harvester.bank.outbox import seconds_until
+from harvester.capture.contract import Cursor, SessionWrite, Write
 from harvester.cli import cli
+from harvester.config.sinks import HindsightSettings
 from harvester.model import Event, Mark, SessionPatch
 from harvester.sinks import forwarder, outbox
-from harvester.sinks.config import HindsightSettings
 from harvester.sinks.document import build, fingerprint
 from harvester.sinks.forward import Forwarder
 from harvester.sinks.hindsight import Hindsight, SinkError
@@ -201,7 +203,7 @@ def test_429_waits_as_asked_5xx_retries_and_another_4xx_gives_up_with_the_error_
         assert f.forward().retry == 1
         row = bank.conn.execute("SELECT next_try_at, last_error, state FROM sink_documents").fetchone()
         assert row[2] == "pending" and "429" in row[1]
-        assert 110 < outbox.seconds_until(row[0]) <= 121
+        assert 110 < seconds_until(row[0]) <= 121
         bank.conn.execute("UPDATE sink_documents SET next_try_at = NULL")
         fake.fail(404, times=3)
         fake.fail(503)
@@ -259,7 +261,7 @@ def test_a_forgotten_session_is_deleted_from_the_sink(tmp_path: Path, fake: Fake
         write(bank, "claude-code", "s1", [said("s1", 1)])
         f = make(bank, fake.url)
         f.forward()
-        from harvester import forget
+        from harvester.bank import forget
 
         forget.forget(bank, forget.choose(bank, session="s1"))
         assert f.forward().deleted == 1

@@ -22,11 +22,13 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvester.bank import Cursor, SessionWrite, Write, open_bank
+from harvester.bank import open_bank
+from harvester.bank.outbox import seconds_until
+from harvester.capture.contract import Cursor, SessionWrite, Write
 from harvester.cli import cli
+from harvester.config.sinks import HindsightSettings
 from harvester.model import Event, SessionPatch
-from harvester.sinks import hindsight, outbox
-from harvester.sinks.config import HindsightSettings
+from harvester.sinks import hindsight
 from harvester.sinks.forward import MAX_BACKOFF, Forwarder
 from harvester.sinks.hindsight import Hindsight
 from tests.hindsight_fake import FakeHindsight
@@ -100,7 +102,7 @@ def test_an_absurd_retry_after_neither_raises_nor_hurries_nor_waits_past_the_cap
         assert make(bank, fake.url).forward().retry == 1
         [(state, error, next_try)] = rows(bank)
         assert state == "pending" and "429" in error
-        assert 1.0 < outbox.seconds_until(next_try) <= MAX_BACKOFF + 1  # at least the back-off, at most the cap
+        assert 1.0 < seconds_until(next_try) <= MAX_BACKOFF + 1  # at least the back-off, at most the cap
 
 
 def test_a_503_with_retry_after_waits_as_asked(tmp_path: Path, fake: FakeHindsight) -> None:
@@ -109,7 +111,7 @@ def test_a_503_with_retry_after_waits_as_asked(tmp_path: Path, fake: FakeHindsig
         fake.fail(404, times=3)
         fake.fail(503, headers={"Retry-After": "120"})
         make(bank, fake.url).forward()
-        assert 110 < outbox.seconds_until(rows(bank)[0][2]) <= 121
+        assert 110 < seconds_until(rows(bank)[0][2]) <= 121
 
 
 def test_a_server_that_always_says_retry_now_is_not_hammered(tmp_path: Path, fake: FakeHindsight) -> None:
@@ -152,7 +154,7 @@ def test_a_wrong_answer_is_an_error_with_back_off_never_sent_nor_skipped(tmp_pat
         assert passes_for(make(bank, fake.url)) >= 1
         [(state, error, next_try)] = rows(bank)
         assert state == "pending" and error, (state, error)
-        assert next_try is not None and outbox.seconds_until(next_try) > 0  # waits its back-off
+        assert next_try is not None and seconds_until(next_try) > 0  # waits its back-off
     assert len(fake.retains()) <= 2, f"{len(fake.retains())} retains in {WINDOW} s"
 
 

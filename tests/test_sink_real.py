@@ -23,9 +23,10 @@ from typing import Any
 import httpx
 import pytest
 
-from harvester.bank import Cursor, SessionWrite, Write, open_bank
+from harvester.bank import open_bank
+from harvester.capture.contract import Cursor, SessionWrite, Write
+from harvester.config.sinks import HindsightSettings, bank_for
 from harvester.model import Event, Mark, SessionPatch
-from harvester.sinks.config import HindsightSettings, bank_for
 from harvester.sinks.document import build
 from harvester.sinks.forward import Forwarder
 from harvester.sinks.hindsight import Hindsight

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harvester.capture.sources import match, owner
 from harvester.parsers import HARNESSES
-from harvester.sources import match, owner
 
 
 def test_a_related_document_or_sidecar_belongs_to_the_source_beside_it(tmp_path: Path) -> None:

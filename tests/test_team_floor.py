@@ -1,4 +1,4 @@
-"""The team bank's connection floor (harvester/team/config.py: connection_floor): libpq never sends the password
+"""The team bank's connection floor (harvester/config/team.py: connection_floor): libpq never sends the password
 in clear text (or as MD5) to whoever answers, and never talks to a team bank on another machine without TLS
 and a certificate that proves who it is, unless the URL (or libpq's environment) says otherwise or
 ``[team] insecure = true``.
@@ -50,7 +50,7 @@ FLOOR_AUTH = "!password,!md5"
 ])
 def test_the_floor_adds_what_the_url_leaves_unsaid(url: str, env: dict[str, str], insecure: bool,
                                                    expected: dict[str, str]) -> None:
-    from harvester.team.config import connection_floor
+    from harvester.config.team import connection_floor
 
     assert connection_floor(url, insecure, env) == expected
 

@@ -174,7 +174,7 @@ def large_bank(path: Path, sessions: int, events: int) -> None:
     (as bench/gen_bank.py, without reading a vocabulary off the disk)."""
     import random
 
-    from harvester.bank import Cursor, SessionWrite, Write
+    from harvester.capture.contract import Cursor, SessionWrite, Write
     from harvester.gitident import RepoIdentity
     from harvester.model import Event, SessionPatch
 

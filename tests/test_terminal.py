@@ -21,9 +21,9 @@ import orjson
 import pytest
 import structlog
 
-from harvester import log, render
+from harvester import log
 from harvester.bank import open_bank
-from harvester.cli import cli
+from harvester.cli import cli, render
 from harvester.model import Problem
 from harvester.terminal import VisibleErrors, visible
 from tests.helpers import ClaudeSession, events_of, scan

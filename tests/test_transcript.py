@@ -20,9 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 from harvester.bank import open_bank
+from harvester.bank.scope import EVERYTHING
 from harvester.cli import cli
 from harvester.recall.export import markdown
-from harvester.recall.scope import EVERYTHING
 from harvester.recall.tools import call_lines, children_of_calls, tool_call
 from harvester.recall.views import Recall, get_events, search_history
 from tests.golden import LAYOUTS, trees
@@ -298,7 +298,7 @@ def test_a_long_realistic_session_reads_in_far_fewer_lines(tmp_path: Path) -> No
     """The longest session of a generated history (bench/gen_tree.py: Claude Code and Codex shaped as captured):
     folding and clipping keep it well under its whole length; every event is still numbered."""
     from bench.gen_tree import generate
-    from harvester.ingest import Ingestor
+    from harvester.capture.ingest import Ingestor
     from harvester.parsers import HARNESSES
 
     home = tmp_path / "home"
@@ -363,7 +363,7 @@ def test_sessions_at_any_width_keep_every_id_whole_and_put_subagents_under_their
 
 
 def test_a_narrow_terminal_cuts_titles_and_banks_never_ids() -> None:
-    from harvester.render import sessions_text
+    from harvester.cli.render import sessions_text
 
     def row(native_id: str, title: str, parent: str | None = None) -> dict[str, Any]:
         return {"native_id": native_id, "harness": "claude-code", "bank_id": "coding-agent::a-rather-long-repository",
@@ -467,7 +467,8 @@ def test_call_lines_show_transcript_controls_as_written_not_as_line_breaks() -> 
 
 
 def test_the_options_name_the_models_roles_and_kinds() -> None:
-    from harvester import cli_options, model
+    from harvester import model
+    from harvester.cli import common as cli_options
 
     assert (", ".join(model.ROLES), ", ".join(model.KINDS)) == (cli_options.ROLE_NAMES, cli_options.KIND_NAMES)
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harvester import units
+from harvester.service import units
+from harvester.status import unit as unit_state
 
 ROOT = Path(__file__).resolve().parent.parent
 UID = os.getuid()
@@ -44,7 +45,7 @@ def verify(unit: Path, runtime: Path) -> subprocess.CompletedProcess[str]:
 
 def write_unit(folder: Path, text: str) -> Path:
     folder.mkdir(exist_ok=True)
-    unit = folder / units.SERVICE  # verify checks the unit under its real name
+    unit = folder / unit_state.SERVICE  # verify checks the unit under its real name
     unit.write_text(text)
     return unit
 
@@ -132,7 +133,7 @@ def test_plist_escapes_xml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_templates_ship_with_the_package() -> None:
     # The top-level service_units/ is the package's folder, so both places show the same templates.
-    for name in (units.SERVICE, units.PLIST):
+    for name in (unit_state.SERVICE, unit_state.PLIST):
         assert (ROOT / "service_units" / name).read_text() == units.template(name).template
 
 
@@ -325,16 +326,16 @@ def fake_query(
 ) -> Callable[[list[str]], subprocess.CompletedProcess[str]]:
     def query(command: list[str]) -> subprocess.CompletedProcess[str]:
         if timeout:
-            raise subprocess.TimeoutExpired(command, units.QUERY_TIMEOUT)
+            raise subprocess.TimeoutExpired(command, unit_state.QUERY_TIMEOUT)
         return subprocess.CompletedProcess(command, returncode, stdout, stderr)
 
     return query
 
 
 def test_service_state_systemd(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(units, "_runtime_problem", lambda: "")
-    monkeypatch.setattr(units, "_query", fake_query("inactive\n", 3))
-    state = units.service_state(home, platform="systemd")
+    monkeypatch.setattr(unit_state, "runtime_problem", lambda: "")
+    monkeypatch.setattr(unit_state, "_query", fake_query("inactive\n", 3))
+    state = unit_state.service_state(home, platform="systemd")
     assert state == {
         "platform": "systemd",
         "installed": False,
@@ -344,29 +345,29 @@ def test_service_state_systemd(home: Path, monkeypatch: pytest.MonkeyPatch) -> N
     }
     Path(state["unit_path"]).parent.mkdir(parents=True)
     Path(state["unit_path"]).write_text("x")
-    monkeypatch.setattr(units, "_query", fake_query("active\n"))
-    assert units.service_state(home, platform="systemd")["installed"] is True
-    assert units.service_state(home, platform="systemd")["state"] == "active"
-    monkeypatch.setattr(units, "_query", fake_query(timeout=True))
-    state = units.service_state(home, platform="systemd")
+    monkeypatch.setattr(unit_state, "_query", fake_query("active\n"))
+    assert unit_state.service_state(home, platform="systemd")["installed"] is True
+    assert unit_state.service_state(home, platform="systemd")["state"] == "active"
+    monkeypatch.setattr(unit_state, "_query", fake_query(timeout=True))
+    state = unit_state.service_state(home, platform="systemd")
     assert state["state"] == "unknown"
     assert state["reason"] == "systemctl --user is-active harvester.service did not answer within 2 s"
-    monkeypatch.setattr(units, "_runtime_problem", lambda: "no user manager runs")
-    assert units.service_state(home, platform="systemd")["reason"] == "no user manager runs"
+    monkeypatch.setattr(unit_state, "runtime_problem", lambda: "no user manager runs")
+    assert unit_state.service_state(home, platform="systemd")["reason"] == "no user manager runs"
 
 
 def test_service_state_launchd(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(units, "_query", fake_query("gui/501/io.harvester.agent = {\n\tstate = running\n}\n"))
-    assert units.service_state(home, platform="launchd")["state"] == "running"
-    monkeypatch.setattr(units, "_query", fake_query(returncode=113, stderr='Could not find service "x"'))
-    state = units.service_state(home, platform="launchd")
+    monkeypatch.setattr(unit_state, "_query", fake_query("gui/501/io.harvester.agent = {\n\tstate = running\n}\n"))
+    assert unit_state.service_state(home, platform="launchd")["state"] == "running"
+    monkeypatch.setattr(unit_state, "_query", fake_query(returncode=113, stderr='Could not find service "x"'))
+    state = unit_state.service_state(home, platform="launchd")
     assert state["state"] == "not loaded"
     assert state["unit_path"] == str(home / "Library" / "LaunchAgents" / "io.harvester.agent.plist")
-    monkeypatch.setattr(units, "_query", fake_query(timeout=True))
-    assert units.service_state(home, platform="launchd")["state"] == "unknown"
+    monkeypatch.setattr(unit_state, "_query", fake_query(timeout=True))
+    assert unit_state.service_state(home, platform="launchd")["state"] == "unknown"
 
 
 def test_service_state_on_this_machine_never_raises() -> None:
-    state = units.service_state()
+    state = unit_state.service_state()
     assert set(state) == {"platform", "unit_path", "installed", "state", "reason"}
     assert state["state"] != "unknown" or state["reason"]

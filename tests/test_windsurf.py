@@ -8,9 +8,10 @@ from pathlib import Path
 
 import orjson
 
+from harvester.cli.render_status import status_text
 from harvester.parsers import HARNESSES, windsurf
 from harvester.parsers.base import OPAQUE_COUNT_CAP, Harness, OpaqueStore, opaque_found
-from harvester.render import EMPTY_STATS, status_text
+from harvester.status import EMPTY_STATS
 from tests.helpers import FIXTURES, scan
 from tests.machine import harvester_cli
 

@@ -1,4 +1,4 @@
-"""ZCode: what the fixtures must read as (fixtures/zcode/hand/README.md); read by parsers/opencode.py."""
+"""ZCode: what the fixtures must read as (fixtures/zcode/hand/README.md); read by harvester/parsers/opencode.py."""
 
 from __future__ import annotations
 

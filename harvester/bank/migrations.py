@@ -254,7 +254,7 @@ MIGRATIONS: list[str] = [
     UPDATE events SET recall = 1 WHERE json_extract(meta, '$.recall') = 1;
     CREATE INDEX events_session_seq ON events (session_id, seq);
     """,
-    # 6: the raw archive's index (harvester/archive: what each chunk appended, each document version, each
+    # 6: the raw archive's index (harvester/capture/archive: what each chunk appended, each document version, each
     #    distinct database row), where every event was read (reparse and forget work source by source), and
     #    which parser version made each session (status says when a reparse would change it).
     """
@@ -415,7 +415,7 @@ MIGRATIONS: list[str] = [
     """
     INSERT OR IGNORE INTO bank_facts (key, value) VALUES ('recall_key', lower(hex(randomblob(32))));
     """,
-    # 11: the raw archive is checked on every read (harvester/archive/integrity.py). Each frame's digest, sha256
+    # 11: the raw archive is checked on every read (harvester/capture/archive/integrity.py). Each frame's digest, sha256
     #    of its uncompressed bytes (a stream's: the source's bytes [src_start, src_end), so the agent's file can
     #    be checked against it frame by frame); frames archived before have none and are checked by their
     #    structure. And what was found damaged, by source and part (a frame, a blob): status shows it, and
@@ -433,7 +433,7 @@ MIGRATIONS: list[str] = [
     # 12: the origin URLs stored before issue 23 lose their userinfo (a token a CI checkout put in a remote, as
     #    Codex records it in session_meta.git.repository_url); new ones are cleaned before the bank.
     strip_userinfo("sessions", "origin_url") + strip_userinfo("directories", "origin_url"),
-    # 13: forget for good (harvester/forget.py). The folders `export` wrote into, so that forget removes a session's
+    # 13: forget for good (harvester/bank/forget.py). The folders `export` wrote into, so that forget removes a session's
     #     files there too; the records of forgotten sessions, by a hash of their id and content (never their text),
     #     so that a fork or a resume that copies them does not bring them back (the id is the version ingest
     #     compares: any forget changes the largest); and a forget's work outside the bank's transaction (the

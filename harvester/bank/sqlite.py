@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from harvester.archive import Archive, ArchiveReport, archive_dir
-from harvester.bank import BankError, BankNewer, CursorMoved, SessionHead, Write
+from harvester.bank.errors import BankNewer
 from harvester.bank.migrations import MIGRATION_FUNCTIONS, MIGRATIONS, search_text
 from harvester.bank.sqlite_archive import SqliteArchive, log_repair
 from harvester.bank.sqlite_events import (
@@ -34,10 +34,12 @@ from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, ch
 from harvester.bank.sqlite_read import SqliteReads
 from harvester.bank.sqlite_recall import SqliteRecall
 from harvester.bank.sqlite_sources import SqliteSources, utcnow
-from harvester.foreign_sqlite import open_readonly
+from harvester.capture.archive import Archive, ArchiveReport, archive_dir
+from harvester.capture.contract import BankError, CursorMoved, SessionHead, Write
+from harvester.capture.foreign_sqlite import open_readonly
 
 if TYPE_CHECKING:  # the model and git identities are imported by what writes (ingest), not by reading commands
-    from harvester.archive.purge import Purge
+    from harvester.capture.archive.purge import Purge
     from harvester.gitident import RepoIdentity
     from harvester.model import Event
 
@@ -149,7 +151,7 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
                 fcntl.flock(turns, fcntl.LOCK_UN)
 
     def share_writes(self, on: bool = True) -> None:
-        """Take turns with the other writers of a parallel scan (harvester.ingest) on a lock file beside the
+        """Take turns with the other writers of a parallel scan (harvester.capture.ingest) on a lock file beside the
         bank before each transaction. SQLite alone would serialize them too, but a writer that finds the
         bank locked sleeps and polls (busy_timeout); a blocking ``flock`` hands the bank over the moment the
         other commits. The kernel releases it when a holder dies, so a killed writer never blocks another;
@@ -163,6 +165,11 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
         elif not on and self._write_turns is not None:
             os.close(self._write_turns)
             self._write_turns = None
+
+    def for_another_process(self) -> Callable[[], SqliteBank]:
+        """This bank, opened again by a parallel scan's second ingesting process (CaptureBank): with its archive if
+        it keeps one, not repaired (the first process did that)."""
+        return functools.partial(SqliteBank, self.path, archive=self.archive is not None, repair=False)
 
     def close(self) -> None:
         self.share_writes(False)
@@ -320,7 +327,7 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
         if row is not None:
             if self.archive is not None and not self.archive.readonly:
                 # Here: the parsers, which it needs, cost commands that only read the bank 0.1 s to import.
-                from harvester.archive.purge import purge_sessions
+                from harvester.capture.archive.purge import purge_sessions
                 from harvester.parsers import HARNESSES
 
                 purge = purge_sessions(conn, self.archive, HARNESSES.get, [row[0]])

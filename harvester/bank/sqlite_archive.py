@@ -1,4 +1,4 @@
-"""The bank's side of the raw archive (harvester/archive): what the ingest asks of it beside the events."""
+"""The bank's side of the raw archive (harvester/capture/archive): what the ingest asks of it beside the events."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from harvester.archive import Archive, ArchiveReport
+from harvester.capture.archive import Archive, ArchiveReport
 
 
 class SqliteArchive:
@@ -25,11 +25,11 @@ class SqliteArchive:
     def maintain_archive(self, max_age_days: float | None, max_size_bytes: int | None,
                          collect: bool = False) -> Any:
         """Archive retention, then (``collect``, or when retention removed something) the files nothing
-        names any more: harvester/archive/expiry. None without an archive to maintain."""
+        names any more: harvester/capture/archive/expiry. None without an archive to maintain."""
         if self.archive is None or self.archive.readonly:
             return None
-        from harvester.archive.expiry import collect as collect_leftovers
-        from harvester.archive.expiry import expire
+        from harvester.capture.archive.expiry import collect as collect_leftovers
+        from harvester.capture.archive.expiry import expire
 
         done = expire(self.conn, self.archive, max_age_days, max_size_bytes, self.transaction)
         if collect or done.sources:
@@ -38,14 +38,14 @@ class SqliteArchive:
         return done
 
     def discard_archived(self, pieces: list[Any], partial_source: str | None = None) -> None:
-        """Archive pieces a chunk will not commit (harvester.archive.Archive.discard); ``partial_source``:
-        the source's archive now lacks records of sessions the bank holds (harvester.archive.attribute).
+        """Archive pieces a chunk will not commit (harvester.capture.archive.Archive.discard); ``partial_source``:
+        the source's archive now lacks records of sessions the bank holds (harvester.capture.archive.attribute).
         Said before the chunk commits: a crash in between leaves it said, which only costs a reparse
         reading the source's file instead of its archive."""
         if self.archive is not None and not self.archive.readonly:
             self.archive.discard(self.conn, pieces)
             if partial_source is not None:
-                from harvester.archive.purge import INSEPARABLE
+                from harvester.capture.archive.purge import INSEPARABLE
 
                 mark = "UPDATE sources SET archive_gap = ? WHERE path = ?"
                 if self.conn.in_transaction:  # a reparse, inside its own

@@ -132,7 +132,7 @@ def next_clock(conn: sqlite3.Connection) -> int:
 def stamp_changed(conn: sqlite3.Connection, pks: set[int], clock: int | None = None) -> None:
     """Stamp the sessions a write changed (events added, revised or marked, facts updated) with the write's
     change clock (``clock``, else the next value), in the write's transaction: what a sink or the team push
-    has not seen is whatever is stamped after its watermark (harvester/sinks/outbox.py, harvester/team)."""
+    has not seen is whatever is stamped after its watermark (harvester/bank/outbox.py)."""
     if not pks:
         return
     n = next_clock(conn) if clock is None else clock

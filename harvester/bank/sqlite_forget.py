@@ -32,8 +32,9 @@ from typing import Any
 
 import orjson
 
-from harvester.archive import archive_dir, blob_path
 from harvester.bank.sqlite_events import ROW_CONTENT_HASH, ROW_UID
+from harvester.capture.archive import archive_dir
+from harvester.capture.pieces import blob_path
 
 
 @dataclass
@@ -55,7 +56,7 @@ class Finished:
 
 
 def _never(point: str) -> None:
-    """Where a forget stopped (for tests that kill it there: harvester/forget.py)."""
+    """Where a forget stopped (for tests that kill it there: harvester/bank/forget.py)."""
 
 
 class SqliteForget:

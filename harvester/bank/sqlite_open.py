@@ -9,9 +9,10 @@ import sqlite3
 import threading
 import time
 
-from harvester.bank import BankError, NotABank
+from harvester.bank.errors import NotABank
 from harvester.bank.migrations import MIGRATIONS
-from harvester.foreign_sqlite import HEADER, NotADatabase, open_readonly, read_header
+from harvester.capture.contract import BankError
+from harvester.capture.foreign_sqlite import HEADER, NotADatabase, open_readonly, read_header
 
 # Stamped in every bank's header (``PRAGMA application_id``, "HVST"): a SQLite file without it is
 # another program's database, which the harvester never changes.

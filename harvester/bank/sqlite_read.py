@@ -52,7 +52,7 @@ class SqliteReads:
         return total
 
     def archive_stats(self) -> dict[str, Any]:
-        """What the raw archive holds (harvester/archive), from the bank's index of it: no walk of its files."""
+        """What the raw archive holds (harvester/capture/archive), from the bank's index of it: no walk of its files."""
         c = self.conn
         frames = c.execute("SELECT coalesce(sum(length), 0), count(DISTINCT source_id) FROM archive_frames").fetchone()
         docs = c.execute("SELECT coalesce(sum(size), 0) FROM (SELECT max(size) AS size FROM archive_docs "
@@ -63,7 +63,7 @@ class SqliteReads:
                             "f.source_id = s.id) OR EXISTS (SELECT 1 FROM archive_docs d WHERE d.source_id = s.id)"
                             ).fetchone()[0]
         gaps = c.execute("SELECT archive_gap, count(*) FROM sources WHERE archive_gap IS NOT NULL GROUP BY 1").fetchall()
-        damaged: dict[str, dict[str, Any]] = {}  # what reparse found damaged (harvester/archive/integrity.py)
+        damaged: dict[str, dict[str, Any]] = {}  # what reparse found damaged (harvester/capture/archive/integrity.py)
         for path, harness, part, detail, found_at in c.execute(
                 "SELECT s.path, s.harness, d.part, d.detail, d.found_at FROM archive_damage d JOIN sources s ON "
                 "s.id = d.source_id ORDER BY s.path, d.found_at, d.part"):
@@ -203,7 +203,7 @@ class SqliteReads:
     def search(self, query: str, bank_id: str | None = None, limit: int = 20,
                include_recall: bool = False) -> list[dict[str, Any]]:
         """``harvester search``: FTS5 syntax, over one bank id or all; see SqliteRecall.search_events."""
-        from harvester.recall.scope import EVERYTHING, Scope
+        from harvester.bank.scope import EVERYTHING, Scope
 
         scope = Scope(bank_id, bank_id=bank_id) if bank_id else EVERYTHING
         hits = self.search_events(query, scope, limit, include_recall=include_recall)  # type: ignore[attr-defined]

@@ -9,8 +9,8 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from harvester.bank.scope import Scope
 from harvester.bank.sqlite_read import EVENT_COLUMNS, SESSION_COLUMNS, _event_dict, _rows, _session_dict
-from harvester.recall.scope import Scope
 
 # Hits whose bm25 scores are within about 10 % of each other are equally relevant: those are shown oldest
 # first, so where something first came up is found before the sessions that later asked about it (which
@@ -39,7 +39,7 @@ _HITS = ("events_fts f JOIN events e INDEXED BY events_hit ON e.id = f.rowid "
          "JOIN sessions s ON s.id = e.session_id")
 
 _S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
-# What a list of sessions shows (harvester.render.sessions_text), and when each was updated in local time to the
+# What a list of sessions shows (harvester.cli.render.sessions_text), and when each was updated in local time to the
 # minute, as it shows it: SQLite's localtime is the C library's, as Python's, at a tenth of the cost a row.
 LISTED_COLUMNS = ("id", "native_id", "harness", "bank_id", "title", "started_at", "updated_at", "event_count", "state",
                   "repo_key", "parent_native_id", "parent_kind")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from harvester.bank import Cursor
+from harvester.capture.contract import Cursor
 
 if TYPE_CHECKING:
     from harvester.model import Problem

@@ -38,7 +38,7 @@ class Approval:
 
 @dataclass(frozen=True, slots=True)
 class Agent:
-    name: str  # also the harness name given to ``harvester mcp --harness`` (see parsers/__init__.py)
+    name: str  # also the harness name given to ``harvester mcp --harness`` (see harvester/parsers/__init__.py)
     label: str
     file: PathOf  # the user-level file holding its MCP servers
     format: Format

@@ -23,8 +23,8 @@ from typing import Any
 import orjson
 
 from harvester.bank import Bank
+from harvester.bank.scope import Scope
 from harvester.model import is_injected
-from harvester.recall.scope import Scope
 from harvester.recall.tools import call_lines, children_of_calls
 from harvester.recall.views import when
 from harvester.repo_files import FORMATS, Folder, file_name, is_inside

@@ -15,10 +15,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from harvester.bank import Bank
+from harvester.bank.scope import Scope
 from harvester.bank.sqlite_recall import plain_words
 from harvester.model import is_injected
 from harvester.recall.frame import frame
-from harvester.recall.scope import Scope
 from harvester.recall.shown import EMPTY, Md, md, quote
 from harvester.recall.tools import call_lines, children_of_calls, grouped
 

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from harvester import foreign_sqlite
+from harvester.capture import foreign_sqlite
 from harvester.parsers import HARNESSES, cline_roots
 from harvester.retention.files import (
     Env,

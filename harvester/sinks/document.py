@@ -117,7 +117,7 @@ def turns(events: Iterable[Mapping[str, Any]]) -> Iterable[dict[str, str]]:
 
 def _recalls(tool_name: str | None) -> bool:
     """A call of a memory tool: the harvester's own (also marked at ingest) or Hindsight's (mcp__hindsight__...)."""
-    from harvester.recall.frame import is_our_tool
+    from harvester.capture.recall_seal import is_our_tool
 
     return is_our_tool(tool_name) or "hindsight" in (tool_name or "").lower()
 

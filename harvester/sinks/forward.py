@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harvester.bank.identities import Repositories, repositories
+from harvester.bank.outbox import note_outcome, now_iso
 from harvester.bank.sqlite import SqliteBank
+from harvester.config.sinks import HindsightSettings, bank_for
 from harvester.log import get_logger
 from harvester.sinks import outbox
-from harvester.sinks.config import HindsightSettings, bank_for
 from harvester.sinks.document import Document, build, fingerprint, their_document_ids
 from harvester.sinks.hindsight import MAX_WAIT_SECONDS, Hindsight, SinkError
 
@@ -100,7 +101,7 @@ class Forwarder:
                     if on_document is not None:
                         on_document(row, report)
         if report.forwarded:
-            outbox.note_outcome(self.bank, SINK, None)
+            note_outcome(self.bank, SINK, None)
         return report
 
     def target(self, session: dict[str, Any]) -> str:
@@ -136,7 +137,7 @@ class Forwarder:
             with self.bank.transaction() as conn:
                 conn.executemany("UPDATE sink_documents SET state = 'pending', next_try_at = NULL, queued_at = ? "
                                  "WHERE sink = ? AND harness = ? AND native_id = ?",
-                                 [(outbox.now_iso(), SINK, h, n) for h, n in moved])
+                                 [(now_iso(), SINK, h, n) for h, n in moved])
         return len(moved)
 
     def _bank_refusal(self, named: str, target: str) -> str | None:
@@ -235,7 +236,7 @@ class Forwarder:
             found = self.client.operation(f["bank"], f["operation_id"]) or {}
             status = found.get("status") or "not_found"
             if status == "completed":
-                now = outbox.now_iso()
+                now = now_iso()
                 put(state="sent", bank=f["bank"], document_id=f["document_id"], lines=f["lines"],
                     fingerprint=f["fingerprint"], in_flight=None, attempts=0, next_try_at=None, last_error=None,
                     last_sent_at=now, first_sent_at=row.get("first_sent_at") or now)
@@ -253,7 +254,7 @@ class Forwarder:
                 error = found.get("error_message") or f"operation {status}"
                 attempts = (row.get("attempts") or 0) + 1
                 put(in_flight=None, attempts=attempts, last_error=f"server: {str(error)[:300]}",
-                    next_try_at=None if resend else outbox.now_iso(backoff(attempts)))
+                    next_try_at=None if resend else now_iso(backoff(attempts)))
                 report.retry += status != "not_found"
                 return True
             if status == "not_found":  # an append the server never had: again, exactly as it was
@@ -264,7 +265,7 @@ class Forwarder:
                 self.client.retain(f["bank"], doc, f["content"], "append", f["operation_id"])
                 continue
             if time.monotonic() > deadline:  # still being applied: this document waits, the others go on
-                put(next_try_at=outbox.now_iso(1.0), last_error=None)
+                put(next_try_at=now_iso(1.0), last_error=None)
                 report.waiting += 1
                 return False
             time.sleep(delay)
@@ -286,14 +287,14 @@ class Forwarder:
             # The server may ask for a longer wait (capped when its Retry-After was parsed), never a shorter one.
             wait = max(backoff(attempts), exc.retry_after or 0.0)
             outbox.update(self.bank, SINK, row["harness"], row["native_id"], attempts=attempts,
-                          next_try_at=outbox.now_iso(wait), last_error=message)
+                          next_try_at=now_iso(wait), last_error=message)
             report.retry += 1
         else:  # the request is wrong and would stay wrong: kept, with why, until the session changes
             outbox.update(self.bank, SINK, row["harness"], row["native_id"], state="failed", in_flight=None,
                           last_error=message, attempts=(row.get("attempts") or 0) + 1)
             report.failed += 1
         report.errors.append(f"{row['harness']} {row['native_id']}: {message}")
-        outbox.note_outcome(self.bank, SINK, message)
+        note_outcome(self.bank, SINK, message)
         log.warning("sink_failed", sink=SINK, harness=row["harness"], session=row["native_id"], error=message,
                     retryable=exc.retryable)
 

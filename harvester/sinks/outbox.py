@@ -11,25 +11,16 @@ stopped server, a restart or a kill -9 loses nothing: what was stamped is queued
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import orjson
+
+from harvester.bank.outbox import now_iso
 
 if TYPE_CHECKING:
     from harvester.bank.sqlite import SqliteBank
 
 STATES = ("pending", "sent", "empty", "skipped", "held", "failed", "deleted")
-ISO = "%Y-%m-%dT%H:%M:%S.%fZ"
-
-
-def now_iso(delta_seconds: float = 0.0) -> str:
-    return (datetime.now(UTC) + timedelta(seconds=delta_seconds)).strftime(ISO)
-
-
-def seconds_until(iso: str) -> float:
-    """Seconds from now until a time the outbox wrote (negative when it is past)."""
-    return (datetime.strptime(iso, ISO).replace(tzinfo=UTC) - datetime.now(UTC)).total_seconds()
 
 
 def enqueue(bank: SqliteBank, sink: str, batch: int = 2000) -> int:
@@ -113,15 +104,6 @@ def update(db: SqliteBank, sink: str, harness: str, native_id: str, /, **fields:
     with db.transaction() as conn:
         conn.execute(f"UPDATE sink_documents SET {sets} WHERE sink = ? AND harness = ? AND native_id = ?",
                      (*fields.values(), sink, harness, native_id))
-
-
-def note_outcome(bank: SqliteBank, sink: str, error: str | None) -> None:
-    with bank.transaction() as conn:
-        conn.execute("INSERT OR IGNORE INTO sinks (sink) VALUES (?)", (sink,))
-        if error is None:
-            conn.execute("UPDATE sinks SET last_success_at = ? WHERE sink = ?", (now_iso(), sink))
-        else:
-            conn.execute("UPDATE sinks SET last_error = ?, last_error_at = ? WHERE sink = ?", (error, now_iso(), sink))
 
 
 def stats(bank: SqliteBank, sink: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harvester.sinks.outbox import seconds_until
+from harvester.bank.outbox import seconds_until
 from harvester.terminal import visible
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harvester.sinks.outbox import now_iso
+from harvester.bank.outbox import now_iso
 
 if TYPE_CHECKING:
     from harvester.bank.sqlite import SqliteBank

@@ -24,16 +24,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harvester.bank.outbox import now_iso
 from harvester.gitident import strip_credentials
 from harvester.log import get_logger
-from harvester.sinks.outbox import now_iso
 from harvester.team import outbox
 from harvester.team.identity import repo_key
 from harvester.team.schema import SCHEMA
+from harvester.team.server import Refused, Unreachable
 
 if TYPE_CHECKING:
     from harvester.bank.sqlite import SqliteBank
-    from harvester.team import TeamBank
+    from harvester.team.server import TeamBank
 
 log = get_logger("harvester.team")
 BATCH_SESSIONS = 200
@@ -57,15 +58,6 @@ _DIFFERS = ("(" + ", ".join(f"s.{c}" for c in (*SESSION_COLUMNS, "repository_id"
 _EVENT_UPDATED = ", ".join(f"{c} = excluded.{c}" for c in EVENT_COLUMNS if c != "uid")
 _EVENT_DIFFERS = "(e.seq, e.content_hash, e.meta, e.recall, e.ts) IS DISTINCT FROM " \
                  "(excluded.seq, excluded.content_hash, excluded.meta, excluded.recall, excluded.ts)"
-
-
-class Unreachable(Exception):
-    """The team bank cannot be reached (connection refused, timed out, lost)."""
-
-
-class Refused(Unreachable):
-    """The team bank answers but takes no push from this harvester (its schema is newer, or this role may not
-    create it): the pass stops as when the server is away, with the server's reason."""
 
 
 @dataclass
@@ -323,6 +315,6 @@ class Pusher:
 
 
 def outbox_note(bank: SqliteBank, error: str | None) -> None:
-    from harvester.sinks.outbox import note_outcome
+    from harvester.bank.outbox import note_outcome
 
     note_outcome(bank, outbox.SINK, error)

@@ -23,8 +23,8 @@ from harvester.team.identity import shared_origin
 from harvester.team.schema import SCHEMA
 
 if TYPE_CHECKING:
-    from harvester.recall.scope import Scope
-    from harvester.team import TeamBank
+    from harvester.bank.scope import Scope
+    from harvester.team.server import TeamBank
 
 _SESSION_FIELDS = ("id", "harness", "native_id", "bank_id", "cwd", "project", "repo_root", "origin_url", "origin_id",
                    "branch", "commit_sha", "git_how", "git_error", "title", "title_source", "model", "agent_version",
@@ -156,7 +156,7 @@ class TeamReader:
 
     def list_sessions(self, bank_id: str | None = None, repo_root: str | None = None, harness: str | None = None,
                       limit: int | None = None) -> list[dict[str, Any]]:
-        from harvester.recall.scope import EVERYTHING, Scope
+        from harvester.bank.scope import EVERYTHING, Scope
 
         scope = Scope(bank_id, bank_id=bank_id) if bank_id else EVERYTHING
         return self.scoped_sessions(scope, limit or 2**62, harness=harness)
@@ -293,7 +293,7 @@ class TeamReader:
 def open_reader(settings: Any, local: Any = None) -> TeamReader:
     """The team bank of these settings, read (its schema checked: a newer one is refused). ``local``: the local
     bank, whose machine id marks this machine's own sessions."""
-    from harvester.team import TeamBank
+    from harvester.team.server import TeamBank
 
     machine, key = None, None
     if local is not None:

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from harvester.capture.recall_seal import is_our_tool
 from harvester.connect import AGENTS as CONNECT_AGENTS
-from harvester.recall.frame import is_our_tool
 from tests import realagents
 from tests.daemon import FAST, ROOT, Daemon, wait_for
 from tests.fakellm import FakeLLM

@@ -1,0 +1,552 @@
+"""opencode, Kilo CLI (an opencode fork) and ZCode: one SQLite database, or the older ``storage/`` tree.
+
+Format facts and their sources: ``fixtures/opencode/SOURCE.md``, ``fixtures/kilo/SOURCE.md`` and
+``fixtures/zcode/SOURCE.md``. In short:
+
+- Since opencode 1.2 every session lives in ``$XDG_DATA_HOME/opencode/opencode.db`` (Kilo:
+  ``.../kilo/kilo.db``; ``$OPENCODE_DB`` / ``$KILO_DB`` move it; other release channels write
+  ``opencode-<channel>.db``). Tables read: ``session`` (cwd = ``directory``, ``parent_id`` for
+  subagents, ``title``, ``version``), ``message`` and ``part`` (JSON in ``data``), ``project``
+  (worktree). Messages and parts are rewritten in place while they stream, so every query takes the
+  rows whose ``time_updated`` moved, and events are revised (``Batch.revise``), never duplicated.
+- One event per part, its uid the part's own id (``prt_...``); a tool part gives a call (``prt_...``)
+  and, once it finished, a result (``prt_...:result``). A message's error gives ``msg_...:error``.
+  ``step-start`` and ``snapshot`` parts are bookkeeping (``BOOKKEEPING_PARTS``); anything else
+  unknown is drift.
+- Before 1.2: ``storage/session/<projectID>/<sessionID>.json`` with the session's messages in
+  ``storage/message/<sessionID>/*.json`` and their parts in ``storage/part/<messageID>/*.json``
+  (``harvester/parsers/opencode_storage.py``; joined by those folders, as opencode does, not by the ids the
+  documents repeat inside). The JSON-to-SQLite migration (opencode 1.2 until it was
+  dropped; Kilo still) copies them into the database with the file names as ids, so both layouts give
+  the same uids: a migrated session is stored once, its database version winning.
+- ZCode (Z.ai, closed source) keeps ``~/.zcode/cli/db/db.sqlite`` with opencode's ``session`` /
+  ``message`` / ``part`` tables as far as its readers show (fewer columns known: ``ZCODE_QUERIES``), and
+  parts either opencode-shaped or Anthropic-shaped (``thinking``, ``tool_use``, ``tool_result``).
+- Text opencode writes on the user's behalf (``synthetic`` parts, command templates of subtasks)
+  and the task a subagent gets from its parent are filed as ``system``, never as the user's words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harvester.model import Batch, Event, Kind, Problem, ProblemKind, Role, Usage
+from harvester.parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    SqliteQuery,
+    describe_error,
+    iso_ms,
+    json_objects,
+    render_call,
+)
+from harvester.parsers.opencode_storage import Rows, legacy_rows, storage_related
+
+OPENCODE_NAME = "opencode"
+KILO_NAME = "kilo"
+ZCODE_NAME = "zcode"
+
+
+def _data_dir(env: Mapping[str, str], home: Path, app: str) -> Path:
+    # xdg-basedir on every OS (macOS and Windows included): $XDG_DATA_HOME, else ~/.local/share.
+    return Path(env.get("XDG_DATA_HOME") or home / ".local" / "share") / app
+
+
+def _db_override(env: Mapping[str, str], variable: str, data: Path) -> list[Path]:
+    """The folder of the database ``$OPENCODE_DB``/``$KILO_DB`` names (absolute, or relative to the
+    data dir, as the agents resolve it). A root is a folder: there, files matching the SOURCES
+    patterns (``opencode*.db``, ``kilo*.db``) are read."""
+    value = env.get(variable)
+    if not value or value == ":memory:":
+        return []
+    path = Path(value)
+    return [(path if path.is_absolute() else data / path).parent]
+
+
+# The data dir first: its storage/ tree is then read before any database (see SOURCES).
+def opencode_roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    data = _data_dir(env, home, "opencode")
+    return [data, *_db_override(env, "OPENCODE_DB", data)]
+
+
+def kilo_roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    data = _data_dir(env, home, "kilo")
+    return [data, *_db_override(env, "KILO_DB", data)]
+
+
+def zcode_roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    # ZCode (Z.ai): <home>/.zcode/cli/db/db.sqlite on every OS (%USERPROFILE% on Windows). Its
+    # config.json can move it (storage.sessionDbPath): a file, not a variable, so not followed here.
+    return [home / ".zcode" / "cli" / "db"]
+
+
+# json_remove: drop the heavy fields nothing here reads (a user message's file diffs and system prompt).
+_SLIM = ("CASE WHEN json_valid({0}) THEN json_remove({0}, '$.summary.diffs', '$.system', '$.tools', "
+         "'$.structured', '$.format') ELSE {0} END")
+# A row's time_updated is taken (Date.now()) before its write waits for the lock (busy_timeout 5 s), so
+# a row can commit after a newer one was read: each read goes back 10 s (re-reads are harmless: uids).
+_SINCE = ":since - 10000"
+# Columns present since the first migration (opencode 1.2), so older databases read too.
+QUERIES = (
+    SqliteQuery(
+        "session",
+        "SELECT s.id, s.parent_id, s.slug, s.directory, s.title, s.version, s.time_created, s.time_updated, "
+        "s.time_archived, p.worktree FROM session s LEFT JOIN project p ON p.id = s.project_id "
+        f"WHERE s.time_updated >= {_SINCE} ORDER BY s.time_updated, s.id",
+        "time_updated", ordered=True,
+    ),
+    SqliteQuery(
+        "message",
+        f"SELECT m.id, m.session_id, m.time_created, m.time_updated, {_SLIM.format('m.data')} AS data, "
+        "(SELECT l.id FROM message l WHERE l.session_id = m.session_id "
+        "ORDER BY l.time_created DESC, l.id DESC LIMIT 1) = m.id AS is_last "
+        f"FROM message m WHERE m.time_updated >= {_SINCE} ORDER BY m.time_updated, m.id",
+        "time_updated", ordered=True,
+    ),
+    SqliteQuery(
+        "part",
+        f"SELECT p.id, p.message_id, p.session_id, p.time_updated, p.data, m.time_created AS message_time, "
+        f"{_SLIM.format('m.data')} AS message, s.parent_id AS session_parent, "
+        "(SELECT f.id FROM message f WHERE f.session_id = p.session_id "
+        "ORDER BY f.time_created, f.id LIMIT 1) AS first_message "
+        "FROM part p LEFT JOIN message m ON m.id = p.message_id LEFT JOIN session s ON s.id = p.session_id "
+        f"WHERE p.time_updated >= {_SINCE} ORDER BY p.time_updated, p.id",
+        "time_updated", ordered=True,
+    ),
+)
+
+# The storage/ tree is NOT shadowed by the database: opencode 1.18 no longer ships the JSON-to-SQLite
+# migration (Kilo 7.7 still does), so an install that skipped the 1.2-era versions keeps sessions only
+# there. Both layouts give the same native ids and uids, so a migrated session is stored once; the tree
+# comes first (spec and root order) so that the database's newer versions are the ones that stay.
+OPENCODE_SOURCES = (
+    SourceSpec("storage/session/*/*.json", "json", "legacy", related=storage_related),
+    SourceSpec("opencode*.db", "sqlite", "db", watch=False, queries=QUERIES),
+)
+KILO_SOURCES = (
+    SourceSpec("storage/session/*/*.json", "json", "legacy", related=storage_related),
+    SourceSpec("kilo*.db", "sqlite", "db", watch=False, queries=QUERIES),
+    # Kilo keeps using an opencode-<channel>.db it finds in its own data dir (non-release channels).
+    SourceSpec("opencode-*.db", "sqlite", "db", watch=False, queries=QUERIES),
+)
+
+# ZCode's database: only the columns two readers of real stores agree on (fixtures/zcode/SOURCE.md). No
+# time_updated is known on message or part, so a row is read again while its session's time_updated
+# (or its message's time_created) is past the watermark: a session touched is read whole, uids dedupe.
+_ZCODE_MARK = "MAX(COALESCE(s.time_updated, 0), COALESCE(m.time_created, 0))"
+ZCODE_QUERIES = (
+    SqliteQuery(
+        "session",
+        "SELECT s.id, s.directory, s.title, s.time_created, s.time_updated FROM session s "
+        f"WHERE s.time_updated >= {_SINCE} ORDER BY s.time_updated, s.id",
+        "time_updated", ordered=True,
+    ),
+    SqliteQuery(
+        "message",
+        f"SELECT m.id, m.session_id, m.time_created, {_SLIM.format('m.data')} AS data, {_ZCODE_MARK} AS mark, "
+        "(SELECT l.id FROM message l WHERE l.session_id = m.session_id "
+        "ORDER BY l.time_created DESC, l.id DESC LIMIT 1) = m.id AS is_last "
+        f"FROM message m LEFT JOIN session s ON s.id = m.session_id WHERE {_ZCODE_MARK} >= {_SINCE} "
+        "ORDER BY mark, m.id",
+        "mark", ordered=True,
+    ),
+    SqliteQuery(
+        "part",
+        f"SELECT p.id, p.message_id, p.session_id, p.data, m.time_created AS message_time, "
+        f"{_SLIM.format('m.data')} AS message, {_ZCODE_MARK} AS mark, "
+        "(SELECT f.id FROM message f WHERE f.session_id = p.session_id "
+        "ORDER BY f.time_created, f.id LIMIT 1) AS first_message "
+        "FROM part p LEFT JOIN message m ON m.id = p.message_id LEFT JOIN session s ON s.id = p.session_id "
+        f"WHERE {_ZCODE_MARK} >= {_SINCE} ORDER BY mark, p.id",
+        "mark", ordered=True,
+    ),
+)
+ZCODE_SOURCES = (SourceSpec("db.sqlite", "sqlite", "db", watch=False, queries=ZCODE_QUERIES),)
+
+# npm's node launchers (opencode-ai, @kilocode/cli) start native binaries named opencode and kilo.
+OPENCODE_PROCESSES = ("opencode", "opencode.exe")
+KILO_PROCESSES = ("kilo", "kilocode", "kilo.exe", "@kilocode/cli")
+ZCODE_PROCESSES = ("zcode", "zcode.exe")
+
+# Parts with nothing for a transcript: a step's git snapshot hash. Skipped on purpose, not drift.
+BOOKKEEPING_PARTS = frozenset({"step-start", "snapshot"})
+# Tables never read: the event log and v2 projections repeat message/part; the rest is settings,
+# accounts, todos, permissions, shares, workspaces, Kilo's agent board (its messages are tool calls).
+TABLES_NOT_READ = frozenset({
+    "event", "event_sequence", "session_message", "session_input", "session_context_epoch", "todo",
+    "permission", "session_share", "workspace", "project_directory", "account", "account_state",
+    "control_account", "credential", "data_migration", "migration", "kilo_board", "kilo_board_message",
+})
+_DEFAULT_TITLE = ("New session - ", "Child session - ")  # + ISO time: opencode's placeholder titles
+_CALL_KEYS = ("command", "filePath", "pattern", "path", "url", "query", "description", "prompt", "file_path")
+
+
+class _Reader:
+    """One parse call: rows of one snapshot, turned into patches and time-ordered events."""
+
+    def __init__(self) -> None:
+        self.batch = Batch(revise=True)  # parts grow while they stream: the last version wins
+        self.pending: list[tuple[tuple, Event]] = []
+        self.titled: set[str] = set()  # sessions offered their first prompt's line in this batch
+        self.line = 0
+
+    def problem(self, kind: ProblemKind, detail: str) -> None:
+        self.batch.problems.append(Problem(kind, self.line, detail))
+
+    def event(self, key: tuple, session: str, uid: str, role: Role, kind: Kind, text: str, **fields: Any) -> None:
+        # Placed (Event.place) in the order this sort gives: a large database is read in pages, messages
+        # before parts, so a message's error can reach the bank before the parts it follows.
+        self.pending.append((key, Event(session, uid, role, kind, text, place=_place(key), **fields)))
+
+
+def _place(key: tuple) -> str:
+    """The sort key as text: the message's time (fixed width), its id, the part's id ("~" after every
+    part: a message's own error) and the event's order within the part; a space sorts before any id."""
+    when, *rest = key
+    return " ".join([f"{int(when or 0):015d}", *(str(k) for k in rest)])
+
+
+def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
+    """Both harnesses, both layouts. Stateless: the queries bring what a row needs to be read alone
+    (its message's role, the session's parent and first message), so no per-session state grows."""
+    reader = _Reader()
+    legacy = ref.variant == "legacy"
+    sessions, messages, parts = legacy_rows(reader, records, ref.path) if legacy else _db_rows(reader, records)
+    for line, row in sessions:
+        reader.line = line
+        _session(reader, row)
+    # In time order (ids ascend with time), so the newest message speaks last and the first part first.
+    for line, row in sorted(messages, key=lambda r: (r[1].get("time_created") or 0, str(r[1].get("id")))):
+        reader.line = line
+        _message(reader, row)
+    shared: dict[tuple[str, str], int] = {}  # (session, part id) -> parts read with that id
+    for line, row in sorted(parts, key=lambda r: (r[1].get("message_time") or 0, str(r[1].get("message_id")),
+                                                  str(r[1].get("id")))):
+        reader.line = line
+        if isinstance(row.get("session_id"), str) and isinstance(row.get("id"), str):
+            # Two parts with one id (a copied storage/ file; the database's key forbids it): both are
+            # kept, the later ones (in time order, which a re-read repeats) as <id>#2, <id>#3...
+            n = shared[row["session_id"], row["id"]] = shared.get((row["session_id"], row["id"]), 0) + 1
+            row = row if n == 1 else {**row, "uid": f"{row['id']}#{n}"}
+        _part(reader, row)
+    reader.pending.sort(key=lambda item: item[0])
+    reader.batch.events.extend(event for _, event in reader.pending)
+    return reader.batch
+
+
+def _db_rows(reader: _Reader, records: Iterable[Record]) -> Rows:
+    sessions, messages, parts = [], [], []
+    for record, data in json_objects(records, reader.batch.problems):
+        reader.line = record.line
+        table, row = data.get("table"), data.get("row")
+        if not isinstance(row, dict):
+            reader.problem("malformed", "row is not an object")
+            continue
+        if table == "session":
+            sessions.append((record.line, row))
+            continue
+        decoded = _decoded(reader, row, "data")
+        if decoded is None:
+            continue
+        if table == "message":
+            messages.append((record.line, {**row, "data": decoded, "is_last": bool(row.get("is_last"))}))
+        elif table == "part":
+            message = _decoded(reader, row, "message") if row.get("message") is not None else None
+            parts.append((record.line, {**row, "data": decoded, "message": message}))
+        else:
+            reader.problem("unknown_type", f"table={table!r}")
+    return sessions, messages, parts
+
+
+def _decoded(reader: _Reader, row: dict, column: str) -> dict | None:
+    value = row.get(column)
+    try:
+        data = orjson.loads(value) if isinstance(value, str) else value
+    except orjson.JSONDecodeError as exc:
+        reader.problem("malformed", f"{row.get('id')}: {column} is not JSON: {exc}")
+        return None
+    if not isinstance(data, dict):
+        reader.problem("malformed", f"{row.get('id')}: {column} is not an object")
+        return None
+    return data
+
+
+# -- rows ----------------------------------------------------------------------------------
+def _session(reader: _Reader, row: dict) -> None:
+    sid = row.get("id")
+    if not isinstance(sid, str):
+        reader.problem("malformed", "session without an id")
+        return
+    patch = reader.batch.session(sid)
+    patch.cwd = row.get("directory") or None
+    patch.agent_version = row.get("version") or None
+    patch.started_at = iso_ms(row.get("time_created"))
+    patch.updated_at = iso_ms(row.get("time_updated"))
+    if row.get("parent_id"):
+        patch.parent_native_id, patch.parent_kind = row["parent_id"], "subagent"
+    title = row.get("title")
+    if isinstance(title, str) and title.strip() and not title.startswith(_DEFAULT_TITLE):
+        # Generated by the small model, set by the user, or "<task> (@agent subagent)": opencode does
+        # not record which, and all beat a first prompt.
+        patch.offer_title(title.strip(), "ai")
+    facts: dict[str, Any] = {}
+    if row.get("slug"):
+        facts["slug"] = row["slug"]
+    if row.get("worktree") and row["worktree"] not in ("/", row.get("directory")):
+        facts["worktree"] = row["worktree"]
+    if row.get("time_archived"):
+        facts["archived"] = iso_ms(row["time_archived"])
+    if facts:
+        patch.note(**facts)
+
+
+def _message(reader: _Reader, row: dict) -> None:
+    data, sid, mid = row["data"], row.get("session_id"), row.get("id")
+    role = data.get("role")
+    if not isinstance(sid, str) or not isinstance(mid, str):
+        reader.problem("malformed", "message without its ids")
+        return
+    if role not in ("user", "assistant"):
+        reader.problem("unknown_type", f"message role={role!r}")
+        return
+    patch = reader.batch.session(sid)
+    if role == "assistant" and data.get("modelID"):
+        patch.model = str(data["modelID"])
+    error = data.get("error")
+    if role == "assistant" and isinstance(error, dict):
+        name = error.get("name") or "error"
+        detail = (error.get("data") or {}).get("message") if isinstance(error.get("data"), dict) else None
+        time = data.get("time") if isinstance(data.get("time"), dict) else {}
+        reader.event((row.get("time_created") or 0, mid, "~"), sid, f"{mid}:error", "system", "meta",
+                     f"{name}: {detail}" if detail else str(name), ts=iso_ms(time.get("completed") or time.get("created")),
+                     meta={"error": name})
+    if row.get("is_last"):
+        patch.note(last_turn=_turn_state(data), **({"agent": data["agent"]} if data.get("agent") else {}))
+
+
+def _turn_state(data: dict) -> str:
+    """Whether the session's last turn finished: a user message waits for an answer; an assistant
+    message that stopped for tool calls is followed by another one."""
+    if data.get("role") == "user":
+        return "open"
+    error = data.get("error")
+    if isinstance(error, dict):
+        return "aborted" if error.get("name") == "MessageAbortedError" else "failed"
+    time = data.get("time") if isinstance(data.get("time"), dict) else {}
+    return "complete" if time.get("completed") and data.get("finish") != "tool-calls" else "open"
+
+
+class _Part:
+    """A part row and what it needs from its message and session."""
+
+    def __init__(self, reader: _Reader, row: dict) -> None:
+        self.reader = reader
+        self.data: dict = row["data"]
+        self.id: str = row["id"]
+        self.uid: str = row.get("uid") or self.id
+        self.session: str = row["session_id"]
+        self.message_id: str = row.get("message_id") or ""
+        self.message: dict = row.get("message") or {}
+        self.message_time = row.get("message_time") or 0
+        self.role = self.message.get("role")
+        self.model = self.message.get("modelID") if self.role == "assistant" else None
+        self.first = row.get("first_message") == self.message_id
+        self.child = bool(row.get("session_parent"))
+
+    def ts(self, ms: Any = None) -> str | None:
+        time = self.message.get("time") if isinstance(self.message.get("time"), dict) else {}
+        return iso_ms(ms) or iso_ms(time.get("created"))
+
+    def emit(self, role: Role, kind: Kind, text: str, suffix: str = "", order: int = 0, **fields: Any) -> None:
+        uid = f"{self.uid}:{suffix}" if suffix else self.uid
+        self.reader.event((self.message_time, self.message_id, self.id, order), self.session, uid, role, kind,
+                          text, **fields)
+
+
+def _part(reader: _Reader, row: dict) -> None:
+    if not isinstance(row.get("id"), str) or not isinstance(row.get("session_id"), str):
+        reader.problem("malformed", "part without its ids")
+        return
+    if not row.get("message"):
+        reader.problem("malformed", f"{row['id']}: part of a message that is not there")
+        return
+    part = _Part(reader, row)
+    ptype = part.data.get("type")
+    handler = PART_HANDLERS.get(ptype) if isinstance(ptype, str) else None
+    if handler is None:
+        if ptype not in BOOKKEEPING_PARTS:
+            reader.problem("unknown_type", f"part type={ptype!r}")
+        return
+    try:
+        handler(part)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        reader.problem("malformed", f"{ptype} part of unexpected shape: {describe_error(exc)}")
+
+
+# -- parts ---------------------------------------------------------------------------------
+def _text(part: _Part) -> None:
+    data = part.data
+    text = data.get("text") or ""
+    if not text.strip():
+        return  # a text part just opened (it is revised once it has text), or an empty one
+    if (data.get("metadata") or {}).get("kilocode.lifecycle") == "transient":
+        return  # Kilo's progress line ("⠋ Initializing snapshot…"), removed once the snapshot is taken
+    start = (data.get("time") or {}).get("start")
+    if part.role == "assistant":
+        if data.get("synthetic") or data.get("ignored"):  # Kilo's own notices (a length warning, an import)
+            part.emit("system", "text", text, ts=part.ts(start), meta={"injected": True})
+        elif part.message.get("summary") is True:  # the summary a compaction wrote
+            part.emit("system", "compaction", text, ts=part.ts(start), meta={"summary": True})
+        else:
+            part.emit("assistant", "text", text, ts=part.ts(start), model=part.model)
+    elif data.get("synthetic"):
+        meta = {"injected": True, **({"compaction_continue": True}
+                                     if (data.get("metadata") or {}).get("compaction_continue") else {})}
+        part.emit("system", "text", text, ts=part.ts(start), meta=meta)
+    elif part.child:
+        # A subagent session is prompted by its parent agent (the task, and a resumed task_id's next
+        # one): not the human's words.
+        part.emit("system", "text", text, ts=part.ts(start), meta={"from_agent": True})
+    else:
+        part.emit("user", "text", text, ts=part.ts(start), meta={"ignored": True} if data.get("ignored") else None)
+        if part.first and part.session not in part.reader.titled:
+            part.reader.titled.add(part.session)
+            first = text.strip().splitlines()[0]
+            part.reader.batch.session(part.session).offer_title(
+                first if len(first) <= 80 else first[:79] + "…", "first-prompt")
+
+
+def _reasoning(part: _Part) -> None:
+    text = part.data.get("text") or ""
+    if text.strip():  # encrypted-only reasoning has nothing readable to keep
+        part.emit("assistant", "thinking", text, ts=part.ts((part.data.get("time") or {}).get("start")),
+                  model=part.model)
+
+
+def _tool(part: _Part) -> None:
+    data = part.data
+    state = data.get("state") if isinstance(data.get("state"), dict) else {}
+    status = state.get("status")
+    name, call_id, tool_input = data.get("tool"), data.get("callID"), state.get("input")
+    time = state.get("time") if isinstance(state.get("time"), dict) else {}
+    meta = {k: v for k, v in (("status", status), ("title", state.get("title"))) if v}
+    part.emit("assistant", "tool_call", render_call(name, tool_input, _CALL_KEYS), ts=part.ts(time.get("start")),
+              tool_name=name, tool_input=tool_input, tool_call_id=call_id, model=part.model, meta=meta)
+    if status in ("pending", "running"):
+        return  # the result comes with a later version of this part
+    if status not in ("completed", "error"):
+        part.reader.problem("unknown_type", f"tool state status={status!r}")
+        return
+    metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+    result_meta = {k: v for k, v in (("compacted", bool(time.get("compacted"))),
+                                     ("subagent_session", metadata.get("sessionId"))) if v}
+    failed = status == "error"
+    output = state.get("error") if failed else state.get("output")
+    part.emit("tool", "tool_result", output if isinstance(output, str) else orjson.dumps(output).decode(),
+              suffix="result", order=1, ts=part.ts(time.get("end")), tool_name=name, tool_call_id=call_id,
+              is_error=failed, meta=result_meta or None)
+
+
+def _file(part: _Part) -> None:
+    data = part.data
+    url = data.get("url") or ""
+    name = data.get("filename") or ("" if url.startswith("data:") else url)  # never the inlined bytes
+    role: Role = "assistant" if part.role == "assistant" else "user"
+    part.emit(role, "text", f"[file: {name or 'attachment'} ({data.get('mime') or '?'})]", ts=part.ts(),
+              meta={"part": "file"})
+
+
+def _agent(part: _Part) -> None:
+    part.emit("user", "meta", f"@{part.data.get('name')}", ts=part.ts(), meta={"part": "agent"})
+
+
+def _subtask(part: _Part) -> None:
+    # A command marked subtask: its template (not the human's words) becomes a subagent's prompt.
+    data = part.data
+    part.emit("system", "text", f"subtask for @{data.get('agent')}: {data.get('description') or ''}\n"
+              f"{data.get('prompt') or ''}".strip(), ts=part.ts(),
+              meta={"injected": True, "part": "subtask", "agent": data.get("agent"), "command": data.get("command")})
+
+
+def _compaction(part: _Part) -> None:
+    data = part.data
+    how = "auto" if data.get("auto") else "manual"
+    text = f"conversation compacted ({how}{', overflow' if data.get('overflow') else ''})"
+    part.emit("system", "compaction", text, ts=part.ts(), meta={"auto": bool(data.get("auto")),
+                                                                "overflow": bool(data.get("overflow"))})
+
+
+def _retry(part: _Part) -> None:
+    data = part.data
+    error = data.get("error") if isinstance(data.get("error"), dict) else {}
+    detail = (error.get("data") or {}).get("message") or error.get("name") or "error"
+    part.emit("system", "meta", f"retry {data.get('attempt')}: {detail}",
+              ts=part.ts((data.get("time") or {}).get("created")), meta={"part": "retry"})
+
+
+def _patch(part: _Part) -> None:
+    files = [str(f) for f in part.data.get("files") or []]
+    part.emit("system", "meta", "files changed: " + ", ".join(files), ts=part.ts(),
+              meta={"part": "patch", "hash": part.data.get("hash")})
+
+
+def _step_finish(part: _Part) -> None:
+    """The usage of one model call (opencode writes it on the part that ends the step)."""
+    data = part.data
+    tokens = data.get("tokens") if isinstance(data.get("tokens"), dict) else {}
+    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    usage = Usage(input=int(tokens.get("input") or 0), output=int(tokens.get("output") or 0),
+                  reasoning=int(tokens.get("reasoning") or 0), cache_read=int(cache.get("read") or 0),
+                  cache_write=int(cache.get("write") or 0))
+    message_time = part.message.get("time") if isinstance(part.message.get("time"), dict) else {}
+    end = (data.get("time") or {}).get("end") or message_time.get("completed")  # opencode: no time of its own
+    part.emit("assistant", "meta", f"step finished: {data.get('reason')}", ts=part.ts(end), model=part.model,
+              usage=usage, meta={"part": "step-finish", "cost": data.get("cost")})
+
+
+def _thinking(part: _Part) -> None:
+    """ZCode's reasoning part, Anthropic-shaped (``{type: thinking, thinking}``; agentsview reads it)."""
+    text = part.data.get("thinking") or part.data.get("text") or ""
+    if text.strip():
+        part.emit("assistant", "thinking", text, ts=part.ts(), model=part.model)
+
+
+def _tool_use(part: _Part) -> None:
+    """ZCode's tool call part, Anthropic-shaped (``{type: tool_use, id, name, input}``)."""
+    data = part.data
+    name, call_id, tool_input = data.get("name"), data.get("id"), data.get("input")
+    part.emit("assistant", "tool_call", render_call(name, tool_input, _CALL_KEYS), ts=part.ts(), tool_name=name,
+              tool_input=tool_input, tool_call_id=call_id, model=part.model)
+
+
+def _tool_result(part: _Part) -> None:
+    """ZCode's tool result part (``{type: tool_result, tool_use_id, content, is_error?}``)."""
+    data = part.data
+    output = data.get("content")
+    part.emit("tool", "tool_result", output if isinstance(output, str) else orjson.dumps(output).decode(),
+              ts=part.ts(), tool_call_id=data.get("tool_use_id"), is_error=bool(data.get("is_error")))
+
+
+PART_HANDLERS: dict[str, Callable[[_Part], None]] = {
+    "text": _text,
+    "reasoning": _reasoning,
+    "tool": _tool,
+    "file": _file,
+    "agent": _agent,
+    "subtask": _subtask,
+    "compaction": _compaction,
+    "retry": _retry,
+    "patch": _patch,
+    "step-finish": _step_finish,
+    "thinking": _thinking,
+    "tool_use": _tool_use,
+    "tool_result": _tool_result,
+}
+
+
+# -- helpers -------------------------------------------------------------------------------
