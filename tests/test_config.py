@@ -216,11 +216,10 @@ def test_every_placeholder_checked_is_one_bank_id_fills() -> None:
     assert filled == "shopsubcodex"
 
 
-def test_the_readme_example_is_a_valid_configuration(tmp_path: Path) -> None:
-    """Regression guard: what the README shows must load as it is."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Configuration"):]
-    example = re.search(r"```toml\n(.*?)```", section, re.DOTALL)
+def test_the_documented_example_is_a_valid_configuration(tmp_path: Path) -> None:
+    """Regression guard: what docs/configuration.md shows must load as it is."""
+    page = (ROOT / "docs" / "configuration.md").read_text()
+    example = re.search(r"```toml\n(.*?)```", page, re.DOTALL)
     assert example is not None
     settings = load_file(tmp_path, example[1])
     assert settings.harnesses == ["claude-code", "codex"] and settings.limits.max_decompressed_mb == 4096
