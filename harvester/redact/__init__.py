@@ -7,7 +7,7 @@ Both return the very object they were given when nothing was found, so the clean
 nothing and callers can test identity. ``redact`` is idempotent and never redacts a marker.
 
 What is found (``RULES``; the kind is the marker's name, lowercase-with-hyphens; on an overlap the
-earlier rule wins; README.md lists every kind)
+earlier rule wins; docs/security.md lists every kind)
     Formats that announce themselves (``providers.py``, one entry per kind, written from the formats the
     gitleaks and betterleaks rulesets ship with a prefix or a structure): JWTs, AI providers (Anthropic,
     OpenAI-style ``sk-``, OpenRouter, Groq, xAI, Perplexity, Replicate, Hugging Face, LangSmith, Pinecone,
