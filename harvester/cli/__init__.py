@@ -23,7 +23,7 @@ import click
 
 from harvester import config, log, terminal
 from harvester.cli import agents, capture, outbound, read, service
-from harvester.cli.common import WholeSummaries
+from harvester.cli.common import RegistryNames, WholeSummaries
 from harvester.config import ConfigError
 
 
@@ -65,7 +65,8 @@ class ConfigurationError(click.ClickException):
 def cli(ctx: click.Context, bank_option: str | None, bank_id_template: str | None) -> None:
     """Capture every coding agent's session history into one bank per git repository."""
     try:
-        settings = config.load(os.environ, bank=bank_option, bank_id_template=bank_id_template)
+        settings = config.load(os.environ, bank=bank_option, bank_id_template=bank_id_template,
+                               harness_names=RegistryNames())
     except ConfigError as exc:
         raise ConfigurationError(str(exc)) from exc
     configured = settings.log_level if settings.origins.get("log_level") else None
