@@ -84,6 +84,11 @@ def stored_repo_key(origin_id: str | None, repo_root: str | None, recorded_origi
     return origin_key(recorded_origin)
 
 
+# How the copies of one response rank (harvester/bank/sqlite_usage.py): the largest, then the earliest, then the first
+# stored. Migration 16's trigger is built with it: changing it means a new migration that makes the trigger again.
+USAGE_RANK = "tokens_in + tokens_out + tokens_cache_read + tokens_cache_write DESC, coalesce(ts, '9999'), event_id"
+
+
 # Python functions the migrations call, registered on the connection that migrates.
 MIGRATION_FUNCTIONS = {"stored_repo_key": (3, stored_repo_key)}
 
@@ -491,4 +496,45 @@ MIGRATIONS: list[str] = [
                view_and_triggers=SEARCH_VIEW_AND_TRIGGERS.format(
                    search_text=search_text(), search_text_old=search_text("old."), search_text_new=search_text("new."),
                    columns="text, kind, tool_input")),
+    # 16: what the agents cost (harvester usage): one row per event carrying a model response's token usage, keyed
+    #     by the response (harvester/bank/sqlite_usage.py says how a response repeated across records, sessions
+    #     and files is counted once: ``counted``), with the agent's recorded cost and the hour-long cache writes
+    #     the events' columns lack. Written with its event, gone with it (a trigger); reparse rebuilds it with the
+    #     agents' response ids. Filled here from the events' columns, each event its own response.
+    f"""
+    CREATE TABLE usage (
+        event_id INTEGER PRIMARY KEY,
+        session_id INTEGER NOT NULL,
+        harness TEXT NOT NULL,
+        response TEXT NOT NULL,
+        ts TEXT,
+        model TEXT,
+        tokens_in INTEGER NOT NULL DEFAULT 0,
+        tokens_out INTEGER NOT NULL DEFAULT 0,
+        tokens_cache_read INTEGER NOT NULL DEFAULT 0,
+        tokens_cache_write INTEGER NOT NULL DEFAULT 0,
+        tokens_cache_write_1h INTEGER NOT NULL DEFAULT 0,
+        tokens_reasoning INTEGER NOT NULL DEFAULT 0,
+        cost REAL,
+        counted INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX usage_response ON usage (harness, response);
+    CREATE INDEX usage_session ON usage (session_id, counted);
+    CREATE INDEX usage_time ON usage (counted, ts);
+    CREATE TRIGGER usage_event_deleted AFTER DELETE ON events BEGIN
+        DELETE FROM usage WHERE event_id = old.id;
+    END;
+    CREATE TRIGGER usage_deleted AFTER DELETE ON usage WHEN old.counted = 1 BEGIN
+        UPDATE usage SET counted = 1 WHERE event_id = (SELECT event_id FROM usage WHERE harness = old.harness
+            AND response = old.response ORDER BY {USAGE_RANK} LIMIT 1);
+    END;
+    INSERT INTO usage (event_id, session_id, harness, response, ts, model, tokens_in, tokens_out, tokens_cache_read,
+                       tokens_cache_write, tokens_reasoning, cost, counted)
+        SELECT e.id, e.session_id, s.harness, 'event:' || e.session_id || ':' || e.uid,
+               strftime('%Y-%m-%dT%H:%M:%fZ', e.ts), e.model, coalesce(e.tokens_in, 0), coalesce(e.tokens_out, 0),
+               coalesce(e.tokens_cache_read, 0), coalesce(e.tokens_cache_write, 0), coalesce(e.tokens_reasoning, 0),
+               CASE WHEN json_valid(e.meta) AND json_type(e.meta, '$.cost') IN ('integer', 'real')
+                    AND json_extract(e.meta, '$.cost') >= 0 THEN json_extract(e.meta, '$.cost') END, 1
+        FROM events e JOIN sessions s ON s.id = e.session_id WHERE e.tokens_in IS NOT NULL;
+    """,
 ]
