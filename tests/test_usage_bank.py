@@ -25,9 +25,22 @@ def _answer(session: str, uid: str, response: str | None, out: int, ts: str = "2
 
 
 def _counted(bank) -> list[tuple]:
+    _hours_are_the_counted_rows(bank.conn)
     return bank.conn.execute(
         "SELECT s.native_id, u.response, u.tokens_out FROM usage u JOIN sessions s ON s.id = u.session_id "
         "WHERE u.counted ORDER BY u.response").fetchall()
+
+
+def _hours_are_the_counted_rows(conn: sqlite3.Connection) -> None:
+    """usage_hours, kept by triggers, holds what summing the counted rows gives."""
+    from harvester.bank.migrations import usage_tier
+
+    summed = conn.execute(
+        f"SELECT coalesce(substr(ts, 1, 13), ''), session_id, harness, coalesce(model, ''), {usage_tier('')}, "
+        "cost IS NOT NULL, count(*), sum(tokens_in), sum(tokens_out), sum(tokens_cache_read), "
+        "sum(tokens_cache_write), sum(tokens_cache_write_1h), sum(tokens_reasoning), coalesce(sum(cost), 0) "
+        "FROM usage WHERE counted = 1 GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6").fetchall()
+    assert conn.execute("SELECT * FROM usage_hours ORDER BY 1, 2, 3, 4, 5, 6").fetchall() == summed
 
 
 def test_a_response_copied_into_another_session_is_counted_once_and_survives_its_original(tmp_path: Path) -> None:
@@ -43,6 +56,10 @@ def test_a_response_copied_into_another_session_is_counted_once_and_survives_its
         with bank.transaction() as conn:
             conn.execute("DELETE FROM events WHERE session_id = (SELECT id FROM sessions WHERE native_id = 'original')")
         assert sorted((s, r) for s, r, _ in _counted(bank)) == [("fork", "msg_1"), ("fork", "msg_3")]
+        with bank.transaction() as conn:
+            conn.execute("DELETE FROM events")
+        assert _counted(bank) == []
+        assert bank.conn.execute("SELECT count(*) FROM usage_hours").fetchone()[0] == 0
 
 
 def test_the_largest_copy_of_a_response_is_the_one_counted(tmp_path: Path) -> None:
@@ -67,6 +84,7 @@ def test_a_revised_event_rewrites_its_usage_row(tmp_path: Path) -> None:
         _write(bank, "/g.json", "s", [grown], revise=True, harness="gemini-cli")
         assert bank.conn.execute("SELECT tokens_in, tokens_out, tokens_reasoning, model, counted, ts FROM usage").fetchall() \
             == [(40, 12, 3, "gemini-2.5-pro", 1, "2026-11-29T10:00:00.000Z")]
+        _hours_are_the_counted_rows(bank.conn)
 
 
 def test_an_old_bank_gets_the_usage_of_the_events_it_holds(tmp_path: Path) -> None:
@@ -80,7 +98,7 @@ def test_an_old_bank_gets_the_usage_of_the_events_it_holds(tmp_path: Path) -> No
             Event("s", "p2", "assistant", "text", "hi", ts="2026-11-29T10:00:00Z"),
         ], harness="opencode")
     conn = sqlite3.connect(path)
-    conn.executescript("DROP TRIGGER usage_event_deleted; DROP TRIGGER usage_deleted; DROP TABLE usage;")
+    conn.executescript("DROP TRIGGER usage_event_deleted; DROP TABLE usage; DROP TABLE usage_hours;")
     conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
     conn.commit()
     conn.close()
@@ -88,6 +106,7 @@ def test_an_old_bank_gets_the_usage_of_the_events_it_holds(tmp_path: Path) -> No
         assert bank.conn.execute(
             "SELECT harness, ts, model, tokens_in, tokens_out, tokens_cache_write, cost, counted FROM usage").fetchall() \
             == [("opencode", "2026-11-29T21:30:00.000Z", "gpt-5", 5, 6, 7, 0.25, 1)]
+        _hours_are_the_counted_rows(bank.conn)
 
 
 def test_times_are_kept_as_the_migration_writes_them() -> None:

@@ -101,7 +101,7 @@ def _insert_counted_once(conn: sqlite3.Connection, harness: str, rows: list[tupl
         if not first:
             again.add(row[3])
         values.append((*row, 1 if first else 0))
-    conn.executemany(f"INSERT OR REPLACE INTO usage ({_COLUMNS}) VALUES ({','.join('?' * 14)})", values)
+    conn.executemany(f"INSERT INTO usage ({_COLUMNS}) VALUES ({','.join('?' * 14)})", values)
     conn.executemany(
         f"UPDATE usage SET counted = (event_id = (SELECT event_id FROM usage WHERE harness = ?1 AND response = ?2 "
         f"ORDER BY {USAGE_RANK} LIMIT 1)) WHERE harness = ?1 AND response = ?2", [(harness, key) for key in sorted(again)])

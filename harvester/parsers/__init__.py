@@ -56,8 +56,9 @@ from harvester.parsers.base import Harness
 HARNESSES: dict[str, Harness] = {
     h.name: h
     for h in (
+        # 2: a response's usage names its message id, and gives its hour-long cache writes (harvester usage).
         Harness(claude_code.NAME, claude_code.roots, claude_code.SOURCES, claude_code.parse, "Claude Code",
-                claude_code.PROCESSES, forks_copy_history=True),
+                claude_code.PROCESSES, forks_copy_history=True, version=2),
         Harness(claude_cowork.NAME, claude_cowork.roots, claude_cowork.SOURCES, claude_cowork.parse,
                 "Claude Cowork (Claude Desktop)", claude_cowork.PROCESSES),
         Harness(codebuff.NAME, codebuff.roots, codebuff.SOURCES, codebuff.parse, "Codebuff", codebuff.PROCESSES),
