@@ -152,3 +152,133 @@ def test_claude_responses_without_ids_each_count(tmp_path: Path) -> None:
     scan(tmp_path / "home", tmp_path / "bank.sqlite", ("claude-code",))
     got = counted(tmp_path / "bank.sqlite")
     assert (got["responses"], got["input"], got["output"]) == (2, 30, 3)
+
+
+# -- Codex -------------------------------------------------------------------------------------------------------
+class Rollout:
+    """A Codex rollout in the envelope Codex 0.115 to 0.170 writes (fixtures/codex/hand/archived_sessions): no
+    ``token_usage_record`` (0.171 added it), a cumulative ``token_count`` after each response."""
+
+    def __init__(self, codex_home: Path, session: str, day: str = "2026/03/14", fork_of: str | None = None) -> None:
+        folder = codex_home / "sessions" / day
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"rollout-{day.replace('/', '-')}T15-02-41-{session}.jsonl"
+        self.session, self.lines, self.n = session, [], 0
+        self.meta(session, fork_of)
+
+    def emit(self, kind: str, payload: dict[str, Any], ts: str | None = None) -> None:
+        self.n += 1
+        ts = ts or f"2026-03-14T15:{self.n // 60 % 60:02d}:{self.n % 60:02d}.000Z"
+        self.lines.append(json.dumps({"timestamp": ts, "type": kind, "payload": payload}))
+
+    def meta(self, session: str, fork_of: str | None = None) -> None:
+        self.emit("session_meta", {"id": session, "timestamp": "2026-03-14T15:02:41.771Z", "cwd": CWD,
+                                   "originator": "codex_cli_rs", "cli_version": "0.115.0", "source": "cli",
+                                   "model_provider": "openai", **({"forked_from_id": fork_of} if fork_of else {})})
+        self.emit("turn_context", {"cwd": CWD, "model": "gpt-5-codex", "approval_policy": "on-request"})
+
+    def answer(self, text: str, item: str) -> None:
+        self.emit("response_item", {"type": "message", "role": "assistant", "id": item,
+                                    "content": [{"type": "output_text", "text": text}]})
+
+    def token_count(self, total: dict[str, int] | None, last: dict[str, int] | None, ts: str | None = None) -> None:
+        info = None if total is None and last is None else {
+            **({"total_token_usage": total} if total else {}), **({"last_token_usage": last} if last else {}),
+            "model_context_window": 258400}
+        self.emit("event_msg", {"type": "token_count", "info": info, "rate_limits": {"limit_id": "codex"}}, ts)
+
+    def save(self) -> None:
+        self.path.write_text("\n".join(self.lines) + "\n")
+
+
+def _counts(inp: int, cached: int, out: int, reasoning: int = 0) -> dict[str, int]:
+    return {"input_tokens": inp, "cached_input_tokens": cached, "cache_write_input_tokens": 0,
+            "output_tokens": out, "reasoning_output_tokens": reasoning, "total_tokens": inp + out}
+
+
+def _scan_codex(tmp_path: Path) -> dict[str, int]:
+    home = tmp_path / "home"
+    scan(home, tmp_path / "bank.sqlite", ("codex",), env={"HOME": str(home), "CODEX_HOME": str(home / ".codex")})
+    return counted(tmp_path / "bank.sqlite", "codex")
+
+
+def test_codex_each_token_count_gives_its_response(tmp_path: Path) -> None:
+    """Before 0.171 a rollout says what a response used only in the ``token_count`` after it: its
+    ``last_token_usage`` (``input_tokens`` includes the cached ones)."""
+    r = Rollout(tmp_path / "home" / ".codex", "019cecde-f96b-7949-b14e-d21724be7d1f")
+    r.answer("first", "msg_1")
+    r.token_count(_counts(8410, 0, 96, 40), _counts(8410, 0, 96, 40))
+    r.answer("second", "msg_2")
+    r.token_count(_counts(17030, 8192, 136, 40), _counts(8620, 8192, 40))
+    r.save()
+    assert _scan_codex(tmp_path) == {"responses": 2, "input": 8410 + 428, "output": 136, "cache_read": 8192,
+                                     "cache_write": 0, "cache_write_1h": 0, "reasoning": 40}
+
+
+def test_codex_cumulative_totals_alone_give_their_differences(tmp_path: Path) -> None:
+    """Early envelopes carry only the running total: each response is what the total grew by (as ccusage and
+    Codex's own /status count it)."""
+    r = Rollout(tmp_path / "home" / ".codex", "0199b4b7-3618-7493-b30b-60cb76212288")
+    r.token_count(None, None)  # the rate limits alone, before any response
+    r.answer("first", "msg_1")
+    r.token_count(_counts(1000, 0, 50), None)
+    r.answer("second", "msg_2")
+    r.token_count(_counts(2600, 900, 80), None)
+    r.save()
+    got = _scan_codex(tmp_path)
+    assert (got["responses"], got["input"], got["cache_read"], got["output"]) == (2, 1000 + 700, 900, 80)
+
+
+def test_codex_a_token_count_repeating_the_running_total_adds_nothing(tmp_path: Path) -> None:
+    """Codex writes a token_count again when a turn starts or its context is compacted, with the same running
+    total and the last response's ``last_token_usage``: no new response (the real ``compact`` capture does)."""
+    r = Rollout(tmp_path / "home" / ".codex", "01a227f1-f0f6-7090-b816-b342dc0e0884")
+    r.answer("first", "msg_1")
+    r.token_count(_counts(50000, 0, 51), _counts(50000, 0, 51))
+    r.token_count(_counts(50000, 0, 51), _counts(50000, 0, 51))  # the next turn starts
+    r.answer("second", "msg_2")
+    r.token_count(_counts(55886, 0, 152), _counts(5886, 0, 101))
+    r.token_count(_counts(55886, 0, 152), _counts(0, 0, 0))  # compacted
+    r.save()
+    got = _scan_codex(tmp_path)
+    assert (got["responses"], got["input"], got["output"]) == (2, 55886, 152)
+
+
+def test_codex_a_token_count_read_after_its_response_still_counts(tmp_path: Path) -> None:
+    """Read live, the response's items and the token_count after it arrive in different reads."""
+    r = Rollout(tmp_path / "home" / ".codex", "019cecde-f96b-7949-b14e-d21724be7d1f")
+    r.answer("first", "msg_1")
+    r.save()
+    _scan_codex(tmp_path)
+    r.token_count(_counts(8410, 0, 96), _counts(8410, 0, 96))
+    r.save()
+    got = _scan_codex(tmp_path)
+    assert (got["responses"], got["input"], got["output"]) == (1, 8410, 96)
+
+
+def test_codex_a_legacy_fork_does_not_count_its_parents_copied_history(tmp_path: Path) -> None:
+    """A legacy fork copies the parent's records (token counts included) after its own session_meta; its own
+    first response's total carries the parent's, so only what it grew by is the fork's."""
+    codex = tmp_path / "home" / ".codex"
+    parent = Rollout(codex, "019cecde-f96b-7949-b14e-d21724be7d1f")
+    parent.answer("first", "msg_1")
+    parent.token_count(_counts(1000, 0, 10), None)
+    parent.save()
+    fork = Rollout(codex, "019ced18-04c9-7864-99ca-661252188bc0", fork_of=parent.session)
+    fork.lines.append(parent.lines[0])  # the parent's history, its session_meta first
+    fork.lines += parent.lines[2:]
+    fork.emit("event_msg", {"type": "task_started", "turn_id": "019ced18-0500-7000-8000-000000000000"})
+    fork.answer("the fork's own", "msg_9")
+    fork.token_count(_counts(2500, 0, 30), None)
+    fork.save()
+    got = _scan_codex(tmp_path)
+    assert (got["responses"], got["input"], got["output"]) == (2, 2500, 30)
+
+
+def test_codex_an_exact_usage_record_is_the_response(tmp_path: Path) -> None:
+    """0.171 writes each response's exact usage (``token_usage_record``, with its response id) before the
+    token_count: counted once, not twice."""
+    home = tmp_path / "home"
+    copy_tree(FIXTURES / "codex" / "real" / "two_turns", home / ".codex")
+    got = _scan_codex(tmp_path)
+    assert (got["responses"], got["input"], got["output"]) == (3, 30993, 191)

@@ -15,7 +15,7 @@ from harvester.usage.report import Days, Row, build, grand_total, period_of
 
 if TYPE_CHECKING:
     from harvester.recall.scope import Scope
-    from harvester.usage.prices import PriceBook
+    from harvester.usage.prices import ModelPrices, PriceBook
 
 REPORTS = ("daily", "weekly", "monthly", "session", "blocks")
 
@@ -45,29 +45,34 @@ def answer(conn: sqlite3.Connection, request: Request, book: PriceBook, now: dat
     if request.report == "blocks":
         from harvester.usage.blocks import blocks
 
-        responses = query.responses(conn, where, book.thresholds)
-        prices = book.lookup({r[2] for r in responses if r[2]})
+        prices = book.lookup(query.models(conn))
+        responses = query.responses(conn, where, tiers_of(prices))
         found = blocks(responses, days, prices, request.cost, now)
         now = now or datetime.now().astimezone()
         total = grand_total_of(b.totals for b in found)
         return {**head, "blocks": [b.as_json(now) for b in found], "totals": total.as_json()}
-    groups = query.groups(conn, where, book.thresholds, days.quarter_hours(), by_session=request.report == "session",
-                          by_repo="repo" in request.by)
-    prices = book.lookup({g.model for g in groups if g.model})
+    prices = book.lookup(query.models(conn))
+    groups = query.groups(conn, where, tiers_of(prices), days, by_harness="harness" in request.by,
+                          by_session=request.report == "session", by_repo="repo" in request.by)
     part_of = _part_of(request.by, by_session=request.report == "session")
     if request.report == "session":
         facts = query.session_facts(conn, [g.extra[0] for g in groups])
         by_native = {(f["harness"], f["native_id"]): f["id"] for f in facts.values()}
         root = {pk: _root(facts, by_native, pk) for pk in facts}
         subagents = Counter(r for pk, r in root.items() if r != pk)
-        rows = build(groups, days, lambda g, day: str(root.get(g.extra[0], g.extra[0])), part_of, prices, request.cost)
+        rows = build(groups, lambda g, day: str(root.get(g.extra[0], g.extra[0])), part_of, prices, request.cost)
         for row in rows:
             row.facts = {**facts.get(int(row.key), {}), "subagents": subagents[int(row.key)]}
         rows.sort(key=lambda r: (r.totals.last or "", r.key))
     else:
         period = period_of(request.report)
-        rows = build(groups, days, lambda g, day: period(day), part_of, prices, request.cost)
+        rows = build(groups, lambda g, day: period(day), part_of, prices, request.cost)
     return {**head, "rows": [_row_json(row, request) for row in rows], "totals": grand_total(rows).as_json()}
+
+
+def tiers_of(prices: dict[str, ModelPrices | None]) -> list[int]:
+    """The input sizes any of these models' prices change at."""
+    return sorted({tier for p in prices.values() if p is not None for _, tiers in p.periods for tier in tiers} - {0})
 
 
 def grand_total_of(totals: Any) -> Any:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from harvester.usage.harnesses import REASONING_APART
 from harvester.usage.prices import ModelPrices
 from harvester.usage.report import Days, Totals, price_group
 
@@ -88,7 +89,7 @@ def blocks(responses: list[tuple], days: Days, prices: dict[str, ModelPrices | N
             start = when.replace(minute=0, second=0, microsecond=0)
             current = Block(start, start + BLOCK, first=when)
         current.last = when
-        totals = price_group(harness, model, days.of_ts(ts), tier, counts, cost, 1, prices, mode)
+        totals = price_group(harness in REASONING_APART, model, days.of_ts(ts), tier, counts, cost, 1, prices, mode)
         totals.first = totals.last = ts
         current.totals.add(totals)
     if current is not None:

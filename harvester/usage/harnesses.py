@@ -12,5 +12,6 @@ from __future__ import annotations
 REASONING_APART = frozenset({"gemini-cli", "qwen-code", "opencode", "kilo"})
 
 
-def billed_output(harness: str, output: int, reasoning: int) -> int:
-    return output + reasoning if harness in REASONING_APART else output
+def apart_sql(column: str) -> str:
+    """SQL: whether the agent in ``column`` counts reasoning apart."""
+    return f"{column} IN ({', '.join(repr(h) for h in sorted(REASONING_APART))})"

@@ -1,8 +1,8 @@
-"""The one SQL aggregate every usage report starts from: the counted responses of the usage table (migration 16),
-summed by time slot, agent, model, input tier and whether the agent recorded a cost (and by session or repository
-when the report needs it). A report then maps the slots to its days in its time zone, prices each group by
-arithmetic (harvester/usage/prices.py) and adds them up: a bank of a million events holds a few hundred thousand
-responses, which SQLite sums in one pass, and a year of them is a few thousand groups.
+"""The one SQL aggregate every usage report starts from: the counted responses (migration 16) summed by local day,
+agent, model, input tier and whether the agent recorded a cost (and by session or repository when the report needs
+it). A report then prices each group by arithmetic (harvester/usage/prices.py) and adds them up: a bank of a
+million events holds a few hundred thousand responses, already summed by hour in usage_hours, and a year of them
+is a few thousand groups.
 
 Reads only; the bank's rows are read as they are committed.
 """
@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harvester.bank.migrations import USAGE_TIERS
+from harvester.usage.harnesses import apart_sql
 
 if TYPE_CHECKING:
     from harvester.recall.scope import Scope
+    from harvester.usage.report import Days
 
 # The input a genai-prices tier compares (harvester/usage/prices.py): every input token of the request.
 REQUEST_INPUT = "(u.tokens_in + u.tokens_cache_read + u.tokens_cache_write)"
@@ -65,12 +67,13 @@ class Filter:
 class Group:
     """One row of the aggregate: its keys, then what its responses add up to."""
 
-    slot: str  # the UTC time slot (an hour, or a quarter of one: see slot_sql); "" when the time is unknown
-    harness: str
+    day: str  # the local day (YYYY-MM-DD); "" when the time is unknown
+    harness: str | None  # None unless asked for (by_harness)
+    apart: bool  # the agent counts reasoning apart from output (harvester/usage/harnesses.py)
     model: str | None
     tier: int  # the largest tier start the requests' input exceeds (0: none)
     recorded: bool  # the agent recorded these responses' cost
-    extra: tuple[Any, ...]  # session id, repository, host: as asked
+    extra: tuple[Any, ...]  # session id, repository: as asked
     responses: int = 0
     tokens: list[int] = field(default_factory=lambda: [0] * 6)  # in, out, cache read, cache write, of it 1h, reasoning
     cost: float = 0.0  # recorded by the agent (when ``recorded``)
@@ -78,31 +81,33 @@ class Group:
     last: str | None = None
 
 
-def slot_sql(quarter_hours: bool) -> str:
-    """The time slot of a response: its UTC hour (``2026-11-29T10``), or for a time zone whose offset is not whole
-    hours its quarter hour (``2026-11-29T10:2``: the third quarter). Whole-hour offsets are the common case;
-    a day is then made of whole slots in any zone, DST included."""
-    if quarter_hours:
-        return "coalesce(substr(u.ts, 1, 14) || (CAST(substr(u.ts, 15, 2) AS INTEGER) / 15), '')"
-    return "coalesce(substr(u.ts, 1, 13), '')"
-
-
-def tier_sql(thresholds: Sequence[int]) -> str:
+def tier_sql(thresholds: Sequence[int], ladder: bool = False) -> str:
+    """SQL for the largest of ``thresholds`` a request's input exceeds (0: none), from the request's counts; or
+    (``ladder``) from usage_hours' tier, which is already the largest of USAGE_TIERS it exceeds."""
     if not thresholds:
         return "0"
-    cases = " ".join(f"WHEN {REQUEST_INPUT} > {int(t)} THEN {int(t)}" for t in sorted(thresholds, reverse=True))
+    test = "u.tier >= {}" if ladder else f"{REQUEST_INPUT} > {{}}"
+    cases = " ".join(f"WHEN {test.format(int(t))} THEN {int(t)}" for t in sorted(thresholds, reverse=True))
     return f"CASE {cases} ELSE 0 END"
 
 
-def groups(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], quarter_hours: bool = False,
-           by_session: bool = False, by_repo: bool = False) -> list[Group]:
-    """The aggregate (see the module docstring); ``by_session``/``by_repo`` add the session's id / its bank id.
+def models(conn: sqlite3.Connection) -> set[str]:
+    """Every model the counted responses name (to price them, and to know their tiers, before the aggregate)."""
+    return {m for (m,) in conn.execute("SELECT DISTINCT model FROM usage_hours") if m}
 
-    Read from usage_hours (migration 16: the counted responses already summed by hour, session, agent, model and
-    input tier) when its slots and tiers serve: a zone of whole-hour offsets, and a catalogue whose tier starts are
-    among those it was summed by. Else from the responses themselves, which is exact for any zone and any tiers
-    (and costs a scan of every response)."""
-    hours = not quarter_hours and set(thresholds) <= set(USAGE_TIERS)
+
+def groups(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], days: Days, by_harness: bool = False,
+           by_session: bool = False, by_repo: bool = False) -> list[Group]:
+    """The aggregate (see the module docstring): ``thresholds``, the tier starts of the models priced (a model's
+    price may change with the request's input); ``by_harness``/``by_session``/``by_repo`` add the agent / the
+    session's id / its bank id.
+
+    Read from usage_hours (migration 16: the counted responses already summed by UTC hour, session, agent, model and
+    input tier) when its hours and tiers serve: a zone whose offsets are whole hours, and tier starts among those it
+    was summed by. Else from the responses themselves, exact for any zone and any tiers (and a scan of every
+    response). Few keys make a quick sort: the agent only when asked (else only whether it counts reasoning
+    apart), the tiers only those the models have."""
+    hours = days.whole_hours() and set(thresholds) <= set(USAGE_TIERS)
     condition, args, joined = where.where(hours)
     extra = []
     if by_session:
@@ -110,24 +115,28 @@ def groups(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], q
     if by_repo:
         extra.append("s.bank_id")
         joined = True
+    harness = "u.harness" if by_harness else "NULL"
     if hours:
-        keys = ["u.hour", "u.harness", "nullif(u.model, '')", "u.tier", "u.recorded", *extra]
+        keys = [days.sql("u.hour", hours=True), apart_sql("u.harness"), "nullif(u.model, '')",
+                tier_sql(thresholds, ladder=True), "u.recorded", *extra]
         sums = ("sum(u.responses), sum(u.tokens_in), sum(u.tokens_out), sum(u.tokens_cache_read), "
                 "sum(u.tokens_cache_write), sum(u.tokens_cache_write_1h), sum(u.tokens_reasoning), sum(u.cost), "
                 "NULL, NULL")
         table = "usage_hours"
     else:
-        keys = [slot_sql(quarter_hours), "u.harness", "u.model", tier_sql(thresholds), "u.cost IS NOT NULL", *extra]
+        keys = [days.sql("u.ts", hours=False), apart_sql("u.harness"), "u.model", tier_sql(thresholds),
+                "u.cost IS NOT NULL", *extra]
         sums, table = SUMS, "usage"
-    sql = (f"SELECT {', '.join(keys)}, {sums} FROM {table} u "
+    grouped = [*range(1, len(keys) + 1), *([len(keys) + 1] if by_harness else [])]
+    sql = (f"SELECT {', '.join(keys)}, {harness}, {sums} FROM {table} u "
            f"{'JOIN sessions s ON s.id = u.session_id ' if joined else ''}WHERE {condition} "
-           f"GROUP BY {', '.join(str(i) for i in range(1, len(keys) + 1))}")
+           f"GROUP BY {', '.join(map(str, grouped))}")
     out = []
-    width = len(keys)
+    width = len(keys) + 1
     for row in conn.execute(sql, args):
-        out.append(Group(row[0], row[1], row[2], row[3], bool(row[4]), tuple(row[5:width]), row[width],
-                         [row[width + i] or 0 for i in range(1, 7)], row[width + 7] or 0.0, row[width + 8],
-                         row[width + 9]))
+        out.append(Group(row[0], row[width - 1], bool(row[1]), row[2], row[3], bool(row[4]), tuple(row[5:width - 1]),
+                         row[width], [row[width + i] or 0 for i in range(1, 7)], row[width + 7] or 0.0,
+                         row[width + 8], row[width + 9]))
     return out
 
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
-from harvester.usage.harnesses import billed_output
 from harvester.usage.prices import ModelPrices
 from harvester.usage.query import Group
 
@@ -47,12 +46,24 @@ class Totals:
     last: str | None = None
 
     def add(self, other: Totals) -> None:
-        for name in ("responses", "input", "output", "cache_write", "cache_read", "reasoning", "total", "cost",
-                     "unpriced", "recorded_cost", "recorded_responses", "calculated_cost", "calculated_unpriced"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.responses += other.responses
+        self.input += other.input
+        self.output += other.output
+        self.cache_write += other.cache_write
+        self.cache_read += other.cache_read
+        self.reasoning += other.reasoning
+        self.total += other.total
+        self.cost += other.cost
+        self.unpriced += other.unpriced
+        self.recorded_cost += other.recorded_cost
+        self.recorded_responses += other.recorded_responses
+        self.calculated_cost += other.calculated_cost
+        self.calculated_unpriced += other.calculated_unpriced
         self.models |= other.models
-        self.first = min(filter(None, (self.first, other.first)), default=None)
-        self.last = max(filter(None, (self.last, other.last)), default=None)
+        if other.first and (not self.first or other.first < self.first):
+            self.first = other.first
+        if other.last and (not self.last or other.last > self.last):
+            self.last = other.last
 
     def as_json(self) -> dict[str, Any]:
         """The documented field names (``harvester usage --json``)."""
@@ -78,12 +89,13 @@ class Row:
     facts: dict[str, Any] = field(default_factory=dict)  # a session row's session
 
 
-def price_group(harness: str, model: str | None, day: str, tier: int, tokens: list[int], recorded: float | None,
+def price_group(apart: bool, model: str | None, day: str, tier: int, tokens: list[int], recorded: float | None,
                 responses: int, prices: dict[str, ModelPrices | None], mode: str) -> Totals:
-    """The totals of ``responses`` responses of one agent, model, day and input tier; ``recorded``: the cost
-    the agent recorded for them (None: it recorded none)."""
+    """The totals of ``responses`` responses of one model, day and input tier, of agents that count reasoning
+    apart from output or not (``apart``: harvester/usage/harnesses.py); ``recorded``: the cost the agent
+    recorded for them (None: it recorded none)."""
     t_in, t_out, t_read, t_write, t_write_1h, t_reason = tokens
-    output = billed_output(harness, t_out, t_reason)
+    output = t_out + t_reason if apart else t_out
     totals = Totals(responses=responses, input=t_in, output=t_out, cache_write=t_write, cache_read=t_read,
                     reasoning=t_reason, total=t_in + output + t_read + t_write)
     if model:
@@ -123,42 +135,86 @@ def _calculate(prices: ModelPrices | None, day: str, tier: int, counts: tuple[in
 
 
 class Days:
-    """UTC time slots (harvester/usage/query.py) to days of one time zone (None: the system's local time)."""
+    """Days of one time zone (None: the system's local time), in SQL: a UTC time's local day is its text moved by
+    the zone's offset at that time. The offsets and the instants they change (DST) since TRANSITIONS_FROM are
+    found once (a look at each month, then a bisection to the hour); a CASE over them picks a row's offset."""
 
-    def __init__(self, zone: tzinfo | None) -> None:
+    def __init__(self, zone: tzinfo | None, now: datetime | None = None) -> None:
         self.zone = zone
         self._days: dict[str, str] = {}
+        self.changes = self._changes(now or datetime.now(UTC))  # [(UTC instant, offset in minutes)], oldest first
 
-    def of_slot(self, slot: str) -> str:
-        day = self._days.get(slot)
-        if day is None:
-            if not slot:
-                day = ""
-            else:
-                hour, _, quarter = slot.partition(":")
-                when = datetime.fromisoformat(hour + ":00:00+00:00") + timedelta(minutes=15 * int(quarter or 0))
-                day = (when.astimezone(self.zone) if self.zone else when.astimezone()).date().isoformat()
-            self._days[slot] = day
-        return day
+    def _offset(self, when: datetime) -> int:
+        local = when.astimezone(self.zone) if self.zone else when.astimezone()
+        delta = local.utcoffset()
+        return int(delta.total_seconds() // 60) if delta else 0
+
+    def _changes(self, now: datetime) -> list[tuple[datetime, int]]:
+        when = TRANSITIONS_FROM
+        changes = [(when, self._offset(when))]
+        end = now + timedelta(days=400)
+        while when < end:
+            later = (when + timedelta(days=32)).replace(day=1)
+            if self._offset(later) != changes[-1][1]:
+                low, high = when, later  # the change is in (low, high]: bisect to the hour
+                while high - low > timedelta(hours=1):
+                    middle = low + (high - low) / 2
+                    middle = middle.replace(minute=0, second=0, microsecond=0)
+                    if middle <= low:
+                        break
+                    if self._offset(middle) == changes[-1][1]:
+                        low = middle
+                    else:
+                        high = middle
+                changes.append((high, self._offset(high)))
+            when = later
+        return changes
+
+    def whole_hours(self) -> bool:
+        """Whether every offset is whole hours (usage_hours' UTC hours then fall in one local day each)."""
+        return all(offset % 60 == 0 for _, offset in self.changes)
+
+    def sql(self, column: str, hours: bool) -> str:
+        """SQL for the local day (``YYYY-MM-DD``) of ``column``: a usage row's ``ts``, or (``hours``) a
+        usage_hours row's ``hour`` (``YYYY-MM-DDTHH``); '' when it has none."""
+        offsets = {offset for _, offset in self.changes}
+        if offsets == {0}:
+            return f"coalesce(substr({column}, 1, 10), '')"
+        when = f"{column} || ':00'" if hours else column
+        cut = 13 if hours else 24
+        cases = " ".join(f"WHEN {column} < '{_utc_text(instant)[:cut]}' THEN '{previous:+d} minutes'"
+                         for (instant, _), (_, previous) in zip(self.changes[1:], self.changes, strict=False))
+        modifier = f"CASE {cases} ELSE '{self.changes[-1][1]:+d} minutes' END" if cases \
+            else f"'{self.changes[-1][1]:+d} minutes'"
+        return f"coalesce(substr(datetime({when}, {modifier}), 1, 10), '')"
 
     def of_ts(self, ts: str) -> str:
-        return self.of_slot(ts[:13])
+        """The local day of one usage row's time (the blocks report prices each response by it)."""
+        hour = ts[:13]
+        day = self._days.get(hour) if self.whole_hours() else None
+        if day is None:
+            when = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+            day = (when.astimezone(self.zone) if self.zone else when.astimezone()).date().isoformat()
+            self._days[hour] = day
+        return day
 
     def bounds(self, since: date | None, until: date | None) -> tuple[str | None, str | None]:
         """The UTC times (the usage table's form) of the first moment of ``since`` and the first after ``until``."""
         def start_of(day: date) -> str:
             local = datetime(day.year, day.month, day.day, tzinfo=self.zone)
             if self.zone is None:
-                local = local.astimezone()  # the system's zone at that moment
-                local = datetime(day.year, day.month, day.day, tzinfo=local.tzinfo)
-            return local.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+                local = datetime(day.year, day.month, day.day).astimezone()  # the system's zone then
+            return _utc_text(local)
 
         return (start_of(since) if since else None), (start_of(until + timedelta(days=1)) if until else None)
 
-    def quarter_hours(self) -> bool:
-        """Whether the zone's offset is not whole hours now (India, Nepal, Newfoundland, ...)."""
-        offset = datetime.now(self.zone).utcoffset() if self.zone else datetime.now().astimezone().utcoffset()
-        return bool(offset and offset.total_seconds() % 3600)
+
+# Offsets are followed from here on (earlier usage takes the first one): coding agents kept no history before.
+TRANSITIONS_FROM = datetime(2020, 1, 1, tzinfo=UTC)
+
+
+def _utc_text(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
 
 
 def period_of(kind: str) -> Callable[[str], str]:
@@ -171,14 +227,14 @@ def period_of(kind: str) -> Callable[[str], str]:
     return lambda day: day
 
 
-def build(groups: Iterable[Group], days: Days, key_of: Callable[[Group, str], str],
+def build(groups: Iterable[Group], key_of: Callable[[Group, str], str],
           part_of: Callable[[Group], tuple[str, ...]] | None, prices: dict[str, ModelPrices | None],
           mode: str) -> list[Row]:
     """Rows keyed by ``key_of(group, day)``, each with its parts by ``part_of`` (a breakdown), in key order."""
     rows: dict[str, Row] = {}
     for group in groups:
-        day = days.of_slot(group.slot)
-        totals = price_group(group.harness, group.model, day, group.tier, group.tokens,
+        day = group.day
+        totals = price_group(group.apart, group.model, day, group.tier, group.tokens,
                              group.cost if group.recorded else None, group.responses, prices, mode)
         totals.first, totals.last = group.first, group.last
         key = key_of(group, day)
