@@ -123,15 +123,15 @@ def token_count(reader: _Reader, info: Any, raw: bytes, ts: Any) -> None:
     if last is None or not any(last.values()):
         return
     key = ":".join(str(last[k]) for k in COUNT_KEYS)
-    give_usage(reader, usage_of(last, f"token_count:{ts}:{key}"), raw, ts, own=True)
+    give_usage(reader, usage_of(last, f"token_count:{ts}:{key}"), raw, ts)
 
 
-def give_usage(reader: _Reader, usage: Usage, raw: bytes, ts: Any, own: bool = False) -> None:
+def give_usage(reader: _Reader, usage: Usage, raw: bytes, ts: Any) -> None:
     """Put a response's usage on its last event (the response's own, read in this same call), or, when that
-    event came in an earlier read (a live rollout is read as it grows), on a folded notice of its own. A
-    token_count's goes on its own notice (``own``), at its own time: the early envelopes wrote it before the
-    response's items, and its time is the response's in every era (as ccusage dates it)."""
-    holder = None if own else reader.last_assistant
+    event came in an earlier read (a live rollout is read as it grows), on a folded notice of its own at the
+    usage's time. (The early envelopes, 0.44, wrote a response's token_count before its items: its usage then
+    sits on the previous response's last event, seconds earlier; the totals are the same.)"""
+    holder = reader.last_assistant
     if holder is not None and holder.usage is None:
         holder.usage = usage
         holder.model = holder.model or reader.state.get("model")
