@@ -14,6 +14,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers import FIXTURES, claude_dir, copy_tree, scan
 
 CWD = "/home/dev/src/demo-repo"
@@ -282,3 +284,114 @@ def test_codex_an_exact_usage_record_is_the_response(tmp_path: Path) -> None:
     copy_tree(FIXTURES / "codex" / "real" / "two_turns", home / ".codex")
     got = _scan_codex(tmp_path)
     assert (got["responses"], got["input"], got["output"]) == (3, 30993, 191)
+
+
+# -- opencode and Cline: the agent's own cost ---------------------------------------------------------------------
+def test_opencode_each_step_counts_once_with_the_cost_it_recorded(tmp_path: Path) -> None:
+    """opencode writes a step's usage and cost on its ``step-finish`` part (updated in place as it streams): one
+    response per step, its recorded cost kept beside the tokens (``--cost recorded|auto``)."""
+    import sqlite3 as sql
+
+    source = FIXTURES / "opencode" / "hand"
+    data = tmp_path / "data"
+    data.mkdir()
+    conn = sql.connect(data / "opencode.db")
+    conn.executescript((source / "opencode.sql").read_text())
+    conn.commit()
+    steps = [json.loads(d) for (d,) in conn.execute("SELECT data FROM part WHERE json_extract(data, '$.type') = "
+                                                     "'step-finish'")]
+    conn.close()
+    home = tmp_path / "home"
+    scan(home, tmp_path / "bank.sqlite", ("opencode",), env={"HOME": str(home),
+                                                             "OPENCODE_DB": str(data / "opencode.db")})
+    got = counted(tmp_path / "bank.sqlite", "opencode")
+    assert got["responses"] == len(steps) > 0
+    assert got["input"] == sum(s["tokens"]["input"] for s in steps)
+    assert got["reasoning"] == sum(s["tokens"]["reasoning"] for s in steps)
+    conn = sql.connect(tmp_path / "bank.sqlite")
+    recorded = conn.execute("SELECT sum(cost), count(cost) FROM usage WHERE counted = 1").fetchone()
+    conn.close()
+    assert recorded == (pytest.approx(sum(s["cost"] for s in steps)), len(steps))
+
+
+def test_cline_a_reply_keeps_the_cost_it_recorded(tmp_path: Path) -> None:
+    """Cline's SDK records each reply's metrics with its cost: kept with the reply's usage."""
+    data = copy_tree(FIXTURES / "cline" / "hand" / "sdk", tmp_path / "cline-data")
+    conn = sqlite3.connect(data / "db" / "sessions.db")
+    conn.executescript((data / "db" / "sessions.sql").read_text())
+    conn.commit()
+    conn.close()
+    costs = [m["metrics"]["cost"] for path in data.rglob("*.messages.json")
+             for m in json.loads(path.read_text()).get("messages", []) if "cost" in (m.get("metrics") or {})]
+    home = tmp_path / "home"
+    scan(home, tmp_path / "bank.sqlite", ("cline",), env={"HOME": str(home), "CLINE_DATA_DIR": str(data)})
+    conn = sqlite3.connect(tmp_path / "bank.sqlite")
+    recorded = conn.execute("SELECT sum(cost), count(cost) FROM usage WHERE harness = 'cline'").fetchone()
+    conn.close()
+    assert costs and recorded == (pytest.approx(sum(costs)), len(costs))
+
+
+# -- Gemini CLI and Qwen Code: per-message token records ------------------------------------------------------
+def _gemini_home(tmp_path: Path, lines: list[dict[str, Any]]) -> Path:
+    home = tmp_path / "home"
+    chats = home / ".gemini" / "tmp" / "demo-repo" / "chats"
+    chats.mkdir(parents=True)
+    (home / ".gemini" / "projects.json").write_text(json.dumps({"projects": {CWD: "demo-repo"}}))
+    path = chats / "session-2026-11-29T17-06-aa0eb573.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def _gemini_lines() -> list[dict[str, Any]]:
+    """As Gemini CLI 0.61 writes a session (fixtures/gemini_cli/real): a header, then messages appended by id."""
+    return [{"sessionId": "aa0eb573-14b6-453d-897b-5f406927a948", "projectHash": "b45e97fd", "startTime":
+             "2026-11-29T17:06:19.220Z", "lastUpdated": "2026-11-29T17:06:19.220Z", "kind": "main"},
+            {"id": "u1", "timestamp": "2026-11-29T17:06:19.250Z", "type": "user", "content": [{"text": "hi"}]}]
+
+
+def _gemini_answer(tokens: dict[str, int] | None, text: str = "Hello.") -> dict[str, Any]:
+    answer: dict[str, Any] = {"id": "g1", "timestamp": "2026-11-29T17:06:19.282Z", "type": "gemini",
+                              "content": text, "model": "gemini-2.5-pro"}
+    if tokens is not None:
+        answer["tokens"] = tokens
+    return answer
+
+
+def test_gemini_a_message_appended_again_as_it_grows_counts_once(tmp_path: Path) -> None:
+    """Gemini CLI appends a message again, by its id, as it grows (its tool calls, its token counts): the last
+    version counts, once, thoughts included in the total (Gemini bills them as output)."""
+    tokens = {"input": 10200, "output": 15, "cached": 4000, "thoughts": 30, "tool": 0, "total": 10245}
+    _gemini_home(tmp_path, [*_gemini_lines(), _gemini_answer(None, "Hel"), _gemini_answer(tokens),
+                            _gemini_answer(tokens)])
+    scan(tmp_path / "home", tmp_path / "bank.sqlite", ("gemini-cli",))
+    assert counted(tmp_path / "bank.sqlite", "gemini-cli") == {
+        "responses": 1, "input": 6200, "output": 15, "cache_read": 4000, "cache_write": 0, "cache_write_1h": 0,
+        "reasoning": 30}
+
+
+def test_gemini_token_counts_appended_in_a_later_read_count(tmp_path: Path) -> None:
+    path = _gemini_home(tmp_path, [*_gemini_lines(), _gemini_answer(None)])
+    scan(tmp_path / "home", tmp_path / "bank.sqlite", ("gemini-cli",))
+    with path.open("a") as f:
+        f.write(json.dumps(_gemini_answer({"input": 900, "output": 12, "cached": 0, "thoughts": 0})) + "\n")
+    scan(tmp_path / "home", tmp_path / "bank.sqlite", ("gemini-cli",))
+    got = counted(tmp_path / "bank.sqlite", "gemini-cli")
+    assert (got["responses"], got["input"], got["output"]) == (1, 900, 12)
+
+
+def test_qwen_each_response_record_counts_once(tmp_path: Path) -> None:
+    """Qwen Code writes one record per model response with its ``usageMetadata`` (the prompt count includes the
+    cached part): the real capture's three responses, each once."""
+    home = tmp_path / "home"
+    copy_tree(FIXTURES / "qwen_code" / "real" / "two_turns", home / ".qwen")
+    expected = {"responses": 0, "input": 0, "output": 0}
+    for path in (home / ".qwen").rglob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            meta = json.loads(line).get("usageMetadata")
+            if meta:
+                expected["responses"] += 1
+                expected["input"] += meta["promptTokenCount"] - meta.get("cachedContentTokenCount", 0)
+                expected["output"] += meta["candidatesTokenCount"]
+    scan(home, tmp_path / "bank.sqlite", ("qwen-code",))
+    got = counted(tmp_path / "bank.sqlite", "qwen-code")
+    assert {k: got[k] for k in expected} == expected and expected["responses"] == 3
