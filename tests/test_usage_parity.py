@@ -34,8 +34,9 @@ def harvester_daily(tmp: Path, home: Path, harness: str) -> dict[str, dict[str, 
     """Scan ``home`` into a fresh bank, then ``harvester usage daily --json`` of one agent, by day."""
     bank = tmp / "bank.sqlite"
     env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(home / ".codex"), "XDG_CACHE_HOME": str(tmp / "cache"),
-           "XDG_CONFIG_HOME": str(tmp / "config"), "XDG_DATA_HOME": str(tmp / "data"), "HARVESTER_BANK": str(bank)}
-    env.pop("CLAUDE_CONFIG_DIR", None)
+           "XDG_CONFIG_HOME": str(tmp / "config"), "HARVESTER_BANK": str(bank)}
+    for name in ("CLAUDE_CONFIG_DIR", "XDG_DATA_HOME", "OPENCODE_DB", "OPENCODE_DATA_DIR"):
+        env.pop(name, None)
     for argv in (["scan"], ["usage", "daily", "--json", "--timezone", "UTC", "--harness", harness,
                             "--cost", "calculate"]):
         done = subprocess.run([sys.executable, "-m", "harvester", *argv], env=env, capture_output=True, text=True,
@@ -160,3 +161,15 @@ def test_codex_generated_tree_matches_ccusage_per_day(tmp_path: Path) -> None:
     lines = compare(mine, ccusage_daily(home, "codex"))
     assert len(lines) >= 8
     assert sum("cost $" in line for line in lines) >= 4
+
+
+@pytest.mark.parametrize("scenario", ["two_turns", "thinking", "tool_error"])
+def test_opencode_real_captures_match_ccusage_per_day(tmp_path: Path, scenario: str) -> None:
+    """opencode keeps one database (each capture its own): ccusage reads its assistant messages' token totals,
+    harvester each step's (a message's steps add up to it). Reasoning is apart from opencode's output: both leave
+    it out of these four counts (harvester adds it to the total)."""
+    home = tmp_path / "home"
+    store = home / ".local" / "share" / "opencode"
+    store.mkdir(parents=True)
+    (store / "opencode.db").write_bytes((FIXTURES / "opencode" / "real" / scenario / "opencode.db").read_bytes())
+    compare(harvester_daily(tmp_path, home, "opencode"), ccusage_daily(home, "opencode"))
