@@ -10,6 +10,7 @@ from harvester.bank import Cursor, SessionWrite, Write, open_bank
 from harvester.bank.migrations import MIGRATIONS
 from harvester.bank.sqlite_usage import utc_ts
 from harvester.model import Event, SessionPatch, Usage
+from tests.helpers import as_migration_15_left_it
 
 
 def _write(bank, path: str, session: str, events: list[Event], revise: bool = False, harness: str = "claude-code"):
@@ -98,9 +99,8 @@ def test_an_old_bank_gets_the_usage_of_the_events_it_holds(tmp_path: Path) -> No
             Event("s", "p2", "assistant", "text", "hi", ts="2026-11-29T10:00:00Z"),
         ], harness="opencode")
     conn = sqlite3.connect(path)
-    conn.executescript("DROP TRIGGER usage_event_deleted; DROP TABLE usage; DROP TABLE usage_hours;")
-    conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
-    conn.commit()
+    as_migration_15_left_it(conn)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) - 1
     conn.close()
     with open_bank(path) as bank:
         assert bank.conn.execute(

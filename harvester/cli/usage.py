@@ -91,7 +91,7 @@ def usage(settings: Settings, report: str, since: date | None, until: date | Non
     however many records, resumed sessions or copied histories repeat it; a model with no known price is counted
     and its cost said unknown, never zero."""
     from harvester.usage.answer import Request, answer
-    from harvester.usage.prices import load_book
+    from harvester.usage.prices import cache_path, load_book
     from harvester.usage.render import report_text
 
     if all_repos and (repo or here or bank_filter):
@@ -103,8 +103,8 @@ def usage(settings: Settings, report: str, since: date | None, until: date | Non
     scope = chosen_scope(settings, repo, here, bank_filter, old_bank_id)
     request = Request(report, since, until, harnesses, models, None if scope.everything else scope, by, cost_mode,
                       _zone(zone_name), zone_name or "local")
-    book = load_book()
     with open_reading(settings, team, empty={"rows": []}) as bank:
+        book = load_book(cache_path(None if team else settings.bank))  # here: no bank, no book beside it
         if team:
             from harvester.usage.team import answer_team
 

@@ -7,8 +7,8 @@ and cache reads and writes (five-minute and hour-long) priced apart; tiers by in
 LiteLLM snapshot instead (README of harvester/usage says where the two differ).
 
 Importing it costs about a quarter of a second, more than a whole report may take. So what it says of each model
-a bank names is asked once and kept (:class:`PriceBook`, a JSON file in the user's cache directory, one per
-genai-prices version, replaced atomically): per model, its price periods (the dates its prices changed), and in
+a bank names is asked once and kept (:class:`PriceBook`, a JSON file beside the bank, of one genai-prices
+version, replaced atomically): per model, its price periods (the dates its prices changed), and in
 each the price of one token of input, output, cache read, cache write and hour-long cache write for every input
 tier. Those are got by having genai-prices price unit usages, so its own rules decide (what an uncached model
 charges for a cached token, how a tier applies: to the whole request, by its whole input); a report then prices
@@ -97,7 +97,11 @@ class PriceBook:
         self.changed = False
 
 
-def cache_path() -> Path:
+def cache_path(bank: str | os.PathLike[str] | None = None) -> Path:
+    """Where the book is kept: beside the bank (``<bank>.prices.json``, as its archive and lock are: a bank
+    someone reads is where harvester writes), else in the user's cache directory."""
+    if bank:
+        return Path(f"{os.fspath(bank)}.prices.json")
     import platformdirs
 
     return platformdirs.user_cache_path("harvester") / "prices.json"

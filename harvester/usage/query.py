@@ -37,6 +37,7 @@ class Filter:
     harnesses: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
     scope: Scope | None = None
+    sessions: tuple[int, ...] = ()  # only these sessions (their bank ids), when given
 
     def where(self, hours: bool = False) -> tuple[str, list[Any], bool]:
         """The WHERE clause on ``usage u`` (``hours``: on ``usage_hours u``, whose times are whole UTC hours: the
@@ -55,6 +56,9 @@ class Filter:
         if self.models:
             clauses.append("(" + " OR ".join("u.model GLOB ?" for _ in self.models) + ")")
             args += [m if any(c in m for c in "*?[") else f"*{m}*" for m in self.models]
+        if self.sessions:
+            clauses.append(f"u.session_id IN ({', '.join('?' * len(self.sessions))})")
+            args += self.sessions
         if self.scope is not None and not self.scope.everything:
             condition, more = self.scope.sql("s")
             clauses.append(condition)
