@@ -108,7 +108,8 @@ def _root(facts: dict[int, dict[str, Any]], by_native: dict[tuple[str, str], int
         pk = parent
 
 
-def _row_json(row: Row, request: Request) -> dict[str, Any]:
+def _row_json(row: Row, request: Request, names: list[str] | None = None) -> dict[str, Any]:
+    """A row as ``--json`` gives it; ``names``: its breakdown's fields (default: the request's, but host)."""
     key = {"session": "session", "daily": "date", "weekly": "week", "monthly": "month"}[request.report]
     out: dict[str, Any] = {key: row.key}
     if request.report == "session":
@@ -117,7 +118,7 @@ def _row_json(row: Row, request: Request) -> dict[str, Any]:
                "title": f.get("title"), "subagents": f.get("subagents", 0)}
     out.update(row.totals.as_json())
     if row.parts:
-        names = [n for n in request.by if n in ("harness", "model", "repo")]
+        names = names or [n for n in request.by if n in ("harness", "model", "repo")]
         out["breakdown"] = [{**dict(zip(names, part, strict=True)), **totals.as_json()}
                             for part, totals in sorted(row.parts.items())]
     return out

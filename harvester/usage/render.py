@@ -62,7 +62,7 @@ def report_text(data: dict[str, Any], zone: tzinfo | None = None) -> str:
                                                               else "") + ")"
         table.append([label, *_counts(row), *_costs(row, recorded), _models(row["models"])])
         for part in row.get("breakdown", []):
-            name = " · ".join(str(part[k]) or "-" for k in ("harness", "model", "repo") if k in part)
+            name = " · ".join(str(part[k]) or "-" for k in ("host", "harness", "model", "repo") if k in part)
             table.append([f"  └ {name}", *_counts(part), *_costs(part, recorded), _models(part["models"])])
     total = data["totals"]
     table.append(["Total", *_counts(total), *_costs(total, recorded), ""])
