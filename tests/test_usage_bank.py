@@ -138,3 +138,32 @@ def test_an_event_rows_token_counts_are_where_a_revision_compares_them() -> None
 
     [row] = event_rows([Event("s", "u", "assistant", "text", "x", usage=Usage(1, 2, 3, 4, 5))])
     assert row[ROW_TOKENS] == (1, 2, 3, 4, 5)
+
+
+def test_reparse_gives_a_migrated_banks_responses_their_ids(tmp_path: Path) -> None:
+    """Migration 16 fills the table from the events (each its own response: a fork's copy counts again); reparse
+    reads the archive with today's parsers, whose responses name their ids: the bank then counts as a fresh scan."""
+    from harvester.archive.reparse import reparse
+    from harvester.config import DEFAULT_BANK_ID_TEMPLATE
+    from harvester.ingest import Ingestor
+    from harvester.parsers import HARNESSES
+    from tests.helpers import FIXTURES, copy_tree, scan
+
+    home = tmp_path / "home"
+    copy_tree(FIXTURES / "claude_code" / "real" / "fork", home / ".claude")
+    path = tmp_path / "bank.sqlite"
+    scan(home, path, ("claude-code",))
+
+    def counted() -> tuple[int, int]:
+        with open_bank(path) as bank:
+            return bank.conn.execute("SELECT count(*), sum(tokens_in) FROM usage WHERE counted = 1").fetchone()
+
+    fresh = counted()
+    conn = sqlite3.connect(path)
+    as_migration_15_left_it(conn)
+    conn.close()
+    migrated = counted()
+    assert migrated[0] == fresh[0] + 1 and migrated[1] > fresh[1]  # the fork's copy of the original's answer
+    with open_bank(path) as bank, Ingestor(bank, DEFAULT_BANK_ID_TEMPLATE) as ingestor:
+        assert {s.how for s in reparse(ingestor, [HARNESSES["claude-code"].name]).sources} == {"archive"}
+    assert counted() == fresh

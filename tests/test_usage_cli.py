@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from harvester.cli import cli
-from tests.helpers import FIXTURES, claude_dir, copy_tree, scan
+from tests.helpers import FIXTURES, as_migration_15_left_it, claude_dir, copy_tree, scan
 from tests.test_usage_dedup import CWD, _text, claude_line
 
 
@@ -176,3 +176,37 @@ def test_sessions_show_and_recent_sessions_say_what_a_session_cost(captured: Pat
     finally:
         bank.close()
     assert "tokens in 3 model responses, cost $0.29" in answer_text
+
+
+def test_a_report_opens_only_a_current_bank_the_quick_way(tmp_path: Path, captured: Path) -> None:
+    """The quick read-only way in (harvester/usage/bankfile.py) takes a current bank, and nothing else: a bank of an
+    older schema is opened the usual way (which migrates it), another program's database is refused as ever."""
+    from harvester.bank.migrations import MIGRATIONS
+    from harvester.bank.sqlite_open import APPLICATION_ID
+    from harvester.usage import bankfile
+
+    assert bankfile.APPLICATION_ID == APPLICATION_ID
+    quick = bankfile.quick_connection(captured)
+    assert quick is not None
+    quick.close()
+    older = tmp_path / "older.sqlite"
+    older.write_bytes(captured.read_bytes())
+    for suffix in ("-wal", "-shm"):
+        if Path(f"{captured}{suffix}").exists():
+            Path(f"{older}{suffix}").write_bytes(Path(f"{captured}{suffix}").read_bytes())
+    conn = sqlite3.connect(older)
+    as_migration_15_left_it(conn)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) - 1
+    conn.close()
+    assert bankfile.quick_connection(older) is None
+    # Opened the usual way, which migrates it: its events' usage, each event its own response (a reparse gives the
+    # responses their ids: until then a fork's copy counts again).
+    with sqlite3.connect(captured) as conn:
+        carried = conn.execute("SELECT count(*) FROM events WHERE tokens_in IS NOT NULL").fetchone()[0]
+    assert usage(older)["totals"]["responses"] == carried > usage(captured)["totals"]["responses"]
+    other = tmp_path / "other.sqlite"
+    sqlite3.connect(other).executescript("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('x');")
+    assert bankfile.quick_connection(other) is None
+    refused = CliRunner().invoke(cli, ["--bank", str(other), "usage"])
+    assert refused.exit_code != 0 and "is not a harvester bank" in refused.output
+    assert bankfile.quick_connection(tmp_path / "none.sqlite") is None

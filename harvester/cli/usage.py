@@ -5,6 +5,7 @@ bank is read, never written (the price cache is the user's cache directory's).""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from datetime import date, timedelta
 from typing import Any
@@ -91,6 +92,7 @@ def usage(settings: Settings, report: str, since: date | None, until: date | Non
     however many records, resumed sessions or copied histories repeat it; a model with no known price is counted
     and its cost said unknown, never zero."""
     from harvester.usage.answer import Request, answer
+    from harvester.usage.bankfile import quick_connection
     from harvester.usage.prices import cache_path, load_book
     from harvester.usage.render import report_text
 
@@ -103,14 +105,19 @@ def usage(settings: Settings, report: str, since: date | None, until: date | Non
     scope = chosen_scope(settings, repo, here, bank_filter, old_bank_id)
     request = Request(report, since, until, harnesses, models, None if scope.everything else scope, by, cost_mode,
                       _zone(zone_name), zone_name or "local")
-    with open_reading(settings, team, empty={"rows": []}) as bank:
-        book = load_book(cache_path(None if team else settings.bank))  # here: no bank, no book beside it
-        if team:
-            from harvester.usage.team import answer_team
+    quick = None if team else quick_connection(settings.bank)
+    if quick is not None:  # a current bank: read as it is (harvester/usage/bankfile.py)
+        with contextlib.closing(quick):
+            data = answer(quick, request, load_book(cache_path(settings.bank)))
+    else:
+        with open_reading(settings, team, empty={"rows": []}) as bank:
+            book = load_book(cache_path(None if team else settings.bank))  # here: no bank, no book beside it
+            if team:
+                from harvester.usage.team import answer_team
 
-            data = answer_team(bank, request, book)
-        else:
-            data = answer(bank.conn, request, book)
+                data = answer_team(bank, request, book)
+            else:
+                data = answer(bank.conn, request, book)
     if as_json:
         print_json(data)
     else:
