@@ -210,3 +210,21 @@ def test_a_report_opens_only_a_current_bank_the_quick_way(tmp_path: Path, captur
     refused = CliRunner().invoke(cli, ["--bank", str(other), "usage"])
     assert refused.exit_code != 0 and "is not a harvester bank" in refused.output
     assert bankfile.quick_connection(tmp_path / "none.sqlite") is None
+
+
+def test_reasoning_an_agent_counts_apart_is_in_the_total_and_billed_as_output(tmp_path: Path) -> None:
+    """Gemini's thoughts are counted apart from its answer (``candidatesTokenCount``) and billed as output; Codex's
+    reasoning is part of its output already: the first adds to the total and the cost, the second does not."""
+    from genai_prices import Usage, calc_price
+
+    from tests.test_usage_dedup import _gemini_answer, _gemini_home, _gemini_lines
+
+    tokens = {"input": 10200, "output": 15, "cached": 4000, "thoughts": 30, "tool": 0, "total": 10245}
+    _gemini_home(tmp_path, [*_gemini_lines(), _gemini_answer(tokens)])
+    bank = tmp_path / "bank.sqlite"
+    scan(tmp_path / "home", bank, ("gemini-cli",))
+    [row] = usage(bank, "--cost", "calculate")["rows"]
+    assert row["total_tokens"] == 10200 + 15 + 30 and row["reasoning_tokens"] == 30
+    expected = calc_price(Usage(input_tokens=10200, cache_read_tokens=4000, output_tokens=45), "gemini-2.5-pro",
+                          genai_request_timestamp=datetime(2026, 11, 29, 12, tzinfo=UTC)).total_price
+    assert row["cost_usd"] == pytest.approx(float(expected), rel=1e-6)

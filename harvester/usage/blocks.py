@@ -89,7 +89,8 @@ def blocks(responses: list[tuple], days: Days, prices: dict[str, ModelPrices | N
             start = when.replace(minute=0, second=0, microsecond=0)
             current = Block(start, start + BLOCK, first=when)
         current.last = when
-        totals = price_group(harness in REASONING_APART, model, days.of_ts(ts), tier, counts, cost, 1, prices, mode)
+        apart = counts[5] if harness in REASONING_APART else 0
+        totals = price_group(apart, model, days.of_ts(ts), tier, counts, cost, 1, prices, mode)
         totals.first = totals.last = ts
         current.totals.add(totals)
     if current is not None:

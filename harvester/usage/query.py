@@ -73,7 +73,6 @@ class Group:
 
     day: str  # the local day (YYYY-MM-DD); "" when the time is unknown
     harness: str | None  # None unless asked for (by_harness)
-    apart: bool  # the agent counts reasoning apart from output (harvester/usage/harnesses.py)
     model: str | None
     tier: int  # the largest tier start the requests' input exceeds (0: none)
     recorded: bool  # the agent recorded these responses' cost
@@ -83,6 +82,7 @@ class Group:
     cost: float = 0.0  # recorded by the agent (when ``recorded``)
     first: str | None = None
     last: str | None = None
+    apart_reasoning: int = 0  # the reasoning of agents that count it apart from output (harvester/usage/harnesses.py)
 
 
 def tier_sql(thresholds: Sequence[int], ladder: bool = False) -> str:
@@ -109,8 +109,8 @@ def groups(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], d
     Read from usage_hours (migration 16: the counted responses already summed by UTC hour, session, agent, model and
     input tier) when its hours and tiers serve: a zone whose offsets are whole hours, and tier starts among those it
     was summed by. Else from the responses themselves, exact for any zone and any tiers (and a scan of every
-    response). Few keys make a quick sort: the agent only when asked (else only whether it counts reasoning
-    apart), the tiers only those the models have."""
+    response). Few keys make a quick sort: the agent only when asked (what reasoning agents count apart from output
+    is summed beside the rest), the tiers only those the models have."""
     hours = days.whole_hours() and set(thresholds) <= set(USAGE_TIERS)
     condition, args, joined = where.where(hours)
     extra = []
@@ -120,27 +120,27 @@ def groups(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], d
         extra.append("s.bank_id")
         joined = True
     harness = "u.harness" if by_harness else "NULL"
+    apart = f"sum(u.tokens_reasoning * ({apart_sql('u.harness')}))"
     if hours:
-        keys = [days.sql("u.hour", hours=True), apart_sql("u.harness"), "nullif(u.model, '')",
-                tier_sql(thresholds, ladder=True), "u.recorded", *extra]
+        keys = [days.sql("u.hour", hours=True), "nullif(u.model, '')", tier_sql(thresholds, ladder=True), "u.recorded",
+                *extra]
         sums = ("sum(u.responses), sum(u.tokens_in), sum(u.tokens_out), sum(u.tokens_cache_read), "
                 "sum(u.tokens_cache_write), sum(u.tokens_cache_write_1h), sum(u.tokens_reasoning), sum(u.cost), "
                 "NULL, NULL")
         table = "usage_hours"
     else:
-        keys = [days.sql("u.ts", hours=False), apart_sql("u.harness"), "u.model", tier_sql(thresholds),
-                "u.cost IS NOT NULL", *extra]
+        keys = [days.sql("u.ts", hours=False), "u.model", tier_sql(thresholds), "u.cost IS NOT NULL", *extra]
         sums, table = SUMS, "usage"
     grouped = [*range(1, len(keys) + 1), *([len(keys) + 1] if by_harness else [])]
-    sql = (f"SELECT {', '.join(keys)}, {harness}, {sums} FROM {table} u "
+    sql = (f"SELECT {', '.join(keys)}, {harness}, {sums}, {apart} FROM {table} u "
            f"{'JOIN sessions s ON s.id = u.session_id ' if joined else ''}WHERE {condition} "
            f"GROUP BY {', '.join(map(str, grouped))}")
     out = []
-    width = len(keys) + 1
+    w = len(keys) + 1
     for row in conn.execute(sql, args):
-        out.append(Group(row[0], row[width - 1], bool(row[1]), row[2], row[3], bool(row[4]), tuple(row[5:width - 1]),
-                         row[width], [row[width + i] or 0 for i in range(1, 7)], row[width + 7] or 0.0,
-                         row[width + 8], row[width + 9]))
+        out.append(Group(row[0], row[w - 1], row[1], row[2], bool(row[3]), tuple(row[4:w - 1]), row[w],
+                         [row[w + i] or 0 for i in range(1, 7)], row[w + 7] or 0.0, row[w + 8], row[w + 9],
+                         row[w + 10] or 0))
     return out
 
 

@@ -89,13 +89,13 @@ class Row:
     facts: dict[str, Any] = field(default_factory=dict)  # a session row's session
 
 
-def price_group(apart: bool, model: str | None, day: str, tier: int, tokens: list[int], recorded: float | None,
+def price_group(apart: int, model: str | None, day: str, tier: int, tokens: list[int], recorded: float | None,
                 responses: int, prices: dict[str, ModelPrices | None], mode: str) -> Totals:
-    """The totals of ``responses`` responses of one model, day and input tier, of agents that count reasoning
-    apart from output or not (``apart``: harvester/usage/harnesses.py); ``recorded``: the cost the agent
-    recorded for them (None: it recorded none)."""
+    """The totals of ``responses`` responses of one model, day and input tier; ``apart``: the part of their
+    reasoning their agents count apart from output (billed as output: harvester/usage/harnesses.py);
+    ``recorded``: the cost the agents recorded for them (None: they recorded none)."""
     t_in, t_out, t_read, t_write, t_write_1h, t_reason = tokens
-    output = t_out + t_reason if apart else t_out
+    output = t_out + apart
     totals = Totals(responses=responses, input=t_in, output=t_out, cache_write=t_write, cache_read=t_read,
                     reasoning=t_reason, total=t_in + output + t_read + t_write)
     if model:
@@ -234,7 +234,7 @@ def build(groups: Iterable[Group], key_of: Callable[[Group, str], str],
     rows: dict[str, Row] = {}
     for group in groups:
         day = group.day
-        totals = price_group(group.apart, group.model, day, group.tier, group.tokens,
+        totals = price_group(group.apart_reasoning, group.model, day, group.tier, group.tokens,
                              group.cost if group.recorded else None, group.responses, prices, mode)
         totals.first, totals.last = group.first, group.last
         key = key_of(group, day)

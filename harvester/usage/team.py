@@ -99,18 +99,20 @@ def answer_team(reader: TeamReader, request: Request, book: PriceBook) -> dict[s
                 "totals": grand_total_of(b.totals for b in found).as_json()}
     extra = [c for c, wanted in (("session_id", request.report == "session"), ("bank_id", "repo" in request.by),
                                  ("host", "host" in request.by)) if wanted]
-    keys = ["to_char(ts::timestamptz AT TIME ZONE %s, 'YYYY-MM-DD')", apart, "model", _tier(tiers),
-            "cost IS NOT NULL", "harness" if "harness" in request.by else "NULL::text", *extra]
+    keys = ["to_char(ts::timestamptz AT TIME ZONE %s, 'YYYY-MM-DD')", "model", _tier(tiers), "cost IS NOT NULL",
+            "harness" if "harness" in request.by else "NULL::text", *extra]
     sums = ("count(*)", "sum(tokens_in)", "sum(tokens_out)", "sum(tokens_cache_read)", "sum(tokens_cache_write)", "0",
-            "sum(tokens_reasoning)", "sum(cost)", "min(ts)", "max(ts)")
+            "sum(tokens_reasoning)", "sum(cost)", "min(ts)", "max(ts)", f"sum(CASE WHEN {apart} THEN tokens_reasoning "
+            "ELSE 0 END)")
     columns = ", ".join(f"{c} AS c{i}" for i, c in enumerate([*keys, *sums]))  # rows come back as dicts: unique names
     sql = (f"SELECT {columns} FROM ({responses}) u GROUP BY {', '.join(str(i) for i in range(1, len(keys) + 1))}")
     groups = []
     for row in reader._rows(sql, [_zone(request), *args]):
         v = list(row.values())
         n = len(keys)
-        groups.append(query.Group(v[0], v[5], bool(v[1]), v[2], v[3], bool(v[4]), tuple(v[6:n]), v[n],
-                                  [int(x or 0) for x in v[n + 1:n + 7]], float(v[n + 7] or 0), v[n + 8], v[n + 9]))
+        groups.append(query.Group(v[0], v[4], v[1], v[2], bool(v[3]), tuple(v[5:n]), v[n],
+                                  [int(x or 0) for x in v[n + 1:n + 7]], float(v[n + 7] or 0), v[n + 8], v[n + 9],
+                                  int(v[n + 10] or 0)))
     index = {name: i for i, name in enumerate(extra)}
     pickers = {"harness": lambda g: g.harness or "", "model": lambda g: g.model or "",
                "repo": lambda g: g.extra[index["bank_id"]] or "", "host": lambda g: g.extra[index["host"]] or ""}
