@@ -34,7 +34,7 @@ def _counted(bank) -> list[tuple]:
 
 def _hours_are_the_counted_rows(conn: sqlite3.Connection) -> None:
     """usage_hours, kept by triggers, holds what summing the counted rows gives."""
-    from harvester.bank.migrations import usage_tier
+    from harvester.bank.migrations_usage import usage_tier
 
     summed = conn.execute(
         f"SELECT coalesce(substr(ts, 1, 13), ''), session_id, harness, coalesce(model, ''), {usage_tier('')}, "

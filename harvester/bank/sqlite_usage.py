@@ -22,7 +22,7 @@ import sqlite3
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from harvester.bank.migrations import USAGE_RANK
+from harvester.bank.migrations_usage import USAGE_RANK
 
 if TYPE_CHECKING:
     from harvester.model import Event

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harvester.bank.migrations import USAGE_TIERS
+from harvester.bank.migrations_usage import USAGE_TIERS
 from harvester.usage.harnesses import apart_sql
 
 if TYPE_CHECKING:

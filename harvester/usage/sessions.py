@@ -5,6 +5,7 @@ gets nothing added."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable
 from datetime import UTC
 from typing import Any
@@ -17,8 +18,8 @@ def session_usage(bank: Any, pks: Iterable[int]) -> dict[int, Totals]:
     """Session bank id -> what its responses add up to (sessions with none are left out)."""
     conn = getattr(bank, "conn", None)
     wanted = tuple(dict.fromkeys(pks))
-    if conn is None or not wanted:
-        return {}
+    if not isinstance(conn, sqlite3.Connection) or not wanted:
+        return {}  # the team bank (PostgreSQL) keeps no usage table: `harvester usage --team` asks it otherwise
     from harvester.usage.answer import tiers_of
     from harvester.usage.prices import cache_path, load_book
 
