@@ -6,9 +6,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from harvester.bank import Cursor, SessionWrite, Write, open_bank
+from harvester.bank import open_bank
 from harvester.bank.migrations import MIGRATIONS
 from harvester.bank.sqlite_usage import utc_ts
+from harvester.capture.contract import Cursor, SessionWrite, Write
 from harvester.model import Event, SessionPatch, Usage
 from tests.helpers import as_migration_15_left_it
 
@@ -143,9 +144,9 @@ def test_an_event_rows_token_counts_are_where_a_revision_compares_them() -> None
 def test_reparse_gives_a_migrated_banks_responses_their_ids(tmp_path: Path) -> None:
     """Migration 16 fills the table from the events (each its own response: a fork's copy counts again); reparse
     reads the archive with today's parsers, whose responses name their ids: the bank then counts as a fresh scan."""
-    from harvester.archive.reparse import reparse
+    from harvester.bank.reparse import reparse
+    from harvester.capture.ingest import Ingestor
     from harvester.config import DEFAULT_BANK_ID_TEMPLATE
-    from harvester.ingest import Ingestor
     from harvester.parsers import HARNESSES
     from tests.helpers import FIXTURES, copy_tree, scan
 

@@ -160,7 +160,7 @@ def test_blocks_show_the_active_windows_burn_rate_and_projection(tmp_path: Path)
 
 def test_sessions_show_and_recent_sessions_say_what_a_session_cost(captured: Path) -> None:
     from harvester.bank import open_bank_to_read
-    from harvester.recall.scope import EVERYTHING
+    from harvester.bank.scope import EVERYTHING
     from harvester.recall.views import Recall, recent_sessions
 
     listing = json.loads(run(captured, "sessions", "--json", "--harness", "claude-code"))

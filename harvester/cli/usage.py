@@ -13,7 +13,14 @@ from typing import Any
 import click
 
 from harvester import terminal
-from harvester.cli.common import HarnessChoice, chosen_scope, open_reading, print_json, team_option, where_option
+from harvester.cli.common import (
+    HarnessChoice,
+    chosen_scope,
+    open_reading,
+    print_json,
+    team_option,
+    where_option,
+)
 from harvester.config import Settings
 
 REPORTS = ("daily", "weekly", "monthly", "session", "blocks")

@@ -11,10 +11,11 @@ from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from harvester.usage import query
-from harvester.usage.report import Days, Row, build, grand_total, period_of
+from harvester.usage.days import Days
+from harvester.usage.report import Row, build, grand_total, period_of
 
 if TYPE_CHECKING:
-    from harvester.recall.scope import Scope
+    from harvester.bank.scope import Scope
     from harvester.usage.prices import ModelPrices, PriceBook
 
 REPORTS = ("daily", "weekly", "monthly", "session", "blocks")

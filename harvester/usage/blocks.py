@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from harvester.usage.days import Days
 from harvester.usage.harnesses import REASONING_APART
 from harvester.usage.prices import ModelPrices
-from harvester.usage.report import Days, Totals, price_group
+from harvester.usage.report import Totals, price_group
 
 BLOCK = timedelta(hours=5)
 

@@ -18,8 +18,8 @@ from harvester.bank.migrations_usage import USAGE_TIERS
 from harvester.usage.harnesses import apart_sql
 
 if TYPE_CHECKING:
-    from harvester.recall.scope import Scope
-    from harvester.usage.report import Days
+    from harvester.bank.scope import Scope
+    from harvester.usage.days import Days
 
 # The input a genai-prices tier compares (harvester/usage/prices.py): every input token of the request.
 REQUEST_INPUT = "(u.tokens_in + u.tokens_cache_read + u.tokens_cache_write)"

@@ -11,7 +11,8 @@ from datetime import UTC
 from typing import Any
 
 from harvester.usage import query
-from harvester.usage.report import Days, Totals, build
+from harvester.usage.days import Days
+from harvester.usage.report import Totals, build
 
 
 def session_usage(bank: Any, pks: Iterable[int]) -> dict[int, Totals]:

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from harvester.model import RECORD_ID_MIN
 from harvester.team.schema import SCHEMA
 from harvester.usage import query
+from harvester.usage.days import Days
 from harvester.usage.harnesses import REASONING_APART
-from harvester.usage.report import Days, build, grand_total, period_of
+from harvester.usage.report import build, grand_total, period_of
 
 if TYPE_CHECKING:
     from harvester.team.read import TeamReader
@@ -37,7 +38,7 @@ def _zone(request: Request) -> str:
 
 def _responses(reader: TeamReader, request: Request) -> tuple[str, list[Any]]:
     """SQL for the team's responses, each once (see the module), with the request's filters; and its arguments."""
-    from harvester.recall.scope import EVERYTHING
+    from harvester.bank.scope import EVERYTHING
 
     where, args = reader._scope(request.scope or EVERYTHING)
     days = Days(request.zone)
