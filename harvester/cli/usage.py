@@ -31,8 +31,9 @@ JSON_FIELDS = """\b
 read from nor written to the cache), "output_tokens", "cache_write_tokens", "cache_read_tokens",
 "reasoning_tokens", "total_tokens", "cost_usd" (null: nothing priced), "unpriced_responses", "responses",
 "recorded_cost_usd", "recorded_responses", "calculated_cost_usd", "calculated_unpriced_responses", "models",
-"first_at", "last_at". A block: "start", "end", "last_at", "active", "gap", the same counts, "burn_rate",
-"projection"."""
+"first_at", "last_at". A block: "start", "end", "last_at", "active", "gap", the same counts, "burn_rate"
+({"tokens_per_minute", "input_output_tokens_per_minute", "cost_per_hour_usd"}) and "projection" ({"total_tokens",
+"cost_usd", "remaining_minutes"}), null but for the active block. docs/usage.md says what each means."""
 
 
 def _day(ctx: click.Context, param: click.Parameter, value: str | None) -> date | None:
