@@ -15,13 +15,15 @@ it, once per response, with their models). Each round runs, each in a fresh proc
 Python writes no bytecode here (PYTHONDONTWRITEBYTECODE); the benchmark gives it a bytecode cache of its own under
 bench/out/ (PYTHONPYCACHEPREFIX), warmed by a first untimed round, as an installed harvester has one. The price
 book beside the bank is warmed too (a report's first run asks the catalogue). Medians of the rounds, and the
-ratio to the bare aggregate, are printed; the machine is shared, so the ratio is the figure to compare.
+ratio to the bare aggregate, are printed, wall and CPU (user + system) time; the machine is shared, so the ratios
+and the CPU time are the figures to compare.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -52,13 +54,17 @@ def commands(bank: Path) -> dict[str, list[str]]:
     }
 
 
-def timed(argv: list[str], env: dict[str, str]) -> float:
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one run. On a shared, loaded machine the wall time is
+    mostly waiting for a core; the CPU time is what the command itself costs."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{argv[:6]} failed: {done.stderr.strip()[-500:]}")
-    return elapsed
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -79,20 +85,24 @@ def main() -> None:
     for argv in runs.values():  # warm: bytecode, the price book, the page cache
         timed(argv, env)
     times: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
     names = list(runs)
     for n in range(args.rounds):
         for name in names[n % len(names):] + names[:n % len(names)]:
-            times[name].append(timed(runs[name], env))
+            wall, used = timed(runs[name], env)
+            times[name].append(wall)
+            cpu[name].append(used)
     events = subprocess.run(["sqlite3", "-readonly", str(args.bank), "SELECT count(*) FROM events; "
                              "SELECT count(*) FROM usage WHERE counted = 1; SELECT count(*) FROM usage_hours;"],
                             capture_output=True, text=True, check=True).stdout.split()
     bare = statistics.median(times["sqlite3 shell: events by day, model"])
+    bare_cpu = statistics.median(cpu["sqlite3 shell: events by day, model"])
     print(f"bank: {args.bank} ({int(events[0]):,} events, {int(events[1]):,} responses, {int(events[2]):,} hourly "
-          f"sums); median of {args.rounds} rounds, process start included")
+          f"sums); median of {args.rounds} rounds, process start included; load average {os.getloadavg()[0]:.1f}")
     for name, values in times.items():
-        median = statistics.median(values)
-        print(f"  {name:<44} {median * 1000:7.0f} ms  (min {min(values) * 1000:.0f}, max {max(values) * 1000:.0f}; "
-              f"{median / bare:.2f}x the sqlite3 shell's aggregate)")
+        median, used = statistics.median(values), statistics.median(cpu[name])
+        print(f"  {name:<44} {median * 1000:7.0f} ms wall (min {min(values) * 1000:.0f}, max {max(values) * 1000:.0f}; "
+              f"{median / bare:.2f}x the sqlite3 shell's)  {used * 1000:5.0f} ms CPU ({used / bare_cpu:.2f}x)")
 
 
 if __name__ == "__main__":
