@@ -44,6 +44,16 @@ def test_repo_names_the_sessions_recorded_there_and_all_is_every_repository(capt
     assert refused.exit_code == 2 and "give --all or one of --repo, --here and --bank-id" in refused.output
 
 
+def test_model_takes_part_of_a_name_or_a_glob_and_repeats(captured: Path) -> None:  # noqa: F811
+    everything = usage(captured)["totals"]
+    claude = usage(captured, "--harness", "claude-code")["totals"]
+    assert usage(captured, "--model", "claude-*")["totals"] == claude
+    assert usage(captured, "--model", "opus")["totals"] == claude  # a part of the name
+    assert usage(captured, "--model", "opus*")["rows"] == []  # a glob is the whole name
+    assert usage(captured, "--model", "opus", "--model", "fake-mode?")["totals"] == everything
+    assert usage(captured, "--harness", "claude-code", "--harness", "codex")["totals"] == everything
+
+
 def test_here_is_the_repository_of_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     mine, other = make_repo(tmp_path / "mine"), make_repo(tmp_path / "other")
