@@ -46,13 +46,24 @@ MAX_EVENT_TEXT = 256 * 1024
 
 @dataclass(slots=True)
 class Usage:
-    """Token usage of one model response, as the agent recorded it."""
+    """Token usage of one model response, as the agent recorded it.
+
+    ``input`` is the input not read from the cache (``cache_read``) nor written to it (``cache_write``, of which
+    ``cache_write_1h`` was written for an hour: Anthropic prices it apart). ``reasoning`` is what the agent
+    reported of thinking (whether ``output`` includes it is the agent's: harvester/usage/harnesses.py).
+    ``response`` is the agent's own id of the response (a message id, a response id, a hash of its
+    cumulative counts), where records, resumed sessions or copied histories can repeat it: the bank counts a
+    response once per harness however often it is seen (harvester/bank/sqlite_usage.py). ``cost``: what the
+    agent itself recorded, in USD."""
 
     input: int = 0
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
     reasoning: int = 0
+    cache_write_1h: int = 0
+    response: str | None = None
+    cost: float | None = None
 
     def as_dict(self) -> dict[str, int]:
         return {k: v for k, v in (

@@ -5,7 +5,8 @@ module per group of them, registered here under the headings ``--help`` shows th
 - :mod:`~harvester.cli.read`: ``sessions``, ``show``, ``search``, ``context``, ``export``;
 - :mod:`~harvester.cli.agents`: ``connect``, ``disconnect``, ``mcp``;
 - :mod:`~harvester.cli.service`: ``run``, ``install``, ``uninstall``, ``status``, ``config``;
-- :mod:`~harvester.cli.outbound`: ``sink ...``, ``team ...``.
+- :mod:`~harvester.cli.outbound`: ``sink ...``, ``team ...``;
+- :mod:`~harvester.cli.usage`: ``usage`` (listed under Read).
 
 What they share is :mod:`~harvester.cli.common` (no command module imports this one); the text they print is made
 by ``render.py``, ``render_status.py`` and ``render_transcript.py``. A command parses its options and calls the
@@ -22,7 +23,7 @@ from typing import Any
 import click
 
 from harvester import config, log, terminal
-from harvester.cli import agents, capture, outbound, read, service
+from harvester.cli import agents, capture, outbound, read, service, usage
 from harvester.cli.common import RegistryNames, WholeSummaries
 from harvester.config import ConfigError
 
@@ -75,7 +76,7 @@ def cli(ctx: click.Context, bank_option: str | None, bank_id_template: str | Non
 
 
 cli.add_section("Capture", [capture.scan, capture.reparse, capture.forget])
-cli.add_section("Read", [read.sessions, read.show, read.search, read.context, read.export_sessions])
+cli.add_section("Read", [read.sessions, read.show, read.search, read.context, read.export_sessions, usage.usage])
 cli.add_section("Agents", [agents.connect_command, agents.disconnect_command, agents.mcp_server])
 cli.add_section("Service", [service.run, service.install, service.uninstall, service.status, service.show_config])
 cli.add_section("Outbound", [outbound.sink, outbound.team])

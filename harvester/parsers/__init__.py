@@ -56,12 +56,14 @@ from harvester.parsers.base import Harness
 HARNESSES: dict[str, Harness] = {
     h.name: h
     for h in (
+        # 2: a response's usage names its message id, and gives its hour-long cache writes (harvester usage).
         Harness(claude_code.NAME, claude_code.roots, claude_code.SOURCES, claude_code.parse, "Claude Code",
-                claude_code.PROCESSES, forks_copy_history=True),
+                claude_code.PROCESSES, forks_copy_history=True, version=2),
         Harness(claude_cowork.NAME, claude_cowork.roots, claude_cowork.SOURCES, claude_cowork.parse,
                 "Claude Cowork (Claude Desktop)", claude_cowork.PROCESSES),
         Harness(codebuff.NAME, codebuff.roots, codebuff.SOURCES, codebuff.parse, "Codebuff", codebuff.PROCESSES),
-        Harness(codex.NAME, codex.roots, codex.SOURCES, codex.parse, "Codex CLI", codex.PROCESSES),
+        # 2: each response's usage from token_count before 0.171 (cumulative totals), response ids (harvester usage).
+        Harness(codex.NAME, codex.roots, codex.SOURCES, codex.parse, "Codex CLI", codex.PROCESSES, version=2),
         Harness(qoder.NAME, qoder.roots, qoder.SOURCES, qoder.parse, "Qoder CLI", qoder.PROCESSES,
                 forks_copy_history=True),
         Harness(qwen_code.NAME, qwen_code.roots, qwen_code.SOURCES, qwen_code.parse, "Qwen Code",
@@ -103,7 +105,7 @@ HARNESSES: dict[str, Harness] = {
         Harness(cursor.IDE_NAME, cursor.ide_roots, cursor.IDE_SOURCES, cursor.parse, "Cursor", cursor.IDE_PROCESSES),
         Harness(trae.NAME, trae.roots, trae.SOURCES, trae.parse, "Trae IDE", trae.PROCESSES, opaque=trae.OPAQUE),
         Harness(codex.TRAEX_NAME, codex.traex_roots, codex.TRAEX_SOURCES, codex.parse, "TraeX (TRAE CLI)",
-                codex.TRAEX_PROCESSES),
+                codex.TRAEX_PROCESSES, version=2),
         Harness(vscode_copilot.NAME, vscode_copilot.roots, vscode_copilot.SOURCES, vscode_copilot.parse,
                 "VS Code Copilot Chat", vscode_copilot.PROCESSES),
         Harness(windsurf.NAME, windsurf.roots, windsurf.SOURCES, windsurf.parse, "Windsurf (Cascade)",

@@ -32,9 +32,9 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, record_uid
+from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, record_uid
 from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
-from harvester.parsers.codex_events import event_msg
+from harvester.parsers.codex_events import counts, event_msg, give_usage, usage_of
 
 NAME = "codex"
 
@@ -145,6 +145,10 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
 def _envelope(reader: _Reader, data: dict, record: Record) -> None:
     kind, payload, ts = data["type"], data["payload"], data.get("timestamp")
     if _inherited(reader, kind, payload, data.get("ordinal")):
+        if kind == "event_msg" and isinstance(payload, dict) and payload.get("type") == "token_count":
+            total = counts((payload.get("info") or {}).get("total_token_usage"))
+            if total is not None:  # the parent's running total: what this session's own first one grew from
+                reader.state["codex_total"] = total
         return
     if isinstance(ts, str):
         reader.patch().updated_at = ts
@@ -248,15 +252,13 @@ def _compacted(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
 
 
 def _token_usage_record(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
-    """Exact usage of one model response: it follows the response's last item."""
-    usage = payload.get("usage")
-    holder = reader.last_assistant
-    if isinstance(usage, dict) and holder is not None and holder.usage is None:
-        cached = int(usage.get("cached_input_tokens") or 0)
-        holder.usage = Usage(input=max(int(usage.get("input_tokens") or 0) - cached, 0), cache_read=cached,
-                             cache_write=int(usage.get("cache_write_input_tokens") or 0),
-                             output=int(usage.get("output_tokens") or 0),
-                             reasoning=int(usage.get("reasoning_output_tokens") or 0))
+    """Exact usage of one model response (0.171+): it follows the response's last item. A rollout that has them
+    takes its usage from them alone, not from the token_count written after each (codex_events)."""
+    reader.state["exact_usage"] = True
+    usage = counts(payload.get("usage"))
+    if usage is not None:
+        response = payload.get("response_id")
+        give_usage(reader, usage_of(usage, response if isinstance(response, str) and response else None), raw, ts)
     reader.last_assistant = None
 
 

@@ -500,9 +500,11 @@ def _step_finish(part: _Part) -> None:
     data = part.data
     tokens = data.get("tokens") if isinstance(data.get("tokens"), dict) else {}
     cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    cost = data.get("cost")
     usage = Usage(input=int(tokens.get("input") or 0), output=int(tokens.get("output") or 0),
                   reasoning=int(tokens.get("reasoning") or 0), cache_read=int(cache.get("read") or 0),
-                  cache_write=int(cache.get("write") or 0))
+                  cache_write=int(cache.get("write") or 0),
+                  cost=cost if isinstance(cost, int | float) and not isinstance(cost, bool) else None)
     message_time = part.message.get("time") if isinstance(part.message.get("time"), dict) else {}
     end = (data.get("time") or {}).get("end") or message_time.get("completed")  # opencode: no time of its own
     part.emit("assistant", "meta", f"step finished: {data.get('reason')}", ts=part.ts(end), model=part.model,
