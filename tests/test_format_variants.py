@@ -1,0 +1,123 @@
+"""Other versions' and other readers' layouts of the core agents (issue 30): every text of each variant is kept.
+
+Each case is a fixture tree under ``fixtures/<agent>/variants/<name>/`` (its ``SOURCE.md`` says which version
+or which third-party reader wrote that shape, and where the agent's own source defines it). A case lists the
+texts a reader must keep; the test scans the tree into a fresh bank and finds each of them in the events.
+What no reader knows stays drift: the case lists the drift it must report, and nothing else may be.
+``TEXTS`` is also what the closing note's "texts kept" counts (``python -m tests.test_format_variants``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.helpers import FIXTURES, events_of, scan
+
+
+def _env(variable: str) -> Callable[[Path, Path], dict[str, str]]:
+    return lambda tree, home: {variable: str(tree)}
+
+
+def _xdg_data(app: str) -> Callable[[Path, Path], dict[str, str]]:
+    """The tree is ``$XDG_DATA_HOME/<app>``."""
+    def place(tree: Path, home: Path) -> dict[str, str]:
+        (home / "data").mkdir()
+        (home / "data" / app).symlink_to(tree, target_is_directory=True)
+        return {"XDG_DATA_HOME": str(home / "data")}
+    return place
+
+
+@dataclass(frozen=True)
+class Case:
+    harness: str
+    tree: str  # fixtures/<tree>
+    place: Callable[[Path, Path], dict[str, str]]
+    texts: tuple[str, ...]  # each must be found in some event's text
+    drift: tuple[str, ...] = ()  # details of the unknown_type problems it must report, and no other
+    sessions: int = 1
+    fields: tuple[str, ...] = field(default=())  # details of unknown_field problems it must report
+
+
+CASES: dict[str, Case] = {
+    # agentsview's Codex fixtures: messages without "type", dict arguments, a call known only by its summary.
+    "codex/agentsview": Case("codex", "codex/variants/agentsview", _env("CODEX_HOME"), (
+        "Find where the retry budget is configured",
+        "rg -n retry_budget",
+        "src/net/client.rs:41: retry_budget: 3",
+        "pty-7",
+        "Running the network tests",
+        "The retry budget is set in src/net/client.rs, line 41.",
+    )),
+    # cass's Codex fixtures: a chat-completions function_call inside a message, a "function" role message;
+    # its event_msg "tool_call" was never written by Codex: drift.
+    "codex/cass": Case("codex", "codex/variants/cass", _env("CODEX_HOME"), (
+        "Which modules import the cache?",
+        "grep -rl 'import cache' src",
+        "src/api.py\nsrc/worker.py",
+        "Two modules import it: src/api.py and src/worker.py.",
+    ), drift=("event_msg='tool_call'",)),
+}
+
+
+def _read(case: Case, tmp: Path) -> tuple[list[dict], list[tuple[str, str]], int]:
+    """(events, (kind, detail) of each problem, sessions) of the case's tree scanned into a fresh bank."""
+    home = tmp / "home"
+    home.mkdir()
+    env = {"HOME": str(home), **case.place(FIXTURES / case.tree, home)}
+    bank = tmp / "bank.sqlite"
+    scan(home, bank, (case.harness,), env=env)
+    events = events_of(bank)
+    with sqlite3.connect(bank) as conn:
+        problems = [(k, d) for k, d in conn.execute("SELECT kind, detail FROM problems ORDER BY id")]
+        sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    return events, problems, sessions
+
+
+def kept(case: Case, events: list[dict]) -> list[str]:
+    """The case's texts that some event holds."""
+    return [t for t in case.texts if any(t in (e["text"] or "") for e in events)]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_text_of_the_variant_is_kept(name: str, tmp_path: Path) -> None:
+    case = CASES[name]
+    events, problems, sessions = _read(case, tmp_path)
+    assert sessions == case.sessions
+    assert [t for t in case.texts if t not in kept(case, events)] == []
+    assert sorted(d for k, d in problems if k == "unknown_type") == sorted(case.drift)
+    assert sorted(d for k, d in problems if k == "unknown_field") == sorted(case.fields)
+    assert [p for p in problems if p[0] not in ("unknown_type", "unknown_field")] == []
+
+
+if __name__ == "__main__":  # texts kept per case, for the closing note
+    import tempfile
+
+    for name, case in sorted(CASES.items()):
+        with tempfile.TemporaryDirectory() as tmp:
+            events, _, _ = _read(case, Path(tmp))
+            print(f"{name}: {len(kept(case, events))}/{len(case.texts)}", file=sys.stdout)
+
+
+def test_a_field_no_codex_version_wrote_is_drift_once_per_read() -> None:
+    from pathlib import PurePath
+
+    from harvester.parsers import codex
+    from harvester.parsers.base import Record, SourceRef
+
+    call = {"type": "function_call", "name": "exec_command", "call_id": "c1", "arguments": "{}",
+            "shell_environment": {"TERM": "xterm"}}
+    lines = [b'{"timestamp":"2026-12-01T10:00:00Z","type":"session_meta","payload":{"id":"s1","cwd":"/w"}}']
+    lines += [orjson.dumps({"timestamp": "2026-12-01T10:00:01Z", "type": "response_item",
+                            "payload": {**call, "call_id": f"c{n}"}}) for n in range(3)]
+    ref = SourceRef(PurePath("/c/sessions/rollout-x.jsonl"), PurePath("/c"))
+    batch = codex.parse(ref, [Record(i + 1, line) for i, line in enumerate(lines)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
+        ("unknown_field", 2, "response_item function_call fields: shell_environment")]
+    assert len([e for e in batch.events if e.kind == "tool_call"]) == 3  # the calls are still read
