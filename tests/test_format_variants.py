@@ -63,6 +63,33 @@ CASES: dict[str, Case] = {
         "src/api.py\nsrc/worker.py",
         "Two modules import it: src/api.py and src/worker.py.",
     ), drift=("event_msg='tool_call'",)),
+    # opencode 0.1 (June 2025): messages with their parts inline (Message.Info), under project/<dir>/storage/
+    # session/{info,message}; the "global" project (outside git) was never migrated.
+    "opencode/v1-global": Case("opencode", "opencode/variants/v1-global", _xdg_data("opencode"), (
+        "Why does fetch_all retry forever when the server returns 429?",
+        "client.py",
+        "The loop only breaks on 2xx; a 429 falls through to the sleep branch.",
+        "/tmp/scratch/client.py",
+        "00042|         if resp.status == 200: break",
+        "RFC 6585: 429 Too Many Requests",
+        "honour Retry-After and cap the attempts.",
+    )),
+    # opencode 0.3 (July 2025): MessageV2 headers and parts in files of their own, still under project/<dir>/.
+    "opencode/v2-project": Case("opencode", "opencode/variants/v2-project", _xdg_data("opencode"), (
+        "deploy.sh hangs when the registry is down; add a 30 second timeout to the push.",
+        "/home/dev/src/demo-repo/deploy.sh",
+        "Edited deploy.sh: 1 line changed",
+        "The push now gives up after 30 seconds with exit status 124",
+    )),
+    # The same 0.1 messages after Storage's first migration copied them into storage/message/ unchanged.
+    "opencode/v1-migrated": Case("opencode", "opencode/variants/v1-migrated", _xdg_data("opencode"), (
+        "Rename load_cfg to load_config everywhere.",
+        "grep: load_cfg",
+        "src/app.py:3\nsrc/cli.py:7",
+        "/home/dev/src/demo-repo/src/app.py",
+        "Two files call load_cfg: src/app.py and src/cli.py.",
+        "MessageAbortedError",
+    )),
 }
 
 
@@ -121,3 +148,24 @@ def test_a_field_no_codex_version_wrote_is_drift_once_per_read() -> None:
     assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
         ("unknown_field", 2, "response_item function_call fields: shell_environment")]
     assert len([e for e in batch.events if e.kind == "tool_call"]) == 3  # the calls are still read
+
+
+def test_an_opencode_project_tree_and_its_migrated_copy_are_one_session(tmp_path: Path) -> None:
+    """Storage's first migration copies a project's tree into storage/ and leaves the original: read once."""
+    import shutil
+
+    data = tmp_path / "data" / "opencode"
+    shutil.copytree(FIXTURES / "opencode" / "variants" / "v1-global", data)
+    old = data / "project" / "global" / "storage" / "session"
+    info = next((old / "info").glob("*.json"))
+    (data / "storage" / "session" / "p1").mkdir(parents=True)
+    shutil.copy(info, data / "storage" / "session" / "p1" / info.name)
+    shutil.copytree(old / "message" / info.stem, data / "storage" / "message" / info.stem)
+    home = tmp_path / "home"
+    home.mkdir()
+    bank = tmp_path / "bank.sqlite"
+    scan(home, bank, ("opencode",), env={"HOME": str(home), "XDG_DATA_HOME": str(tmp_path / "data")})
+    events = events_of(bank)
+    with sqlite3.connect(bank) as conn:
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
+    assert len(events) == 7 and len({(e["role"], e["kind"], e["text"]) for e in events}) == 7
