@@ -25,6 +25,12 @@ def _env(variable: str) -> Callable[[Path, Path], dict[str, str]]:
     return lambda tree, home: {variable: str(tree)}
 
 
+def _dot_gemini(tree: Path, home: Path) -> dict[str, str]:
+    """The tree is ``~/.gemini`` (``$GEMINI_CLI_HOME`` names the folder holding it)."""
+    (home / ".gemini").symlink_to(tree, target_is_directory=True)
+    return {}
+
+
 def _xdg_data(app: str) -> Callable[[Path, Path], dict[str, str]]:
     """The tree is ``$XDG_DATA_HOME/<app>``."""
     def place(tree: Path, home: Path) -> dict[str, str]:
@@ -43,6 +49,7 @@ class Case:
     drift: tuple[str, ...] = ()  # details of the unknown_type problems it must report, and no other
     sessions: int = 1
     fields: tuple[str, ...] = field(default=())  # details of unknown_field problems it must report
+    cwd: str | None = None  # every session's working directory, when the variant records one
 
 
 CASES: dict[str, Case] = {
@@ -73,14 +80,14 @@ CASES: dict[str, Case] = {
         "00042|         if resp.status == 200: break",
         "RFC 6585: 429 Too Many Requests",
         "honour Retry-After and cap the attempts.",
-    )),
+    ), cwd="/tmp/scratch"),
     # opencode 0.3 (July 2025): MessageV2 headers and parts in files of their own, still under project/<dir>/.
     "opencode/v2-project": Case("opencode", "opencode/variants/v2-project", _xdg_data("opencode"), (
         "deploy.sh hangs when the registry is down; add a 30 second timeout to the push.",
         "/home/dev/src/demo-repo/deploy.sh",
         "Edited deploy.sh: 1 line changed",
         "The push now gives up after 30 seconds with exit status 124",
-    )),
+    ), cwd="/home/dev/src/demo-repo"),
     # The same 0.1 messages after Storage's first migration copied them into storage/message/ unchanged.
     "opencode/v1-migrated": Case("opencode", "opencode/variants/v1-migrated", _xdg_data("opencode"), (
         "Rename load_cfg to load_config everywhere.",
@@ -89,12 +96,42 @@ CASES: dict[str, Case] = {
         "/home/dev/src/demo-repo/src/app.py",
         "Two files call load_cfg: src/app.py and src/cli.py.",
         "MessageAbortedError",
+    ), cwd="/home/dev/src/demo-repo"),
+    # agentsview's Qwen fixtures: a tool's function response in a "user" record (Qwen writes "tool_result").
+    "qwen-code/user-function-response": Case("qwen-code", "qwen_code/variants/user-function-response",
+                                             _env("QWEN_HOME"), (
+        "Show me the retry loop in client.py",
+        "/home/dev/src/demo-repo/client.py",
+        "while True:\n    if resp.status == 200: break",
+        "The loop only exits on a 200.",
     )),
+    # /chat save: tmp/<hash>/checkpoint-<tag>.json, the model's history (before 0.1: the only saved chat).
+    "qwen-code/checkpoint": Case("qwen-code", "qwen_code/variants/checkpoint", _env("QWEN_HOME"), (
+        "Draft release notes from the commits since v0.4.0.",
+        "I need the commit list first.",
+        "git log --oneline v0.4.0..HEAD",
+        "a1b2c3d Add retry budget\nd4e5f6a Fix 429 loop",
+        "a 429 no longer loops forever.",
+        "List the modules that import the cache.",
+        "src/api.py and src/worker.py import it.",
+    ), sessions=2, cwd="/home/dev/src/demo-repo"),
+    "gemini-cli/checkpoint": Case("gemini-cli", "gemini_cli/variants/checkpoint", _dot_gemini, (
+        "Where does the OAuth callback store the refresh token?",
+        "refresh_token",
+        "src/auth/callback.ts:58: store.set('refresh_token', tokens.refresh_token)",
+        "In src/auth/callback.ts line 58, through the key store.",
+    ), cwd="/home/dev/src/demo-repo"),
+    # cass's Gemini fixture: a whole-document session whose answers are typed "model" (Gemini writes "gemini").
+    "gemini-cli/cass": Case("gemini-cli", "gemini_cli/variants/cass", _dot_gemini, (
+        "Which port does the dev server listen on?",
+        "Port 5173, set in vite.config.ts.",
+    ), cwd="/home/dev/src/demo-repo"),
 }
 
 
 def _read(case: Case, tmp: Path) -> tuple[list[dict], list[tuple[str, str]], int]:
-    """(events, (kind, detail) of each problem, sessions) of the case's tree scanned into a fresh bank."""
+    """(events, (kind, detail) of each problem, sessions) of the case's tree scanned into a fresh bank; checks the
+    sessions' cwd on the way."""
     home = tmp / "home"
     home.mkdir()
     env = {"HOME": str(home), **case.place(FIXTURES / case.tree, home)}
@@ -104,6 +141,8 @@ def _read(case: Case, tmp: Path) -> tuple[list[dict], list[tuple[str, str]], int
     with sqlite3.connect(bank) as conn:
         problems = [(k, d) for k, d in conn.execute("SELECT kind, detail FROM problems ORDER BY id")]
         sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        if case.cwd:
+            assert {c for (c,) in conn.execute("SELECT cwd FROM sessions")} == {case.cwd}
     return events, problems, sessions
 
 

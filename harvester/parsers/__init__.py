@@ -66,7 +66,7 @@ HARNESSES: dict[str, Harness] = {
         Harness(qoder.NAME, qoder.roots, qoder.SOURCES, qoder.parse, "Qoder CLI", qoder.PROCESSES,
                 forks_copy_history=True),
         Harness(qwen_code.NAME, qwen_code.roots, qwen_code.SOURCES, qwen_code.parse, "Qwen Code",
-                qwen_code.PROCESSES),
+                qwen_code.PROCESSES, version=qwen_code.VERSION),
         Harness(rovo_dev.NAME, rovo_dev.roots, rovo_dev.SOURCES, rovo_dev.parse, "Rovo Dev CLI", rovo_dev.PROCESSES),
         Harness(gemini_cli.NAME, gemini_cli.roots, gemini_cli.SOURCES, gemini_cli.parse, "Gemini CLI",
                 gemini_cli.PROCESSES),

@@ -15,6 +15,8 @@ Format facts and their sources: ``fixtures/qwen_code/SOURCE.md``. In short:
 - Background subagents write ``projects/<p>/subagents/<sessionId>/agent-<id>.jsonl`` (+ ``.meta.json``).
 - Before the JSONL store (0.1.x and older, the Gemini CLI fork era): ``tmp/<sha256(cwd)>/chats/
   session-*.json``, one document rewritten whole, which does not name its cwd.
+- Saved chats (``/chat save <tag>``): ``tmp/<sha256(cwd)>/checkpoint-<tag>.json``, read by
+  ``harvester/parsers/gemini_checkpoint.py`` (Gemini CLI's are the same).
 """
 
 from __future__ import annotations
@@ -27,8 +29,11 @@ import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage
 from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
+from harvester.parsers.gemini_checkpoint import parse_checkpoint
 
 NAME = "qwen-code"
+# 2: a function response in a user record is a tool result (it was the user's "[functionResponse]").
+VERSION = 2
 
 
 # A tool call's line shows the first of these arguments that holds text (render_call).
@@ -65,6 +70,8 @@ SOURCES = (
     SourceSpec(f"projects/*/chats/archive/{_SESSION_FILE}", "jsonl", "archived"),
     SourceSpec("projects/*/subagents/*/agent-*.jsonl", "jsonl", "subagent", sidecar=_meta_json),
     SourceSpec("tmp/*/chats/session-*.json", "json", "legacy"),
+    # /chat save <tag>: the model's history when it was saved (before 0.1, the only chat kept).
+    SourceSpec("tmp/*/checkpoint-*.json", "json", "checkpoint"),
 )
 
 # The npm package's bin is `qwen` (node running .../@qwen-code/qwen-code/cli.js).
@@ -117,6 +124,8 @@ class _Reader:
 
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
+    if ref.variant == "checkpoint":
+        return parse_checkpoint(ref, records, _CALL_KEYS)
     reader = _Reader(ref, state)
     legacy = ref.variant == "legacy"
     if not legacy:
@@ -215,6 +224,9 @@ def _user(reader: _Reader, data: dict) -> None:
         return
     if subtype not in (None, "mid_turn_user_message", "realtime_message"):
         reader.drift(f"user subtype={subtype!r}")
+        return
+    if subtype is None and any(isinstance(p.get("functionResponse"), dict) for p in parts):
+        _tool_result(reader, data)  # a tool's answer in a user record (agentsview's fixtures): a result
         return
     words, context = _split_user_parts(parts)
     # What the user typed, when Qwen kept it apart from the expanded parts (@file contents, hook
