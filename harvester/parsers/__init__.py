@@ -69,7 +69,7 @@ HARNESSES: dict[str, Harness] = {
                 qwen_code.PROCESSES, version=qwen_code.VERSION),
         Harness(rovo_dev.NAME, rovo_dev.roots, rovo_dev.SOURCES, rovo_dev.parse, "Rovo Dev CLI", rovo_dev.PROCESSES),
         Harness(gemini_cli.NAME, gemini_cli.roots, gemini_cli.SOURCES, gemini_cli.parse, "Gemini CLI",
-                gemini_cli.PROCESSES),
+                gemini_cli.PROCESSES, version=gemini_cli.VERSION),
         Harness(goose.NAME, goose.roots, goose.SOURCES, goose.parse, "Goose", goose.PROCESSES),
         Harness(opencode.OPENCODE_NAME, opencode.opencode_roots, opencode.OPENCODE_SOURCES, opencode.parse,
                 "opencode", opencode.OPENCODE_PROCESSES, version=opencode.VERSION),

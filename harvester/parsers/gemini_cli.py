@@ -34,6 +34,8 @@ from harvester.parsers.gemini_checkpoint import parse_checkpoint, project_root_m
 from harvester.parsers.gemini_project import find_project, project_marker, registered_project
 
 NAME = "gemini-cli"
+# 2: messages typed "model" are answers (they were drift).
+VERSION = 2
 
 
 # A tool call's line shows the first of these arguments that holds text (render_call).
