@@ -4,7 +4,7 @@ Each case is a fixture tree under ``fixtures/<agent>/variants/<name>/`` (its ``S
 or which third-party reader wrote that shape, and where the agent's own source defines it). A case lists the
 texts a reader must keep; the test scans the tree into a fresh bank and finds each of them in the events.
 What no reader knows stays drift: the case lists the drift it must report, and nothing else may be.
-``TEXTS`` is also what the closing note's "texts kept" counts (``python -m tests.test_format_variants``).
+The same count, beside agentsview's on the same trees: ``python bench/bench_variants.py``.
 """
 
 from __future__ import annotations
@@ -129,11 +129,11 @@ CASES: dict[str, Case] = {
 }
 
 
-def _read(case: Case, tmp: Path) -> tuple[list[dict], list[tuple[str, str]], int]:
+def read_case(case: Case, tmp: Path) -> tuple[list[dict], list[tuple[str, str]], int]:
     """(events, (kind, detail) of each problem, sessions) of the case's tree scanned into a fresh bank; checks the
     sessions' cwd on the way."""
     home = tmp / "home"
-    home.mkdir()
+    home.mkdir(parents=True)
     env = {"HOME": str(home), **case.place(FIXTURES / case.tree, home)}
     bank = tmp / "bank.sqlite"
     scan(home, bank, (case.harness,), env=env)
@@ -154,7 +154,7 @@ def kept(case: Case, events: list[dict]) -> list[str]:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_text_of_the_variant_is_kept(name: str, tmp_path: Path) -> None:
     case = CASES[name]
-    events, problems, sessions = _read(case, tmp_path)
+    events, problems, sessions = read_case(case, tmp_path)
     assert sessions == case.sessions
     assert [t for t in case.texts if t not in kept(case, events)] == []
     assert sorted(d for k, d in problems if k == "unknown_type") == sorted(case.drift)
@@ -167,7 +167,7 @@ if __name__ == "__main__":  # texts kept per case, for the closing note
 
     for name, case in sorted(CASES.items()):
         with tempfile.TemporaryDirectory() as tmp:
-            events, _, _ = _read(case, Path(tmp))
+            events, _, _ = read_case(case, Path(tmp))
             print(f"{name}: {len(kept(case, events))}/{len(case.texts)}", file=sys.stdout)
 
 
