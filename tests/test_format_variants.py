@@ -17,8 +17,11 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import FIXTURES, events_of, scan
+from tests.test_parser_properties import EXAMPLES, Call, _mutated
 
 
 def _env(variable: str) -> Callable[[Path, Path], dict[str, str]]:
@@ -162,13 +165,6 @@ def test_every_text_of_the_variant_is_kept(name: str, tmp_path: Path) -> None:
     assert [p for p in problems if p[0] not in ("unknown_type", "unknown_field")] == []
 
 
-if __name__ == "__main__":  # texts kept per case, for the closing note
-    import tempfile
-
-    for name, case in sorted(CASES.items()):
-        with tempfile.TemporaryDirectory() as tmp:
-            events, _, _ = read_case(case, Path(tmp))
-            print(f"{name}: {len(kept(case, events))}/{len(case.texts)}", file=sys.stdout)
 
 
 def test_a_field_no_codex_version_wrote_is_drift_once_per_read() -> None:
@@ -208,3 +204,75 @@ def test_an_opencode_project_tree_and_its_migrated_copy_are_one_session(tmp_path
     with sqlite3.connect(bank) as conn:
         assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
     assert len(events) == 7 and len({(e["role"], e["kind"], e["text"]) for e in events}) == 7
+
+
+# -- every field of every variant, any value: reading never stops (as tests/test_parser_properties.py does for the
+# hand-written stores, on these trees' records) ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def variant_calls(tmp_path_factory: pytest.TempPathFactory) -> list[Call]:
+    """What each variant's parser was given when its tree was scanned."""
+    from dataclasses import replace
+
+    from harvester.parsers import HARNESSES
+
+    seen: list[Call] = []
+    originals = dict(HARNESSES)
+
+    def recording(name: str):  # type: ignore[no-untyped-def]
+        parse = originals[name].parse
+
+        def parse_and_note(ref, records, state):  # type: ignore[no-untyped-def]
+            records = list(records)
+            if records and not state:
+                seen.append(Call(name, ref, tuple(records), ref.path.suffix != ".json"))
+            return parse(ref, records, state)
+        return parse_and_note
+
+    try:
+        for name in {case.harness for case in CASES.values()}:
+            HARNESSES[name] = replace(originals[name], parse=recording(name))
+        for key, case in CASES.items():
+            read_case(case, tmp_path_factory.mktemp(key.replace("/", "-")))
+    finally:
+        HARNESSES.update(originals)
+    assert {c.harness for c in seen} == {case.harness for case in CASES.values()}
+    return seen
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(data=st.data())
+def test_no_value_in_any_field_of_a_variant_stops_reading(variant_calls: list[Call], data: st.DataObject,
+                                                          tmp_path: Path) -> None:
+    from harvester.bank import open_bank
+    from harvester.bank.sqlite_events import event_rows
+    from harvester.capture.contract import Cursor
+    from harvester.capture.ingest import Ingestor
+    from harvester.capture.reading import Chunk, Outcome, ParserFailed, read_batch
+    from harvester.capture.validate import repair
+    from harvester.parsers import HARNESSES
+
+    call = data.draw(st.sampled_from(variant_calls), label="source")
+    harness = HARNESSES[call.harness]
+    records = _mutated(call, data)
+    try:
+        batch, redactions, _ = read_batch(harness, call.ref, records, {}, split=call.split)
+    except ParserFailed:
+        assert not call.split, "only a whole document may fail its source"
+        return
+    assert repair(batch, {}) == [], "read_batch hands over only values of their declared types"
+    orjson.dumps(batch.state)
+    rows = event_rows(batch.events)
+    with open_bank(tmp_path / "bank.sqlite") as bank, Ingestor(bank, "coding-agent::{gitProject}") as ingestor:
+        path = f"{call.ref.path}.{next(EXAMPLES)}"
+        chunk = Chunk(batch, Cursor(call.harness, path, "jsonl", offset=1, line=len(records)), redactions, rows, True, 1)
+        assert ingestor._commit_source(harness, iter([chunk]), Outcome(path, "new")).outcome == "new"
+
+
+if __name__ == "__main__":  # texts kept per case, for the closing note
+    import tempfile
+
+    for name, case in sorted(CASES.items()):
+        with tempfile.TemporaryDirectory() as tmp:
+            events, _, _ = read_case(case, Path(tmp))
+            print(f"{name}: {len(kept(case, events))}/{len(case.texts)}", file=sys.stdout)
