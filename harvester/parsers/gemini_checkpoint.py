@@ -17,7 +17,6 @@ answer: both are filed as injected ``system`` text, never as the user's words.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import re
 from collections.abc import Iterable
 from pathlib import PurePath
@@ -77,6 +76,8 @@ def _cwd(ref: SourceRef, history: list, patch: Any) -> None:
     if ref.sidecar:
         patch.cwd = ref.sidecar.decode("utf-8", "replace").strip() or None
         return
+    import hashlib  # here: status imports every parser for its roots; OpenSSL's is a cost of its own
+
     first = history[0] if history and isinstance(history[0], dict) else {}
     for part in first.get("parts") or []:
         match = _WORKING_DIR.search(part.get("text") or "") if isinstance(part, dict) else None
