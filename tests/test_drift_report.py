@@ -81,3 +81,18 @@ def test_status_drift_says_so_when_every_record_is_known(tmp_path: Path) -> None
     claude.write(claude.user("hello"))
     _run(home, bank, "scan")
     assert "no record type or field that no reader knows" in _run(home, bank, "status", "--drift")
+
+
+def test_the_log_says_a_record_with_unknown_fields_was_read_not_skipped(tmp_path: Path) -> None:
+    import io
+
+    from harvester import log
+    from tests.helpers import scan
+
+    home = _home(tmp_path)
+    logged = io.StringIO()
+    log.configure("warning", stream=logged)
+    scan(home, tmp_path / "bank.sqlite", ("codex",))
+    said = {(r["event"], r["kind"]) for r in map(orjson.loads, logged.getvalue().splitlines()) if "kind" in r}
+    assert ("fields not known", "unknown_field") in said
+    assert ("record skipped", "unknown_field") not in said and ("record skipped", "unknown_type") in said
