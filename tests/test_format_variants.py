@@ -206,6 +206,22 @@ def test_an_opencode_project_tree_and_its_migrated_copy_are_one_session(tmp_path
     assert len(events) == 7 and len({(e["role"], e["kind"], e["text"]) for e in events}) == 7
 
 
+
+def test_a_saved_chat_files_the_agents_own_context_as_injected_never_as_the_users_words() -> None:
+    from pathlib import PurePath
+
+    from harvester.parsers import gemini_cli
+    from harvester.parsers.base import Record, SourceRef
+
+    history = [{"role": "user", "parts": [{"text": "<session_context>\nThis is the Gemini CLI. (shortened)"}]},
+               {"role": "model", "parts": [{"text": "Got it. Thanks for the additional context!"}]},
+               {"role": "user", "parts": [{"text": "rename the flag"}]}]
+    ref = SourceRef(PurePath("/g/tmp/demo/checkpoint-x.json"), PurePath("/g"), "checkpoint")
+    batch = gemini_cli.parse(ref, [Record(1, orjson.dumps({"history": history}))], {})
+    assert [(e.role, e.text[:18]) for e in batch.events] == [
+        ("system", "<session_context>\n"), ("system", "Got it. Thanks for"), ("user", "rename the flag")]
+
+
 # -- every field of every variant, any value: reading never stops (as tests/test_parser_properties.py does for the
 # hand-written stores, on these trees' records) ------------------------------------------------------------------
 @pytest.fixture(scope="module")

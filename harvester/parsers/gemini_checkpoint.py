@@ -41,7 +41,10 @@ def project_root_marker(path: PurePath) -> PurePath:
     return path.parent / ".project_root"
 
 
-def parse_checkpoint(ref: SourceRef, records: Iterable[Record], call_keys: tuple[str, ...]) -> Batch:
+def parse_checkpoint(ref: SourceRef, records: Iterable[Record], call_keys: tuple[str, ...],
+                     injected: tuple[str, ...] = (), canned: frozenset[str] = frozenset()) -> Batch:
+    """``injected``: the agent's other prefixes of text it writes in the user's name (a session context block,
+    reminders); ``canned``: the model's other scripted answers. Both filed as injected ``system`` text."""
     batch = Batch(revise=True)  # saved again under the same tag: the history replaces the one before
     folder = ref.path.parent.name
     tag = unquote(ref.path.stem.removeprefix("checkpoint-"))
@@ -66,7 +69,7 @@ def parse_checkpoint(ref: SourceRef, records: Iterable[Record], call_keys: tuple
         _cwd(ref, history, patch)
         for index, content in enumerate(history):
             if isinstance(content, dict):
-                _content(batch, session, index, content, saved, call_keys)
+                _content(batch, session, index, content, saved, call_keys, (*PREAMBLES, *injected), CANNED | canned)
     return batch
 
 
@@ -90,8 +93,8 @@ def _cwd(ref: SourceRef, history: list, patch: Any) -> None:
             return
 
 
-def _content(batch: Batch, session: str, index: int, content: dict, ts: str | None,
-             call_keys: tuple[str, ...]) -> None:
+def _content(batch: Batch, session: str, index: int, content: dict, ts: str | None, call_keys: tuple[str, ...],
+             injected: tuple[str, ...], canned: frozenset[str]) -> None:
     role = content.get("role")
     parts = [p for p in content.get("parts") or [] if isinstance(p, dict)]
     if role not in ("user", "model"):
@@ -112,7 +115,7 @@ def _content(batch: Batch, session: str, index: int, content: dict, ts: str | No
                                       tool_name=response.get("name"), tool_call_id=response.get("id"),
                                       is_error="error" in body and "output" not in body))
         elif isinstance(text, str):
-            if text.startswith(PREAMBLES) or (role == "model" and text in CANNED):
+            if (role == "user" and text.lstrip().startswith(injected)) or (role == "model" and text in canned):
                 batch.events.append(Event(session, uid, "system", "text", text, ts=ts, meta={"injected": True}))
             elif role == "model":
                 batch.events.append(Event(session, uid, "assistant", "thinking" if part.get("thought") else "text",

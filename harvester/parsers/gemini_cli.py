@@ -129,7 +129,7 @@ class _Reader:
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
     if ref.variant == "checkpoint":
-        return parse_checkpoint(ref, records, _CALL_KEYS)
+        return parse_checkpoint(ref, records, _CALL_KEYS, INJECTED_PREFIXES, SYNTHETIC_REPLIES)
     reader = _Reader(ref, state)
     for record, data in json_objects(records, reader.batch.problems):
         reader.line = record.line

@@ -125,7 +125,7 @@ class _Reader:
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
     if ref.variant == "checkpoint":
-        return parse_checkpoint(ref, records, _CALL_KEYS)
+        return parse_checkpoint(ref, records, _CALL_KEYS, _INJECTED_PREFIXES)
     reader = _Reader(ref, state)
     legacy = ref.variant == "legacy"
     if not legacy:
