@@ -222,6 +222,23 @@ def test_a_saved_chat_files_the_agents_own_context_as_injected_never_as_the_user
         ("system", "<session_context>\n"), ("system", "Got it. Thanks for"), ("user", "rename the flag")]
 
 
+
+def test_a_field_no_qwen_version_wrote_is_drift_once_per_read() -> None:
+    from pathlib import PurePath
+
+    from harvester.parsers import qwen_code
+    from harvester.parsers.base import Record, SourceRef
+
+    record = {"uuid": "u1", "parentUuid": None, "sessionId": "s", "timestamp": "2026-12-01T10:00:00.000Z",
+              "type": "user", "cwd": "/w", "version": "0.30.0", "message": {"role": "user", "parts": [{"text": "hi"}]},
+              "replyTo": "u0"}
+    lines = [orjson.dumps({**record, "uuid": f"u{n}"}) for n in range(1, 4)]
+    ref = SourceRef(PurePath("/q/projects/-w/chats/0f0e0d0c-0b0a-4909-8807-060504030201.jsonl"), PurePath("/q"))
+    batch = qwen_code.parse(ref, [Record(i + 1, line) for i, line in enumerate(lines)], {})
+    assert [(p.kind, p.line, p.detail) for p in batch.problems] == [("unknown_field", 1, "user record fields: replyTo")]
+    assert [e.text for e in batch.events] == ["hi", "hi", "hi"]
+
+
 # -- every field of every variant, any value: reading never stops (as tests/test_parser_properties.py does for the
 # hand-written stores, on these trees' records) ------------------------------------------------------------------
 @pytest.fixture(scope="module")

@@ -28,7 +28,15 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage
-from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
+from harvester.parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    describe_error,
+    json_objects,
+    render_call,
+    unknown_fields,
+)
 from harvester.parsers.gemini_checkpoint import parse_checkpoint
 
 NAME = "qwen-code"
@@ -89,6 +97,13 @@ BOOKKEEPING = frozenset({
 # user subtypes that are Qwen's own messages to the model (a background agent finished, a cron job
 # fired, a goal's runtime prompt), never the user's words.
 MACHINE_PROMPTS = frozenset({"notification", "cron", "goal_runtime"})
+# Every record's fields as Qwen's ChatRecord has them (chatRecordingService.ts: createBaseRecord and each record's
+# own; subagent transcripts' agent fields; fixtures/qwen_code/SOURCE.md). Another is drift (``unknown_field``).
+RECORD_FIELDS = frozenset({
+    "uuid", "parentUuid", "sessionId", "timestamp", "type", "subtype", "cwd", "version", "gitBranch", "message",
+    "model", "usageMetadata", "contextWindowSize", "toolCallResult", "systemPayload", "forkedFrom", "agentId",
+    "agentName", "agentColor", "isSidechain", "externalInputKind", "provenance", "goalContext",
+})
 _INJECTED_PREFIXES = ("<system-reminder>", "<qwen:")  # reminders, hook context added to a prompt
 _TURNS_KEPT = 400  # live user turns remembered for rewinds (one small pair per prompt)
 
@@ -102,6 +117,7 @@ class _Reader:
         self.session_id: str = state.get("session") or (
             f"{ref.path.parent.name}:{ref.path.stem}" if ref.variant == "subagent" else ref.path.stem)
         self.patch: SessionPatch = self.batch.session(self.session_id)
+        self.fields_seen: set[str] = set()
 
     def event(self, data: dict, uid: str, **fields: Any) -> None:
         ts = data.get("timestamp")
@@ -121,6 +137,13 @@ class _Reader:
 
     def drift(self, detail: str) -> None:
         self.batch.problems.append(Problem("unknown_type", self.line, detail))
+
+    def unknown_fields(self, data: dict) -> None:
+        """Fields no Qwen version was seen writing: one problem per record type and read."""
+        detail = unknown_fields(f"{data.get('type')} record", data, RECORD_FIELDS)
+        if detail and detail not in self.fields_seen:
+            self.fields_seen.add(detail)
+            self.batch.problems.append(Problem("unknown_field", self.line, detail))
 
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
@@ -168,6 +191,7 @@ def _record(reader: _Reader, data: dict) -> None:
     if handler is None:
         reader.drift(f"type={kind!r}")
         return
+    reader.unknown_fields(data)
     forked = data.get("forkedFrom")
     if isinstance(forked, dict):  # the parent's record: its times and version are the parent's
         _copied(reader, data, forked)
