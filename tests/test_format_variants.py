@@ -28,6 +28,15 @@ def _env(variable: str) -> Callable[[Path, Path], dict[str, str]]:
     return lambda tree, home: {variable: str(tree)}
 
 
+def _home_dir(relative: str) -> Callable[[Path, Path], dict[str, str]]:
+    """The tree is ``~/<relative>`` (no variable moves it)."""
+    def place(tree: Path, home: Path) -> dict[str, str]:
+        (home / relative).parent.mkdir(parents=True, exist_ok=True)
+        (home / relative).symlink_to(tree, target_is_directory=True)
+        return {}
+    return place
+
+
 def _dot_gemini(tree: Path, home: Path) -> dict[str, str]:
     """The tree is ``~/.gemini`` (``$GEMINI_CLI_HOME`` names the folder holding it)."""
     (home / ".gemini").symlink_to(tree, target_is_directory=True)
@@ -124,6 +133,14 @@ CASES: dict[str, Case] = {
         "src/auth/callback.ts:58: store.set('refresh_token', tokens.refresh_token)",
         "In src/auth/callback.ts line 58, through the key store.",
     ), cwd="/home/dev/src/demo-repo"),
+    # TraeX 0.200 (TRAE CLI, a codex-rs fork, read by the Codex parser): items appended by "history_mutation".
+    "traex/history-mutation": Case("traex", "traex/variants/history-mutation", _home_dir(".trae/cli"), (
+        "Why does the health check time out?",
+        "I will look at the handler first.",
+        "rg -n healthz src",
+        "src/health.rs:12: sleep(Duration::from_secs(30))",
+        "The handler sleeps 30 seconds before answering; the probe gives up after 10.",
+    ), cwd="/home/user/code/api"),
     # cass's Gemini fixture: a whole-document session whose answers are typed "model" (Gemini writes "gemini").
     "gemini-cli/cass": Case("gemini-cli", "gemini_cli/variants/cass", _dot_gemini, (
         "Which port does the dev server listen on?",

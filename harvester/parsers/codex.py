@@ -45,7 +45,8 @@ from harvester.parsers.base import (
 from harvester.parsers.codex_events import event_msg
 
 NAME = "codex"
-# 2: messages without their type, Chat Completions calls and results, calls told by a summary (issue 30).
+# 2: messages without their type, Chat Completions calls and results, calls told by a summary, TraeX's
+# history_mutation lines (issue 30).
 VERSION = 2
 
 
@@ -104,7 +105,9 @@ _ENV_CWD = re.compile(r"<cwd>([^<]+)</cwd>")
 _IMAGE_LABEL = re.compile(r"^</?image\b[^>]*>$")
 
 TOP_LEVEL_SKIPPED = frozenset({"world_state", "inter_agent_communication_metadata", "security_risk_score"})
-ITEM_SKIPPED = frozenset({"ghost_snapshot", "compaction", "context_compaction", "compaction_summary", "other"})
+# trae_extra_info: TraeX's UI-only annotation between items (agentsview's TraeX fixture), nothing of the transcript.
+ITEM_SKIPPED = frozenset({"ghost_snapshot", "compaction", "context_compaction", "compaction_summary", "other",
+                          "trae_extra_info"})
 
 # The fields of each response item that some Codex version writes (codex-rs/protocol/src/models.rs at the
 # commits fixtures/codex/SOURCE.md names, the TypeScript CLI's items, every fixture), and those the
@@ -300,6 +303,19 @@ def _token_usage_record(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> 
                              output=int(usage.get("output_tokens") or 0),
                              reasoning=int(usage.get("reasoning_output_tokens") or 0))
     reader.last_assistant = None
+
+
+def _history_mutation(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
+    """TraeX (TRAE CLI 0.200, agentsview's fixture): ``{operation: "append", items: [response items]}``, the items
+    a turn adds, several to a line. Each is read as its own ``response_item`` line would be; another operation
+    (one that rewrites history) is drift until a reader knows what it does."""
+    operation = payload.get("operation")
+    if operation != "append":
+        reader.drift(f"history_mutation operation={operation!r}")
+        return
+    for index, item in enumerate(payload.get("items") or []):
+        if isinstance(item, dict):  # items have no ids of their own: the line and the position are theirs
+            _response_item(reader, item, raw + f"#{index}".encode(), ts)
 
 
 def _inter_agent(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
@@ -526,6 +542,7 @@ TOP_LEVEL: dict[str, Handler] = {
     "compacted": _compacted,
     "token_usage_record": _token_usage_record,
     "inter_agent_communication": _inter_agent,
+    "history_mutation": _history_mutation,
 }
 
 ITEMS: dict[str, Handler] = {
