@@ -16,7 +16,8 @@ Event
     parser knows its agent's preambles; readers ask :func:`is_injected`.
 Problem
     A record that could not be used: malformed (bad JSON, invalid UTF-8, a value of the wrong type),
-    oversize, unreadable (a file, a directory), or of a type the parser does not know (format drift);
+    oversize, unreadable (a file, a directory), or of a type the parser does not know (format drift; a
+    record of a known type with fields its parser does not know is ``unknown_field``, drift too);
     or a source that failed (an exception while reading or committing it: retried later). Counted and
     shown by ``status``.
 Batch
@@ -34,7 +35,7 @@ Role = Literal["user", "assistant", "system", "tool"]
 Kind = Literal["text", "thinking", "tool_call", "tool_result", "compaction", "meta"]
 SessionState = Literal["live", "ended", "abandoned", "unknown"]
 ParentKind = Literal["subagent", "fork"]
-ProblemKind = Literal["malformed", "unknown_type", "oversize", "unreadable", "failed"]
+ProblemKind = Literal["malformed", "unknown_type", "unknown_field", "oversize", "unreadable", "failed"]
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 KINDS: tuple[str, ...] = ("text", "thinking", "tool_call", "tool_result", "compaction", "meta")

@@ -22,7 +22,7 @@ from harvester.model import KINDS, ROLES, Batch, Event, GitFacts, Mark, Problem,
 
 _STATES = ("live", "ended", "abandoned", "unknown")
 _PARENT_KINDS = ("subagent", "fork")
-_PROBLEM_KINDS = ("malformed", "unknown_type", "oversize", "unreadable", "failed")
+_PROBLEM_KINDS = ("malformed", "unknown_type", "unknown_field", "oversize", "unreadable", "failed")
 _INT64 = 2**63 - 1
 # A path longer than this is no directory any system has: the git probe would fail on it.
 MAX_PATH = 4096
