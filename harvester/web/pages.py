@@ -95,14 +95,10 @@ def session_rows(request: Request, f: dict[str, Any]) -> tuple[list[dict[str, An
     are more, and the scope's label."""
     source = request.app.state.source
     scope = source.scope(f["repo"], f["unknown"])
-    wanted = f["offset"] + SESSIONS_PAGE + 1
-    with source.bank() as bank:
-        rows = bank.scoped_sessions(scope, wanted if not f["state"] else MAX_OFFSET, harness=f["agent"],
-                                    since=_moment(f["since"]), until=_moment(f["until"]))
-    if f["state"]:
-        rows = [r for r in rows if r["state"] == f["state"]]
-    more = len(rows) > f["offset"] + SESSIONS_PAGE
-    rows = rows[f["offset"]: f["offset"] + SESSIONS_PAGE]
+    rows = source.sessions_page(scope, f["agent"], _moment(f["since"]), _moment(f["until"]), f["state"], f["offset"],
+                                SESSIONS_PAGE + 1)
+    more = len(rows) > SESSIONS_PAGE
+    rows = rows[:SESSIONS_PAGE]
     tokens = source.tokens([r["id"] for r in rows])
     out = []
     for s, depth in grouped(rows):
@@ -226,14 +222,18 @@ def search(request: Request) -> Response:
     context: dict[str, Any] = {"title": "Search", "f": f, "harnesses": request.app.state.harnesses, "roles": ROLES,
                                "kinds": KINDS, "hits": [], "said": ""}
     try:
-        context["repositories"] = [(r.ref, one_line(r.label, 80)) for r in source.repositories() if not r.unknown]
+        # Sessions of unknown repository are filtered by the bank id they are filed under ("bank:" + it).
+        context["repositories"] = [(f"bank:{r.ref}" if r.unknown else r.ref,
+                                    one_line(r.label, 80) + (" (repository unknown)" if r.unknown else ""))
+                                   for r in source.repositories()]
         if query.strip():
             try:
                 match = plain_words(query)
             except ValueError as exc:
                 context["said"] = str(exc)
                 return page(request, "search.html", context)
-            scope = source.scope(f["repo"] or None)
+            unknown = f["repo"].startswith("bank:")
+            scope = source.scope(f["repo"].removeprefix("bank:") if unknown else f["repo"] or None, unknown)
             with source.bank() as bank:
                 found = bank.search_page(match, scope, SEARCH_LIMIT, harness=f["agent"], since=_moment(f["since"]),
                                          until=_moment(f["until"]), role=f["role"], kind=f["kind"])
@@ -256,13 +256,20 @@ def search(request: Request) -> Response:
 # --- status --------------------------------------------------------------------------------------------------------
 
 def status(request: Request) -> Response:
-    from harvester.status import gather
+    from harvester.status import gather, service_status
 
     local = request.app.state.local
     settings = request.app.state.settings
-    try:
+
+    def gathered() -> dict[str, Any]:
         with local.bank() as bank:
-            data = gather(bank, settings)
+            return gather(bank, settings)
+
+    try:
+        # What the bank holds is gathered again when it changes; the service's state (its heartbeat) every time.
+        data = dict(local.memo("status", gathered))
+        with local.bank() as bank:
+            data["service"] = service_status(bank, settings)
     except Unavailable as exc:
         return unavailable(request, exc)
     every = request.query_params.get("all") == "1"

@@ -52,6 +52,10 @@ class LocalSource:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _bank: Any = None
     _seen: tuple[Any, ...] | None = None
+    # Answers kept until the bank changes (its change clock moves, or its files do): what every page asks again
+    # (the repositories, in the search form) and what is costly to sum (a session's tokens).
+    _memo: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    _tokens: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # pk -> (changed, in, out)
 
     def _files(self) -> tuple[Any, ...]:
         """What says the connection may be stale: the bank's identity, and whether a writer's -wal/-shm exist."""
@@ -88,7 +92,20 @@ class LocalSource:
 
     # -- what only the viewer asks ------------------------------------------------------------------------------
 
+    def memo(self, name: str, compute: Any) -> Any:
+        """``compute()``, or its answer from before if the bank has not changed since."""
+        key = (self._seen, self.clock())
+        kept = self._memo.get(name)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        value = compute()
+        self._memo[name] = (key, value)
+        return value
+
     def repositories(self) -> list[RepositoryRow]:
+        return self.memo("repositories", self._repositories)
+
+    def _repositories(self) -> list[RepositoryRow]:
         from harvester.bank.identities import repositories
 
         with self.bank() as bank:
@@ -115,17 +132,48 @@ class LocalSource:
     def repositories_by_key(self) -> list[Any]:
         from harvester.bank.identities import repositories
 
+        def every() -> list[Any]:
+            with self.bank() as bank:
+                return repositories(bank.conn).every
+
+        return self.memo("repositories_by_key", every)
+
+    def sessions_page(self, scope: Scope, harness: str | None, since: str | None, until: str | None,
+                      state: str | None, offset: int, limit: int) -> list[dict[str, Any]]:
+        """Sessions of ``scope``, newest first (the order of the index sessions_recent, as
+        SqliteRecall.scoped_sessions), from ``offset``, at most ``limit``; of one ``state`` when given."""
+        from harvester.bank.sqlite_read import _rows, _session_dict
+        from harvester.bank.sqlite_recall import _S_COLUMNS
+
+        where, args = scope.sql()
+        clauses = [where]
+        for clause, value in (("s.harness = ?", harness), ("s.state = ?", state),
+                              ("coalesce(s.updated_at, s.started_at, s.last_imported_at) >= ?", since),
+                              ("coalesce(s.started_at, s.updated_at, s.last_imported_at) < ?", until)):
+            if value:
+                clauses.append(clause)
+                args.append(value)
         with self.bank() as bank:
-            return repositories(bank.conn).every
+            rows = _rows(bank.conn.execute(
+                f"SELECT {_S_COLUMNS} FROM sessions s WHERE {' AND '.join(clauses)} ORDER BY coalesce(s.updated_at, "
+                "s.started_at, s.last_imported_at) DESC, s.id DESC LIMIT ? OFFSET ?", [*args, limit, offset]))
+        return [_session_dict(r) for r in rows]
 
     def tokens(self, pks: list[int]) -> dict[int, tuple[int, int]]:
         """Tokens in and out of each session of ``pks`` (summed over its events)."""
         if not pks:
             return {}
         with self.bank() as bank:
-            return {pk: (tin or 0, tout or 0) for pk, tin, tout in bank.conn.execute(
-                "SELECT session_id, sum(tokens_in), sum(tokens_out) FROM events WHERE session_id IN "
-                f"({', '.join('?' * len(pks))}) GROUP BY session_id", pks)}
+            stamps = dict(bank.conn.execute(f"SELECT id, changed FROM sessions WHERE id IN ({', '.join('?' * len(pks))})",
+                                            pks))
+            stale = [pk for pk in pks if self._tokens.get(pk, (None,))[0] != stamps.get(pk)]
+            if stale:
+                summed = {pk: (tin or 0, tout or 0) for pk, tin, tout in bank.conn.execute(
+                    "SELECT session_id, sum(tokens_in), sum(tokens_out) FROM events WHERE session_id IN "
+                    f"({', '.join('?' * len(stale))}) GROUP BY session_id", stale)}
+                for pk in stale:
+                    self._tokens[pk] = (stamps.get(pk), *summed.get(pk, (0, 0)))
+        return {pk: self._tokens[pk][1:] for pk in pks if pk in self._tokens}  # type: ignore[misc]
 
     def clock(self) -> int | None:
         """The bank's change clock (migration 8): every write that changes a session moves it."""
@@ -205,6 +253,16 @@ class TeamSource:
     def scope(self, ref: str | None, unknown: bool = False) -> Scope:
         """A repository of the team bank by its name (TeamReader's scope by bank id matches the name too)."""
         return Scope(ref, bank_id=ref) if ref else EVERYTHING
+
+    def sessions_page(self, scope: Scope, harness: str | None, since: str | None, until: str | None,
+                      state: str | None, offset: int, limit: int) -> list[dict[str, Any]]:
+        """As LocalSource.sessions_page, through the team reader (a state is filtered here: it has no such filter)."""
+        with self.bank() as reader:
+            rows = reader.scoped_sessions(scope, offset + limit if not state else 2**62, harness=harness, since=since,
+                                          until=until)
+        if state:
+            rows = [r for r in rows if r["state"] == state]
+        return rows[offset: offset + limit]
 
     def tokens(self, pks: list[int]) -> dict[int, tuple[int, int]]:
         from harvester.team.schema import SCHEMA
