@@ -74,7 +74,7 @@ def pages(bank: Path) -> list[tuple[str, str]]:
         (f"transcript, longest ({longest[2]:,} events), first page",
          "/session?" + urlencode({"h": longest[0], "id": longest[1]})),
         ("transcript, longest, page of a deep hit",
-         "/session?" + urlencode({"h": longest[0], "id": longest[1], "start": deep // 200 * 200})),
+         "/session?" + urlencode({"h": longest[0], "id": longest[1], "start": deep // 100 * 100})),
         ("transcript, median session", "/session?" + urlencode({"h": median[0], "id": median[1]})),
         (f"search, common word ({common[0]})", "/search?" + urlencode({"q": common[0]})),
         (f"search, rare word ({rare[0]})", "/search?" + urlencode({"q": rare[0]})),
@@ -109,6 +109,18 @@ def server_times(bank: Path, runs: int) -> None:
         source.close()
 
 
+# first-contentful-paint (the paint entry can come after the load event: waited for, buffered), and when the DOM was
+# ready, both in ms from the navigation's start.
+FIRST_PAINT = """() => new Promise((done) => {
+  const dom = performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd;
+  new PerformanceObserver((list, observer) => {
+    const fcp = list.getEntriesByName('first-contentful-paint')[0];
+    if (fcp) { observer.disconnect(); done([fcp.startTime, dom]); }
+  }).observe({ type: 'paint', buffered: true });
+  setTimeout(() => done([-1, dom]), 2000);
+})"""
+
+
 def first_paints(bank: Path) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -127,14 +139,16 @@ def first_paints(bank: Path) -> None:
                                             args=["--no-sandbox", "--disable-gpu"])
                 page = browser.new_page(viewport={"width": 1280, "height": 800})
                 page.goto(url)
-                print(f"\n{'page':<58} {'first paint ms':>15}")
-                for name, path in pages(bank):
+                print(f"\n{'page':<58} {'first paint ms':>15} {'DOM ready':>9}")
+                floor = ("the floor: a page of nothing (no such session)", "/go?id=none")
+                for name, path in [floor, *pages(bank)]:
                     paints = []
                     for _ in range(5):
                         page.goto(base + path, wait_until="load")
-                        paints.append(page.evaluate(
-                            "performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1"))
-                    print(f"{name[:58]:<58} {statistics.median(paints):>15.0f}")
+                        paints.append(page.evaluate(FIRST_PAINT))
+                    fcp = statistics.median(p[0] for p in paints)
+                    dom = statistics.median(p[1] for p in paints)
+                    print(f"{name[:58]:<58} {fcp:>15.0f} {dom:>9.0f}")
                 browser.close()
         finally:
             proc.terminate()

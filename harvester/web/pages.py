@@ -17,7 +17,7 @@ from harvester.web.reading import Unavailable
 from harvester.web.transcript import around_command, copy_commands, event_view, one_line, snippet_parts
 
 SESSIONS_PAGE = 100
-EVENTS_PAGE = 200
+EVENTS_PAGE = 100  # events a transcript page shows: a long session is read a page at a time
 SEARCH_LIMIT = 50
 STATES = ("live", "ended", "abandoned", "unknown")
 MAX_OFFSET = 100_000
