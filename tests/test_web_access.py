@@ -209,3 +209,57 @@ def test_another_address_is_only_bound_when_named_and_then_with_a_warning(bank: 
         proc.terminate()
         proc.wait(timeout=10)
     assert "WARNING: listening on 0.0.0.0" in proc.stderr.read()  # type: ignore[union-attr]
+
+
+# --- every page over what real agents wrote ------------------------------------------------------------------------
+
+def test_every_page_of_every_session_renders_over_the_real_captures_and_every_agents_store(
+        tmp_path: Path) -> None:
+    """Every captured real run (fixtures/*/real/) and every agent's hand-written store: each repository, each page
+    of sessions, each page of every transcript, a search and status answer 200, whatever the agents wrote."""
+    from tests.machine import lay_out_every_store, real_capture_bank
+
+    path = real_capture_bank(tmp_path)
+    home = tmp_path / "home"
+    lay_out_every_store(home)
+    scan(home, path)
+    settings = config.load({"HOME": str(home)}, bank=str(path))
+    source = LocalSource(str(path))
+    pages_seen = sessions_seen = 0
+    with TestClient(create_app(Served(source, source, settings, "127.0.0.1", PORT, TOKEN)),
+                    base_url=f"http://127.0.0.1:{PORT}") as c:
+        signed_in(c)
+        home_page = c.get("/")
+        assert home_page.status_code == 200
+        listings = [unescape(h) for h in re.findall(r'class="repo" href="([^"]+)"', home_page.text)]
+        assert listings
+        transcripts: set[str] = set()
+        for listing in ["/sessions", *listings]:
+            while listing:
+                r = c.get(listing)
+                assert r.status_code == 200, listing
+                transcripts.update(unescape(h) for h in re.findall(r'href="(/session\?[^"]+)"', r.text))
+                more = re.search(r'<a href="([^"]+)">older →</a>', r.text)
+                listing = unescape(more[1]) if more else ""
+        for transcript in sorted(transcripts):
+            sessions_seen += 1
+            while transcript:
+                r = c.get(transcript)
+                assert r.status_code == 200, transcript
+                assert r.text.count('<article class="event') >= 1 or "0 events" in r.text, transcript
+                pages_seen += 1
+                more = re.search(r'<a href="([^"]+)">later events →</a>', r.text)
+                transcript = unescape(more[1]) if more else ""
+        for route in ("/search?q=the", "/search?q=file&role=assistant&kind=tool_call", "/status", "/status?all=1"):
+            assert c.get(route).status_code == 200, route
+    source.close()
+    with open_bank_readonly(path) as conn:
+        assert sessions_seen == conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    assert pages_seen >= sessions_seen
+
+
+def open_bank_readonly(path: Path) -> Any:
+    import contextlib
+    import sqlite3
+
+    return contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
