@@ -108,6 +108,24 @@ def test_a_foreign_host_or_origin_is_refused_even_with_the_cookie(client: TestCl
         assert c.get("/sessions", headers={"host": host, "origin": f"http://{host}"}).status_code == 200, host
 
 
+def test_beyond_loopback_an_ip_address_of_its_port_is_its_name_and_a_domain_name_is_still_refused(
+        bank: dict[str, Any], client: TestClient) -> None:
+    c = signed_in(client)  # on loopback: another address is refused too
+    assert c.get("/", headers={"host": f"10.1.2.3:{PORT}"}).status_code == 421
+    settings = config.load({"HOME": str(bank["home"])}, bank=str(bank["path"]))
+    source = LocalSource(str(bank["path"]))
+    served = Served(source, source, settings, "0.0.0.0", PORT, TOKEN, host_note="listening on 0.0.0.0")
+    with TestClient(create_app(served), base_url=f"http://10.1.2.3:{PORT}") as wide:
+        signed_in(wide)
+        for host in (f"10.1.2.3:{PORT}", f"[fe80::1]:{PORT}", f"127.0.0.1:{PORT}"):
+            r = wide.get("/", headers={"host": host, "origin": f"http://{host}"})
+            assert r.status_code == 200 and "listening on 0.0.0.0" in r.text, host
+        for host in (f"evil.example:{PORT}", "10.1.2.3:9999", "10.1.2.3"):
+            assert wide.get("/", headers={"host": host}).status_code == 421, host
+        assert wide.get("/", headers={"origin": "http://evil.example"}).status_code == 403
+    source.close()
+
+
 def test_no_endpoint_writes_and_reading_every_page_changes_no_byte_of_the_bank(client: TestClient,
                                                                                 bank: dict[str, Any]) -> None:
     c = signed_in(client)

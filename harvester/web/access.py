@@ -7,8 +7,9 @@
   port, reads nothing.
 - **The Host and Origin headers.** A page elsewhere can make a browser resolve its own name to 127.0.0.1 (DNS
   rebinding) and then read same-origin: its requests carry its name in ``Host``; they are refused unless the name
-  is the loopback address or name this server listens on (or the ``--host`` given). An ``Origin`` (sent with
-  fetches and the event stream) must be this server's.
+  is the loopback address or name this server listens on (or the ``--host`` given; listening beyond loopback, any
+  IP address of its port too: an address is no name to rebind). An ``Origin`` (sent with fetches and the event
+  stream) must be this server's.
 - **Read-only.** GET and HEAD only: no endpoint writes, and nothing else is routed.
 - **What a page may do.** A strict Content-Security-Policy on every response: scripts and styles only from this
   server's static files (no inline script, no inline style, no ``eval``), no plugin, no frame, no form posting
@@ -18,6 +19,7 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
 from typing import Any
@@ -53,11 +55,29 @@ def allowed_hosts(host: str, port: int) -> frozenset[str]:
     return frozenset(f"{n}:{port}" for n in names)
 
 
-class Guard:
-    """The ASGI middleware that checks every request (see the module)."""
+def ip_literal(host: str, port: int) -> bool:
+    """Whether a Host header is an IP address and this port (``10.0.0.5:8765``, ``[fe80::1]:8765``): a name no
+    DNS answer can rebind, which a viewer told to listen beyond loopback (``--host 0.0.0.0``) is reached by."""
+    address, _, given = host.rpartition(":")
+    if given != str(port):
+        return False
+    try:
+        ipaddress.ip_address(address[1:-1] if address.startswith("[") and address.endswith("]") else address)
+    except ValueError:
+        return False
+    return True
 
-    def __init__(self, app: ASGIApp, token: str, hosts: frozenset[str], port: int) -> None:
+
+class Guard:
+    """The ASGI middleware that checks every request (see the module). ``beyond``: the viewer listens beyond
+    loopback (``--host``), so an IP literal of this port is its name too."""
+
+    def __init__(self, app: ASGIApp, token: str, hosts: frozenset[str], port: int, beyond: bool = False) -> None:
         self.app, self.token, self.hosts, self.cookie = app, token, hosts, cookie_name(port)
+        self.port, self.beyond = port, beyond
+
+    def ours(self, host: str) -> bool:
+        return host in self.hosts or (self.beyond and ip_literal(host, self.port))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan; no websocket is routed
@@ -68,12 +88,12 @@ class Guard:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host = headers.get("host", "").lower()
-        if host not in self.hosts:
+        if not self.ours(host):
             await _refuse(send, 421, "This server answers only to its own loopback address (the Host header named "
                                      "another: DNS rebinding is refused).")
             return
         origin = headers.get("origin")
-        if origin is not None and origin.lower() not in {f"http://{h}" for h in self.hosts}:
+        if origin is not None and not (origin.lower().startswith("http://") and self.ours(origin.lower()[7:])):
             await _refuse(send, 403, "A request from another origin is refused.")
             return
         if scope["method"] not in ("GET", "HEAD"):

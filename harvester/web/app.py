@@ -71,4 +71,4 @@ def create_app(served: Served) -> Any:
     app.state.harnesses = tuple(sorted(HARNESSES))
     app.state.host_note = served.host_note
     app.state.usage_on = usage_pages is not None
-    return Guard(app, served.token, allowed_hosts(served.host, served.port), served.port)
+    return Guard(app, served.token, allowed_hosts(served.host, served.port), served.port, beyond=bool(served.host_note))
