@@ -66,6 +66,7 @@ def test_the_team_banks_repositories_sessions_transcript_and_search(team: dict[s
         assert "coding-agent::shop" in home.text and "beta-host" in home.text
         listing = c.get(unescape(re.search(r'class="repo" href="([^"]+)"', home.text)[1]))
         assert f"why does {PHRASE} run out?" in listing.text and "beta-host" in listing.text
+        assert 'id="sessions" data-live=""' in listing.text  # no change clock to watch
         transcript = c.get(unescape(re.search(r'href="(/session\?[^"]+)"', listing.text)[1]))
         assert transcript.status_code == 200
         assert re.findall(r'<a class="seq" href="#(\d+)">', transcript.text) == ["1", "2"]

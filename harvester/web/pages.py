@@ -123,7 +123,8 @@ def sessions(request: Request) -> Response:
     context = {"title": f"Sessions of {one_line(label, 80)}", "label": one_line(label, 120), "rows": rows, "f": f,
                "harnesses": request.app.state.harnesses, "states": STATES,
                "rows_href": link("/sessions/rows", **base, offset=f["offset"]),
-               "live_href": link("/live/sessions", **base, offset=f["offset"]),
+               "live_href": None if request.app.state.source.team else link("/live/sessions", **base,
+                                                                                   offset=f["offset"]),
                "next_href": link("/sessions", **base, offset=f["offset"] + SESSIONS_PAGE) if more else None,
                "prev_href": link("/sessions", **base, offset=max(f["offset"] - SESSIONS_PAGE, 0))
                if f["offset"] else None,
