@@ -201,7 +201,7 @@ def session(request: Request) -> Response:
             "parent_id": one_line(s.get("parent_native_id"), 120), "parent_href": parent}
     live = (not more and not source.team) and source.session_clock(s["id"]) is not None
     context = {"title": head["title"], "s": head, "events": views, "copies": copy_commands(s, source.team),
-               "next_href": session_link(s["harness"], s["native_id"], start=start + EVENTS_PAGE) if more else None,
+               "next_href": session_link(s["harness"], s["native_id"], start=last + 1) if more else None,
                "prev_href": session_link(s["harness"], s["native_id"], start=max(start - EVENTS_PAGE, 0))
                if start else None,
                "live_href": link("/live/session", h=s["harness"], id=s["native_id"], after=last) if live else None}
