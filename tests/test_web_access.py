@@ -281,3 +281,18 @@ def open_bank_readonly(path: Path) -> Any:
     import sqlite3
 
     return contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+
+
+def test_before_the_first_scan_pages_say_so_and_status_still_lists_the_agents_found(tmp_path: Path) -> None:
+    home, path = tmp_path / "home", tmp_path / "bank.sqlite"
+    ClaudeSession(home, "/work/app").write(b"")  # Claude Code's store is here, nothing captured yet
+    settings = config.load({"HOME": str(home)}, bank=str(path))
+    source = LocalSource(str(path))
+    with TestClient(create_app(Served(source, source, settings, "127.0.0.1", PORT, TOKEN)),
+                    base_url=f"http://127.0.0.1:{PORT}") as c:
+        signed_in(c)
+        r = c.get("/")
+        assert r.status_code == 503 and "No history yet" in r.text
+        status = c.get("/status")
+        assert status.status_code == 200 and "claude-code" in status.text
+    assert not path.exists()  # nothing made

@@ -257,7 +257,9 @@ def search(request: Request) -> Response:
 # --- status --------------------------------------------------------------------------------------------------------
 
 def status(request: Request) -> Response:
-    from harvester.status import gather, service_status
+    import os
+
+    from harvester.status import gather, gather_before_first_scan, service_status
 
     local = request.app.state.local
     settings = request.app.state.settings
@@ -272,7 +274,9 @@ def status(request: Request) -> Response:
         with local.bank() as bank:
             data["service"] = service_status(bank, settings)
     except Unavailable as exc:
-        return unavailable(request, exc)
+        if os.path.exists(local.path):
+            return unavailable(request, exc)
+        data = gather_before_first_scan(settings)  # what status says before there is a bank: the agents found
     every = request.query_params.get("all") == "1"
     harnesses = [h for h in data["harnesses"] if every or h["found"]]
     problems = sum(h["malformed"] + h["failed"] + h["unreadable"] + h["oversize"] for h in harnesses)

@@ -67,7 +67,7 @@ class LocalSource:
 
     @contextlib.contextmanager
     def bank(self) -> Iterator[Any]:
-        from harvester.bank import BankError, NoBank, open_bank
+        from harvester.bank import NO_HISTORY, BankError, open_bank
 
         with self._lock:
             now = self._files()
@@ -76,7 +76,7 @@ class LocalSource:
                 self._bank = None
             if self._bank is None:
                 if now == (None,) or os.path.getsize(self.path) == 0:
-                    raise Unavailable(str(NoBank(self.path)))
+                    raise Unavailable(NO_HISTORY.format(self.path))
                 try:
                     self._bank = open_bank(self.path, readonly=True)
                 except BankError as exc:
