@@ -17,7 +17,7 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
-from harvester.web.pages import EVENTS_PAGE, _int, event_views, find_session
+from harvester.web.pages import EVENTS_PAGE, event_views, find_session, int_param
 from harvester.web.reading import Unavailable
 
 POLL_SECONDS = 1.0
@@ -41,7 +41,7 @@ def sessions_stream(request: Request) -> Response:
 def session_stream(request: Request) -> Response:
     q = request.query_params
     source = request.app.state.source
-    harness, native_id, after = q.get("h"), q.get("id"), _int(q.get("after"), 0)
+    harness, native_id, after = q.get("h"), q.get("id"), int_param(q.get("after"), 0)
     templates = request.app.state.templates
 
     def new_events(last: int) -> tuple[str, int, dict[str, Any]] | None:

@@ -23,19 +23,19 @@ STATES = ("live", "ended", "abandoned", "unknown")
 MAX_OFFSET = 100_000
 
 
-def _int(value: str | None, default: int = 0, low: int = 0, high: int = 2**62) -> int:
+def int_param(value: str | None, default: int = 0, low: int = 0, high: int = 2**62) -> int:
     try:
         return min(max(int(value or default), low), high)
     except ValueError:
         return default
 
 
-def _harness(request: Request, value: str | None) -> str | None:
+def harness_param(request: Request, value: str | None) -> str | None:
     """An agent's name from a query, if it is one the viewer knows (else no filter)."""
     return value if value and value in request.app.state.harnesses else None
 
 
-def _moment(value: str | None) -> str | None:
+def moment(value: str | None) -> str | None:
     try:
         return parse_since(value) if value else None
     except RecallError:
@@ -85,9 +85,9 @@ def repositories(request: Request) -> Response:
 def _session_filters(request: Request) -> dict[str, Any]:
     q = request.query_params
     state = q.get("state") if q.get("state") in STATES else None
-    return {"repo": q.get("repo") or None, "unknown": q.get("unknown") == "1", "agent": _harness(request, q.get("agent")),
+    return {"repo": q.get("repo") or None, "unknown": q.get("unknown") == "1", "agent": harness_param(request, q.get("agent")),
             "since": q.get("since") or "", "until": q.get("until") or "", "state": state,
-            "offset": _int(q.get("offset"), 0, 0, MAX_OFFSET)}
+            "offset": int_param(q.get("offset"), 0, 0, MAX_OFFSET)}
 
 
 def session_rows(request: Request, f: dict[str, Any]) -> tuple[list[dict[str, Any]], bool, str]:
@@ -95,7 +95,7 @@ def session_rows(request: Request, f: dict[str, Any]) -> tuple[list[dict[str, An
     are more, and the scope's label."""
     source = request.app.state.source
     scope = source.scope(f["repo"], f["unknown"])
-    rows = source.sessions_page(scope, f["agent"], _moment(f["since"]), _moment(f["until"]), f["state"], f["offset"],
+    rows = source.sessions_page(scope, f["agent"], moment(f["since"]), moment(f["until"]), f["state"], f["offset"],
                                 SESSIONS_PAGE + 1)
     more = len(rows) > SESSIONS_PAGE
     rows = rows[:SESSIONS_PAGE]
@@ -128,8 +128,8 @@ def sessions(request: Request) -> Response:
                "next_href": link("/sessions", **base, offset=f["offset"] + SESSIONS_PAGE) if more else None,
                "prev_href": link("/sessions", **base, offset=max(f["offset"] - SESSIONS_PAGE, 0))
                if f["offset"] else None,
-               "since_bad": bool(f["since"]) and _moment(f["since"]) is None,
-               "until_bad": bool(f["until"]) and _moment(f["until"]) is None}
+               "since_bad": bool(f["since"]) and moment(f["since"]) is None,
+               "until_bad": bool(f["until"]) and moment(f["until"]) is None}
     return page(request, "sessions.html", context)
 
 
@@ -175,7 +175,7 @@ def event_views(bank: Any, s: dict[str, Any], events: list[dict[str, Any]], team
 def session(request: Request) -> Response:
     q = request.query_params
     source = request.app.state.source
-    start = _int(q.get("start"), 0)
+    start = int_param(q.get("start"), 0)
     try:
         with source.bank() as bank:
             s = find_session(bank, q.get("h"), q.get("id"))
@@ -215,7 +215,7 @@ def search(request: Request) -> Response:
 
     q = request.query_params
     query = (q.get("q") or "")[:1000]
-    f = {"q": query, "repo": q.get("repo") or "", "agent": _harness(request, q.get("agent")),
+    f = {"q": query, "repo": q.get("repo") or "", "agent": harness_param(request, q.get("agent")),
          "role": q.get("role") if q.get("role") in ROLES else None,
          "kind": q.get("kind") if q.get("kind") in KINDS else None, "since": q.get("since") or "",
          "until": q.get("until") or ""}
@@ -236,8 +236,8 @@ def search(request: Request) -> Response:
             unknown = f["repo"].startswith("bank:")
             scope = source.scope(f["repo"].removeprefix("bank:") if unknown else f["repo"] or None, unknown)
             with source.bank() as bank:
-                found = bank.search_page(match, scope, SEARCH_LIMIT, harness=f["agent"], since=_moment(f["since"]),
-                                         until=_moment(f["until"]), role=f["role"], kind=f["kind"])
+                found = bank.search_page(match, scope, SEARCH_LIMIT, harness=f["agent"], since=moment(f["since"]),
+                                         until=moment(f["until"]), role=f["role"], kind=f["kind"])
             context["hits"] = [{"title": one_line(h.get("title"), 120) or "(untitled)",
                                 "harness": one_line(h["harness"], 40), "seq": h["seq"], "ts": when(h.get("ts")),
                                 "what": one_line(f"{h['role']} {h['kind']}".replace("_", " ")
