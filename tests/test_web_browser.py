@@ -257,7 +257,8 @@ def _harmless(page: Any, watch: Watch, base: str, where: str) -> None:
     found = page.evaluate("""() => ({
         scripts: [...document.scripts].map(s => s.src),
         links: [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href')),
-        foreign: document.querySelectorAll('img, iframe, svg script, base, meta[http-equiv], textarea, form[action^="http"], link[href^="http"], [onerror], [onload], [style]').length,
+        foreign: document.querySelectorAll('img, iframe, svg script, base, meta[http-equiv], textarea, '
+            + 'form[action^="http"], link[href^="http"], [onerror], [onload], [style]').length,
         hidden: getComputedStyle(document.body).display,
     })""")
     assert all(src == f"{base}/static/app.js" for src in found["scripts"]), (where, found["scripts"])

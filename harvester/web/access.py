@@ -134,7 +134,8 @@ class Guard:
 
 async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()),
                             (b"cache-control", b"no-store"), *(headers or []), *SECURITY_HEADERS]})
     await send({"type": "http.response.body", "body": body})
 

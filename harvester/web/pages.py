@@ -85,7 +85,8 @@ def repositories(request: Request) -> Response:
 def _session_filters(request: Request) -> dict[str, Any]:
     q = request.query_params
     state = q.get("state") if q.get("state") in STATES else None
-    return {"repo": q.get("repo") or None, "unknown": q.get("unknown") == "1", "agent": harness_param(request, q.get("agent")),
+    return {"repo": q.get("repo") or None, "unknown": q.get("unknown") == "1",
+            "agent": harness_param(request, q.get("agent")),
             "since": q.get("since") or "", "until": q.get("until") or "", "state": state,
             "offset": int_param(q.get("offset"), 0, 0, MAX_OFFSET)}
 

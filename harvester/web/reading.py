@@ -164,8 +164,8 @@ class LocalSource:
         if not pks:
             return {}
         with self.bank() as bank:
-            stamps = dict(bank.conn.execute(f"SELECT id, changed FROM sessions WHERE id IN ({', '.join('?' * len(pks))})",
-                                            pks))
+            marks = ", ".join("?" * len(pks))
+            stamps = dict(bank.conn.execute(f"SELECT id, changed FROM sessions WHERE id IN ({marks})", pks))
             stale = [pk for pk in pks if self._tokens.get(pk, (None,))[0] != stamps.get(pk)]
             if stale:
                 summed = {pk: (tin or 0, tout or 0) for pk, tin, tout in bank.conn.execute(
