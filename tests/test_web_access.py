@@ -296,3 +296,32 @@ def test_before_the_first_scan_pages_say_so_and_status_still_lists_the_agents_fo
         status = c.get("/status")
         assert status.status_code == 200 and "claude-code" in status.text
     assert not path.exists()  # nothing made
+
+
+def test_what_a_scan_writes_after_the_viewer_opened_the_bank_is_shown(tmp_path: Path) -> None:
+    """The viewer opened the bank while no writer held it (SQLite's immutable read); a scan in another process then
+    adds a session and closes (its WAL checkpointed away): the next page shows it."""
+    home, path = tmp_path / "home", tmp_path / "bank.sqlite"
+    first = ClaudeSession(home, "/work/app")
+    first.write(first.user("the first session"), first.assistant("ok"))
+    scan(home, path)
+    assert not Path(f"{path}-wal").exists()
+    settings = config.load({"HOME": str(home)}, bank=str(path))
+    source = LocalSource(str(path))
+    with TestClient(create_app(Served(source, source, settings, "127.0.0.1", PORT, TOKEN)),
+                    base_url=f"http://127.0.0.1:{PORT}") as c:
+        signed_in(c)
+        assert "the first session" in c.get("/sessions").text
+        second = ClaudeSession(home, "/work/app")
+        second.write(second.user("a second session, scanned later"), second.assistant("ok"))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("HARVESTER_", "XDG_"))}
+        (tmp_path / "config.toml").write_text("")
+        env.update(HOME=str(home), HARVESTER_BANK=str(path), HARVESTER_CONFIG=str(tmp_path / "config.toml"),
+                   PYTHONPATH=str(ROOT))
+        done = subprocess.run([sys.executable, "-m", "harvester", "scan"], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        listing = c.get("/sessions").text
+        assert "a second session, scanned later" in listing and "the first session" in listing
+        assert "a second session, scanned later" in c.get("/search?q=scanned").text
+    source.close()

@@ -8,7 +8,7 @@ request, one request at a time (:class:`LocalSource`'s lock): opening a second c
 process would read its header through another descriptor, and closing that descriptor drops the POSIX locks
 SQLite holds on the file for the first (harvester/bank/sqlite_open.py). A connection opened while no service held
 the bank open is SQLite's ``immutable`` one, which would never see a later write: it is opened again when the
-bank's files change under it (a service started, the bank made again).
+bank's files change under it (a service started, a scan came and went, the bank made again).
 """
 
 from __future__ import annotations
@@ -58,12 +58,16 @@ class LocalSource:
     _tokens: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # pk -> (changed, in, out)
 
     def _files(self) -> tuple[Any, ...]:
-        """What says the connection may be stale: the bank's identity, and whether a writer's -wal/-shm exist."""
+        """What says the connection may be stale: the bank's identity, whether a writer's -wal/-shm exist, and,
+        while none does, the file's size and time (an immutable read never looks again: a writer that came and
+        went, its WAL checkpointed into the file, changed it under it)."""
         try:
             st = os.stat(self.path)
         except OSError:
             return (None,)
-        return (st.st_dev, st.st_ino, os.path.exists(self.path + "-wal"), os.path.exists(self.path + "-shm"))
+        wal, shm = os.path.exists(self.path + "-wal"), os.path.exists(self.path + "-shm")
+        written = (st.st_size, st.st_mtime_ns) if not (wal or shm) else None
+        return (st.st_dev, st.st_ino, wal, shm, written)
 
     @contextlib.contextmanager
     def bank(self) -> Iterator[Any]:
