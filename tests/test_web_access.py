@@ -27,12 +27,12 @@ import psutil
 import pytest
 from starlette.testclient import TestClient
 
-from harvester import config
 from harvester.web.access import CSP, cookie_name
 from harvester.web.app import HERE, Served, create_app
 from harvester.web.reading import LocalSource
 from harvester.web.transcript import around_command, copy_commands
 from tests.helpers import ClaudeSession, scan
+from tests.web_browser import settings_for
 
 ROOT = Path(__file__).resolve().parent.parent
 PORT = 8765
@@ -55,7 +55,7 @@ def bank(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture
 def client(bank: dict[str, Any]) -> Iterator[TestClient]:
-    settings = config.load({"HOME": str(bank["home"])}, bank=str(bank["path"]))
+    settings = settings_for({"HOME": str(bank["home"])}, bank=str(bank["path"]))
     source = LocalSource(str(bank["path"]))
     app = create_app(Served(source, source, settings, "127.0.0.1", PORT, TOKEN))
     with TestClient(app, base_url=f"http://127.0.0.1:{PORT}") as c:
@@ -112,7 +112,7 @@ def test_beyond_loopback_an_ip_address_of_its_port_is_its_name_and_a_domain_name
         bank: dict[str, Any], client: TestClient) -> None:
     c = signed_in(client)  # on loopback: another address is refused too
     assert c.get("/", headers={"host": f"10.1.2.3:{PORT}"}).status_code == 421
-    settings = config.load({"HOME": str(bank["home"])}, bank=str(bank["path"]))
+    settings = settings_for({"HOME": str(bank["home"])}, bank=str(bank["path"]))
     source = LocalSource(str(bank["path"]))
     served = Served(source, source, settings, "0.0.0.0", PORT, TOKEN, host_note="listening on 0.0.0.0")
     with TestClient(create_app(served), base_url=f"http://10.1.2.3:{PORT}") as wide:
@@ -241,7 +241,7 @@ def test_every_page_of_every_session_renders_over_the_real_captures_and_every_ag
     home = tmp_path / "home"
     lay_out_every_store(home)
     scan(home, path)
-    settings = config.load({"HOME": str(home)}, bank=str(path))
+    settings = settings_for({"HOME": str(home)}, bank=str(path))
     source = LocalSource(str(path))
     pages_seen = sessions_seen = 0
     with TestClient(create_app(Served(source, source, settings, "127.0.0.1", PORT, TOKEN)),
@@ -286,7 +286,7 @@ def open_bank_readonly(path: Path) -> Any:
 def test_before_the_first_scan_pages_say_so_and_status_still_lists_the_agents_found(tmp_path: Path) -> None:
     home, path = tmp_path / "home", tmp_path / "bank.sqlite"
     ClaudeSession(home, "/work/app").write(b"")  # Claude Code's store is here, nothing captured yet
-    settings = config.load({"HOME": str(home)}, bank=str(path))
+    settings = settings_for({"HOME": str(home)}, bank=str(path))
     source = LocalSource(str(path))
     with TestClient(create_app(Served(source, source, settings, "127.0.0.1", PORT, TOKEN)),
                     base_url=f"http://127.0.0.1:{PORT}") as c:
@@ -306,7 +306,7 @@ def test_what_a_scan_writes_after_the_viewer_opened_the_bank_is_shown(tmp_path: 
     first.write(first.user("the first session"), first.assistant("ok"))
     scan(home, path)
     assert not Path(f"{path}-wal").exists()
-    settings = config.load({"HOME": str(home)}, bank=str(path))
+    settings = settings_for({"HOME": str(home)}, bank=str(path))
     source = LocalSource(str(path))
     with TestClient(create_app(Served(source, source, settings, "127.0.0.1", PORT, TOKEN)),
                     base_url=f"http://127.0.0.1:{PORT}") as c:

@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from harvester import config
 from harvester.web.access import cookie_name
 from harvester.web.app import Served, create_app
 from harvester.web.reading import LocalSource, TeamSource
 from tests.helpers import ClaudeSession, make_repo, scan
-from tests.web_browser import Viewer, env_for
+from tests.web_browser import Viewer, env_for, settings_for
 
 PHRASE = "the flaky checkout retry budget"
 PORT = 8765
@@ -55,7 +54,7 @@ def _harvester() -> list[str]:
 
 
 def test_the_team_banks_repositories_sessions_transcript_and_search(team: dict[str, Any]) -> None:
-    settings = config.load({"HOME": str(team["alpha"]), "HARVESTER_TEAM_BANK": team["url"],
+    settings = settings_for({"HOME": str(team["alpha"]), "HARVESTER_TEAM_BANK": team["url"],
                             "HARVESTER_HOST_NAME": "alpha-host"}, bank=str(team["alpha"] / "bank.sqlite"))
     source, local = TeamSource(settings), LocalSource(str(settings.bank))
     with TestClient(create_app(Served(source, local, settings, "127.0.0.1", PORT, "tok")),

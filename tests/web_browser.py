@@ -88,6 +88,13 @@ def env_for(home: Path, bank: Path, config: Path, **extra: str) -> dict[str, str
     return env
 
 
+def settings_for(env: dict[str, str], bank: Path | str) -> Any:
+    """The settings the viewer is given, loaded from ``env`` (HOME, the team bank...) for the bank at ``bank``."""
+    from harvester import config
+
+    return config.load(env, bank=str(bank))
+
+
 def screenshots(factory: pytest.TempPathFactory) -> Path:
     """Where the screenshots go: the run's temporary directory (kept with ``--basetemp DIR``, or when a test
     fails); also copied to $HARVESTER_WEB_SCREENSHOTS when set (how docs/ gets its picture)."""
