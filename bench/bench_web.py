@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harvester import config  # noqa: E402
+from harvester.parsers import HARNESSES  # noqa: E402
 from harvester.web.access import cookie_name  # noqa: E402
 from harvester.web.app import Served, create_app  # noqa: E402
 from harvester.web.reading import LocalSource  # noqa: E402
@@ -91,7 +92,7 @@ def server_times(bank: Path, runs: int) -> None:
     from starlette.testclient import TestClient
 
     with tempfile.TemporaryDirectory() as home:
-        settings = config.load({"HOME": home}, bank=str(bank))
+        settings = config.load({"HOME": home}, bank=str(bank), harness_names=HARNESSES)
         source = LocalSource(str(bank))
         app = create_app(Served(source, source, settings, "127.0.0.1", PORT, "t"))
         with TestClient(app, base_url=f"http://127.0.0.1:{PORT}") as client:

@@ -22,6 +22,7 @@ import random
 import re
 import sys
 import time
+import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -39,6 +40,16 @@ HARNESSES = ("claude-code", "codex", "gemini-cli", "qwen-code", "opencode", "kil
 MIX = (("user", "text", 0.223), ("assistant", "text", 0.228), ("assistant", "tool_call", 0.109),
        ("tool", "tool_result", 0.114), ("system", "meta", 0.157), ("system", "text", 0.096),
        ("assistant", "thinking", 0.032), ("assistant", "meta", 0.027), ("system", "compaction", 0.014))
+# The models the bank's sessions name, per agent (a session keeps one): known to the price catalogue, and one it
+# does not know (priced "unknown").
+MODELS = {
+    "claude-code": ("claude-sonnet-4-5-20250929", "claude-opus-4-5-20251101", "claude-haiku-4-5-20251001"),
+    "codex": ("gpt-5-codex", "gpt-5.1-codex-max"),
+    "gemini-cli": ("gemini-2.5-pro", "gemini-2.5-flash"),
+    "": ("claude-sonnet-4-5-20250929", "gpt-5", "gemini-2.5-pro", "local-model-7b"),
+}
+# A session id starts with its agent's first three letters (build): enough to tell these three apart.
+HARNESS_OF_PREFIX = {name[:3]: name for name in ("claude-code", "codex", "gemini-cli")}
 TOOLS = ("Read", "Bash", "Edit", "Grep", "shell_command", "apply_patch", "read_file", "run_shell_command", "write")
 
 
@@ -123,6 +134,29 @@ def session_events(t: Texts, sid: str, n: int, clock: list[int]) -> list[Event]:
             fields = {"text": t.words_of(4), "meta": {"subtype": t.words_of(1)}}
         usage = Usage(input=rng.randint(100, 9000), output=rng.randint(10, 900)) if role == "assistant" else None
         events.append(Event(sid, f"{sid}:{i}", role, kind, ts=ts, usage=usage, **fields))
+    return responses(events, sid)
+
+
+def responses(events: list[Event], sid: str) -> list[Event]:
+    """As the agents record usage: once per model response (the first of a run of assistant events), with the
+    session's model and the cache-heavy counts of agentic work (most input read from the cache). Drawn from a
+    generator of the session's own, so the events' other values stay what the seed made them."""
+    rng = random.Random(zlib.crc32(sid.encode()))
+    harness = HARNESS_OF_PREFIX.get(sid[:3], "")
+    models = MODELS.get(harness, MODELS[""])
+    model = models[rng.randrange(len(models))]
+    previous = ""
+    for event in events:
+        if event.role == "assistant":
+            event.model = model
+            if previous == "assistant":
+                event.usage = None
+            elif event.usage is not None:
+                cached = rng.randint(0, 120_000)
+                event.usage = Usage(input=event.usage.input, output=event.usage.output, cache_read=cached,
+                                    cache_write=rng.randint(0, 6000) if rng.random() < 0.3 else 0,
+                                    response=f"{sid}:{event.uid}")
+        previous = event.role
     return events
 
 

@@ -16,7 +16,8 @@ Event
     parser knows its agent's preambles; readers ask :func:`is_injected`.
 Problem
     A record that could not be used: malformed (bad JSON, invalid UTF-8, a value of the wrong type),
-    oversize, unreadable (a file, a directory), or of a type the parser does not know (format drift);
+    oversize, unreadable (a file, a directory), or of a type the parser does not know (format drift; a
+    record of a known type with fields its parser does not know is ``unknown_field``, drift too);
     or a source that failed (an exception while reading or committing it: retried later). Counted and
     shown by ``status``.
 Batch
@@ -34,7 +35,7 @@ Role = Literal["user", "assistant", "system", "tool"]
 Kind = Literal["text", "thinking", "tool_call", "tool_result", "compaction", "meta"]
 SessionState = Literal["live", "ended", "abandoned", "unknown"]
 ParentKind = Literal["subagent", "fork"]
-ProblemKind = Literal["malformed", "unknown_type", "oversize", "unreadable", "failed"]
+ProblemKind = Literal["malformed", "unknown_type", "unknown_field", "oversize", "unreadable", "failed"]
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 KINDS: tuple[str, ...] = ("text", "thinking", "tool_call", "tool_result", "compaction", "meta")
@@ -46,13 +47,24 @@ MAX_EVENT_TEXT = 256 * 1024
 
 @dataclass(slots=True)
 class Usage:
-    """Token usage of one model response, as the agent recorded it."""
+    """Token usage of one model response, as the agent recorded it.
+
+    ``input`` is the input not read from the cache (``cache_read``) nor written to it (``cache_write``, of which
+    ``cache_write_1h`` was written for an hour: Anthropic prices it apart). ``reasoning`` is what the agent
+    reported of thinking (whether ``output`` includes it is the agent's: harvester/usage/harnesses.py).
+    ``response`` is the agent's own id of the response (a message id, a response id, a hash of its
+    cumulative counts), where records, resumed sessions or copied histories can repeat it: the bank counts a
+    response once per harness however often it is seen (harvester/bank/sqlite_usage.py). ``cost``: what the
+    agent itself recorded, in USD."""
 
     input: int = 0
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
     reasoning: int = 0
+    cache_write_1h: int = 0
+    response: str | None = None
+    cost: float | None = None
 
     def as_dict(self) -> dict[str, int]:
         return {k: v for k, v in (

@@ -27,7 +27,7 @@ CLEAN_ENV = dict.fromkeys((config.BANK_ENV, config.BANK_ID_TEMPLATE_ENV, config.
 def load_file(tmp_path: Path, text: str, **env: str) -> config.Settings:
     path = tmp_path / "config.toml"
     path.write_text(text)
-    return config.load({config.CONFIG_ENV: str(path), "HOME": str(tmp_path), **env})
+    return config.load({config.CONFIG_ENV: str(path), "HOME": str(tmp_path), **env}, harness_names=HARNESSES)
 
 
 def file_error(tmp_path: Path, text: str) -> str:
@@ -99,9 +99,9 @@ def test_an_unknown_key_is_named_with_the_close_match(tmp_path: Path, text: str,
 def test_archive_settings_are_read_with_their_units(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text('archive = false\narchive_max_age = "26w"\narchive_max_size = "1.5GB"\n')
-    settings = config.load({config.CONFIG_ENV: str(path), "HOME": str(tmp_path)})
+    settings = config.load({config.CONFIG_ENV: str(path), "HOME": str(tmp_path)}, harness_names=HARNESSES)
     assert (settings.archive, settings.archive_max_age_days, settings.archive_max_size_bytes) == (False, 182, 1_500_000_000)
-    assert config.load({"HOME": str(tmp_path), config.CONFIG_ENV: ""}).archive is True  # on by default
+    assert config.load({"HOME": str(tmp_path), config.CONFIG_ENV: ""}, harness_names=HARNESSES).archive is True  # on by default
 
 
 # --- types and ranges, key by key ---
@@ -149,7 +149,7 @@ def test_a_value_of_the_wrong_type_or_range_names_key_value_and_type(tmp_path: P
 
 def test_a_config_path_that_is_a_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(config.ConfigError) as caught:
-        config.load({config.CONFIG_ENV: str(tmp_path)})
+        config.load({config.CONFIG_ENV: str(tmp_path)}, harness_names=HARNESSES)
     assert str(caught.value) == f"$HARVESTER_CONFIG: {tmp_path} is not a file"
 
 
@@ -191,7 +191,7 @@ def test_a_bad_template_is_refused_wherever_it_comes_from(tmp_path: Path, templa
         load_file(tmp_path, "", **{config.BANK_ID_TEMPLATE_ENV: template})
     assert str(from_env.value) == f"$HARVESTER_BANK_ID_TEMPLATE: {problem}"
     with pytest.raises(config.ConfigError) as from_option:
-        config.load({config.CONFIG_ENV: str(tmp_path / "config.toml")}, bank_id_template=template)
+        config.load({config.CONFIG_ENV: str(tmp_path / "config.toml")}, bank_id_template=template, harness_names=HARNESSES)
     assert str(from_option.value) == f"--bank-id-template: {problem}"
 
 
@@ -199,9 +199,9 @@ def test_an_empty_option_is_a_mistake_not_a_default(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text("")
     env = {config.CONFIG_ENV: str(tmp_path / "config.toml")}
     with pytest.raises(config.ConfigError, match=r'^--bank-id-template: expected a template, got ""$'):
-        config.load(env, bank_id_template="")
+        config.load(env, bank_id_template="", harness_names=HARNESSES)
     with pytest.raises(config.ConfigError, match=r'^--bank: expected a path, got ""$'):
-        config.load(env, bank="")
+        config.load(env, bank="", harness_names=HARNESSES)
 
 
 def test_templates_with_known_placeholders_or_none_are_kept(tmp_path: Path) -> None:
@@ -341,13 +341,13 @@ def test_the_team_bank_url_shows_its_password_masked_wherever_it_comes_from(tmp_
     path = tmp_path / "config.toml"
     path.write_text('team_bank = "postgresql://bob:s3cret@db.example:5432/team"\n'
                     '[team.bank."coding-agent::secret"]\npush = false\n')
-    settings = config.load({config.CONFIG_ENV: str(path), "HOME": str(tmp_path)})
+    settings = config.load({config.CONFIG_ENV: str(path), "HOME": str(tmp_path)}, harness_names=HARNESSES)
     assert settings.team is not None and settings.team.held_banks == ["coding-agent::secret"]
     shown = {key: (value, origin) for key, value, origin in settings.describe()}
     assert shown["team_bank"] == ("postgresql://bob:*****@db.example:5432/team", str(path))
     assert "s3cret" not in repr(settings.describe())
     from_env = config.load({config.CONFIG_ENV: str(path), "HOME": str(tmp_path),
-                            "HARVESTER_TEAM_BANK": "postgresql://ann:pw2@other/db"})
+                            "HARVESTER_TEAM_BANK": "postgresql://ann:pw2@other/db"}, harness_names=HARNESSES)
     assert from_env.team is not None and from_env.team.url == "postgresql://ann:pw2@other/db"
     assert {k: o for k, _, o in from_env.describe()}["team_bank"] == "$HARVESTER_TEAM_BANK"
-    assert config.load({"HOME": str(tmp_path), config.CONFIG_ENV: ""}).team is None  # none by default
+    assert config.load({"HOME": str(tmp_path), config.CONFIG_ENV: ""}, harness_names=HARNESSES).team is None  # none by default

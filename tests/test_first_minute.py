@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from harvester.cli import cli
+from harvester.parsers import HARNESSES
 from tests.helpers import ClaudeSession, make_repo, scan
 
 NO_HISTORY = "No history yet: run `harvester scan`"
@@ -179,7 +180,7 @@ def test_the_service_judges_again_at_start_the_sessions_it_left_live(tmp_path: P
 
     home, bank_path, s = _stale_bank(tmp_path)
     env = {"HOME": str(home), "HARVESTER_BANK": str(bank_path)}
-    svc = service.Service(config.load(env), env, home)
+    svc = service.Service(config.load(env, harness_names=HARNESSES), env, home)
     svc.bank = open_bank(bank_path)
     svc.ingestor = Ingestor(svc.bank, svc.settings.bank_id_template)
     svc.observer = Observer()

@@ -21,6 +21,7 @@ from harvester.bank.sqlite_recall import plain_words
 from harvester.capture.contract import Cursor, SessionWrite, Write
 from harvester.cli import cli
 from harvester.model import Event, SessionPatch
+from harvester.parsers import HARNESSES
 from harvester.recall.views import Recall, search_history
 from tests.helpers import as_migration_14_left_it
 
@@ -200,7 +201,7 @@ def test_the_service_looks_at_processes_only_when_a_session_is_open(tmp_path: Pa
     calls: list[int] = []
     monkeypatch.setattr(service, "agent_processes", lambda harnesses: calls.append(1) or [])
     env = {"HOME": str(tmp_path), "HARVESTER_BANK": str(tmp_path / "bank.sqlite")}
-    s = service.Service(config.load(env), env, tmp_path)
+    s = service.Service(config.load(env, harness_names=HARNESSES), env, tmp_path)
     s.bank = open_bank(tmp_path / "bank.sqlite")
     s.ingestor = Ingestor(s.bank, s.settings.bank_id_template)
     s.observer = Observer()

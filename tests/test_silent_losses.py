@@ -143,11 +143,11 @@ def test_the_cap_is_configurable(tmp_path: Path) -> None:
     from harvester import config
 
     (tmp_path / "c.toml").write_text("[limits]\nmax_decompressed_mb = 16\n[timings]\nquiet_seconds = 5\n")
-    settings = config.load({"HARVESTER_CONFIG": str(tmp_path / "c.toml"), "HOME": str(tmp_path)})
+    settings = config.load({"HARVESTER_CONFIG": str(tmp_path / "c.toml"), "HOME": str(tmp_path)}, harness_names=HARNESSES)
     assert settings.read_limits() == ReadLimits(max_decompressed_bytes=16 * 1024 * 1024, quiet_seconds=5)
     (tmp_path / "c.toml").write_text("[limits]\nmax_decompressed_mb = -1\n")
     with pytest.raises(config.ConfigError, match=r"limits\.max_decompressed_mb"):
-        config.load({"HARVESTER_CONFIG": str(tmp_path / "c.toml"), "HOME": str(tmp_path)})
+        config.load({"HARVESTER_CONFIG": str(tmp_path / "c.toml"), "HOME": str(tmp_path)}, harness_names=HARNESSES)
 
 
 def test_a_directory_that_cannot_be_listed_is_recorded_then_cleared(tmp_path: Path,

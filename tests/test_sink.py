@@ -20,6 +20,7 @@ from harvester.capture.contract import Cursor, SessionWrite, Write
 from harvester.cli import cli
 from harvester.config.sinks import HindsightSettings
 from harvester.model import Event, Mark, SessionPatch
+from harvester.parsers import HARNESSES
 from harvester.sinks import forwarder, outbox
 from harvester.sinks.document import build, fingerprint
 from harvester.sinks.forward import Forwarder
@@ -278,7 +279,7 @@ def test_the_token_is_sent_in_the_header_and_never_shown(tmp_path: Path, fake: F
     bank_path = tmp_path / "bank.sqlite"
     with open_bank(bank_path) as bank:
         write(bank, "claude-code", "s1", [said("s1", 1)])
-        f = forwarder(bank, config.load(bank=str(bank_path)))
+        f = forwarder(bank, config.load(bank=str(bank_path), harness_names=HARNESSES))
         assert f is not None and f.forward().sent == 1
     runner = CliRunner()
     for args in (["sink", "test"], ["sink", "status"], ["status"], ["config"], ["sink", "backfill"]):
@@ -346,10 +347,10 @@ def test_config_checks_the_sink_table(tmp_path: Path) -> None:
     ):
         conf.write_text(text)
         with pytest.raises(config.ConfigError, match=message.replace("(", r"\(").replace("{", r"\{")):
-            config.load({"HARVESTER_CONFIG": str(conf)})
+            config.load({"HARVESTER_CONFIG": str(conf)}, harness_names=HARNESSES)
     conf.write_text('[sinks.hindsight]\nurl = "http://x/"\nconverge = true\n'
                     '[sinks.hindsight.bank."coding-agent::secret"]\nretain_sessions = false\n')
-    s = config.load({"HARVESTER_CONFIG": str(conf)}).sinks["hindsight"]
+    s = config.load({"HARVESTER_CONFIG": str(conf)}, harness_names=HARNESSES).sinks["hindsight"]
     assert (s.url, s.converge, s.opted_out) == ("http://x", True, ["coding-agent::secret"])
     assert s.bank_refusal("coding-agent::secret") and not s.bank_refusal("coding-agent::demo")
 

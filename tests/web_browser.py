@@ -91,8 +91,9 @@ def env_for(home: Path, bank: Path, config: Path, **extra: str) -> dict[str, str
 def settings_for(env: dict[str, str], bank: Path | str) -> Any:
     """The settings the viewer is given, loaded from ``env`` (HOME, the team bank...) for the bank at ``bank``."""
     from harvester import config
+    from harvester.parsers import HARNESSES
 
-    return config.load(env, bank=str(bank))
+    return config.load(env, bank=str(bank), harness_names=HARNESSES)
 
 
 def screenshots(factory: pytest.TempPathFactory) -> Path:

@@ -5,6 +5,8 @@ Append new migrations; never edit one that has shipped.
 
 from __future__ import annotations
 
+from harvester.bank.migrations_usage import usage_migration
+
 
 def search_text_v1(row: str = "") -> str:
     """SQL for the text the full-text index held of an event up to migration 15 (``row``: "", "new." or
@@ -491,4 +493,12 @@ MIGRATIONS: list[str] = [
                view_and_triggers=SEARCH_VIEW_AND_TRIGGERS.format(
                    search_text=search_text(), search_text_old=search_text("old."), search_text_new=search_text("new."),
                    columns="text, kind, tool_input")),
+    # 16: what the agents cost (harvester usage): one row per event carrying a model response's token usage, keyed
+    #     by the response (harvester/bank/sqlite_usage.py says how a response repeated across records, sessions
+    #     and files is counted once: ``counted``), with the agent's recorded cost and the hour-long cache writes
+    #     the events' columns lack. Written with its event, gone with it (a trigger); reparse rebuilds it with the
+    #     agents' response ids. Filled here from the events' columns, each event its own response. And the counted
+    #     responses summed by hour, session, agent, model and input tier (usage_hours), which reports read; the
+    #     script is long: harvester/bank/migrations_usage.py.
+    usage_migration(),
 ]

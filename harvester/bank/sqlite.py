@@ -34,6 +34,7 @@ from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, ch
 from harvester.bank.sqlite_read import SqliteReads
 from harvester.bank.sqlite_recall import SqliteRecall
 from harvester.bank.sqlite_sources import SqliteSources, utcnow
+from harvester.bank.sqlite_usage import record_usage
 from harvester.capture.archive import Archive, ArchiveReport, archive_dir
 from harvester.capture.contract import BankError, CursorMoved, SessionHead, Write
 from harvester.capture.foreign_sqlite import open_readonly
@@ -270,6 +271,7 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
         places = places_of(events)
         find_forks = {sw.patch.native_id for sw in sessions if sw.find_forks}
         by_session: dict[str, list[tuple]] = {}
+        revised_uids: dict[str, list[str]] = {}  # the usage rows of revised events are written anew
         for event, row in zip(events, values, strict=True):
             by_session.setdefault(event.session, []).append(row)
         for native_id, session_rows in by_session.items():
@@ -281,6 +283,7 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
                 session_rows, known = split_known(conn, pk, session_rows)
                 if write.revise and known:
                     revised[native_id] = revise_events(conn, pk, known, clock)
+                    revised_uids[native_id] = [row[0] for row in known]
             rows = []
             for row in session_rows:
                 seq += 1
@@ -303,6 +306,7 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
                     "last_imported_at = ? WHERE id = ?", (inserted, seq, now, pk))
                 self._record_import(conn, cur.harness, pk, cur.path, inserted, now)
 
+        record_usage(conn, cur.harness, pks, events, last_id, revised_uids)
         for mark in write.marks:
             if mark.session in pks:
                 mark_events(conn, pks[mark.session], mark, clock)

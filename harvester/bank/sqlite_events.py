@@ -49,11 +49,13 @@ def revise_events(conn: sqlite3.Connection, pk: int, rows: list[tuple], clock: i
     """Rewrite events the agent rewrote; an identical version changes nothing. Position stays; the
     full-text index follows through its update trigger. ``clock``: the write's change clock."""
     sets = ", ".join(f"{c} = ?" for c in _REVISED_COLUMNS)
+    # A version that only adds token counts (Gemini re-appends a finished message with them) is a revision too.
     return conn.executemany(
         f"UPDATE events SET {sets}, changed = ? WHERE session_id = ? AND uid = ? "
-        "AND (content_hash IS NOT ? OR meta IS NOT ?)",
-        # A row ends (..., meta, content_hash, recall, injected).
-        [(*row[1:], clock, pk, row[0], row[-3], row[-4]) for row in rows]).rowcount
+        "AND (content_hash IS NOT ? OR meta IS NOT ? OR tokens_in IS NOT ? OR tokens_out IS NOT ? "
+        "OR tokens_cache_read IS NOT ? OR tokens_cache_write IS NOT ? OR tokens_reasoning IS NOT ?)",
+        # A row ends (..., meta, content_hash, recall, injected); its token counts are row[ROW_TOKENS].
+        [(*row[1:], clock, pk, row[0], row[-3], row[-4], *row[ROW_TOKENS]) for row in rows]).rowcount
 
 
 def places_of(events: list[Event]) -> dict[str, dict[str, str]]:
@@ -143,6 +145,7 @@ def stamp_changed(conn: sqlite3.Connection, pks: set[int], clock: int | None = N
 # Where an event row (event_rows) holds what is read back from it before it is written: its uid and content hash.
 ROW_UID = 0
 ROW_CONTENT_HASH = 16
+ROW_TOKENS = slice(10, 15)  # tokens_in, tokens_out, tokens_cache_read, tokens_cache_write, tokens_reasoning
 
 
 def event_rows(events: list[Event]) -> list[tuple]:

@@ -90,6 +90,7 @@ class SqliteReads:
                     "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0,
                     "sessions": 0, "sessions_originals_gone": 0, "events": 0, "last_import": None, "git_errors": 0,
                     "malformed": 0, "oversize": 0, "unreadable": 0, "failed": 0, "unknown_types": 0, "drift": {},
+                    "unknown_fields": 0, "drift_report": [],
                     "version": None, "failures": [], "unlisted_directories": [], "problems": [],
                 }
             return stats[name]
@@ -123,12 +124,21 @@ class SqliteReads:
             entry(harness)["last_import"] = at
         for harness, kind, n in self.conn.execute(
                 "SELECT harness, kind, count(*) FROM problems GROUP BY harness, kind"):
-            key = {"unknown_type": "unknown_types"}.get(kind, kind)
+            key = {"unknown_type": "unknown_types", "unknown_field": "unknown_fields"}.get(kind, kind)
             entry(harness)[key] = entry(harness).get(key, 0) + n
         for harness, detail, n in self.conn.execute(
                 "SELECT harness, detail, count(*) FROM problems WHERE kind = 'unknown_type' "
                 "GROUP BY harness, detail ORDER BY count(*) DESC"):
             entry(harness)["drift"][detail] = n
+        # The drift report (`status --drift`): each record type and field no reader knows, how many records showed
+        # it in how many sources, and the latest of them (SQLite takes the bare columns from the max() row).
+        for harness, kind, detail, n, sources, path, line, _ in self.conn.execute(
+                "SELECT harness, kind, detail, count(*), count(DISTINCT source_path), source_path, line, "
+                "max(last_seen_at) FROM problems WHERE kind IN ('unknown_type', 'unknown_field') "
+                "GROUP BY harness, kind, detail ORDER BY count(*) DESC, detail"):
+            entry(harness)["drift_report"].append({
+                "kind": "record type" if kind == "unknown_type" else "field", "detail": detail, "count": n,
+                "sources": sources, "example": {"path": path, "line": line}})
         # Why each failed source failed, and the directories that could not be listed (a few each).
         for harness, path, line, detail in self.conn.execute(
                 "SELECT harness, source_path, line, detail FROM (SELECT *, row_number() OVER (PARTITION BY harness "

@@ -12,6 +12,7 @@ with its line. The clean case is a few ``isinstance`` calls per event.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from harvester.model import KINDS, ROLES, Batch, Event, GitFacts, Mark, Problem,
 
 _STATES = ("live", "ended", "abandoned", "unknown")
 _PARENT_KINDS = ("subagent", "fork")
-_PROBLEM_KINDS = ("malformed", "unknown_type", "oversize", "unreadable", "failed")
+_PROBLEM_KINDS = ("malformed", "unknown_type", "unknown_field", "oversize", "unreadable", "failed")
 _INT64 = 2**63 - 1
 # A path longer than this is no directory any system has: the git probe would fail on it.
 MAX_PATH = 4096
@@ -156,10 +157,12 @@ def _repair_event(e: Event, faults: list[Fault]) -> bool:
             setattr(e, name, None)
     if not isinstance(e.is_error, bool):
         e.is_error = bool(e.is_error) if isinstance(e.is_error, int | float) else False
-    if e.usage is not None and not (isinstance(e.usage, Usage) and all(
-            _int_ok(getattr(e.usage, n)) for n in ("input", "output", "cache_read", "cache_write", "reasoning"))):
+    if e.usage is not None and not (isinstance(e.usage, Usage) and all(_int_ok(getattr(e.usage, n)) for n in (
+            "input", "output", "cache_read", "cache_write", "reasoning", "cache_write_1h"))):
         faults.append(Fault("event", "usage", json_type(e.usage), "dropped"))
         e.usage = None
+    if e.usage is not None:
+        _usage_facts(e.usage, faults)
     if e.tool_input is not None and not storable(e.tool_input):
         faults.append(Fault("event", "tool_input", "a value the bank cannot store", "dropped"))
         e.tool_input = None
@@ -167,6 +170,20 @@ def _repair_event(e: Event, faults: list[Fault]) -> bool:
         faults.append(Fault("event", "meta", json_type(e.meta), "dropped"))
         e.meta = None
     return True
+
+
+def _usage_facts(usage: Usage, faults: list[Fault]) -> None:
+    """A response id that is no text and a recorded cost that is no amount are dropped; the counts stay."""
+    if usage.response is not None and not (isinstance(usage.response, str) and _text_ok(usage.response)):
+        faults.append(Fault("event", "usage.response", json_type(usage.response), "dropped"))
+        usage.response = None
+    cost = usage.cost
+    if cost is not None and not (isinstance(cost, int | float) and not isinstance(cost, bool)
+                                 and math.isfinite(cost) and cost >= 0):
+        faults.append(Fault("event", "usage.cost", json_type(cost), "dropped"))
+        usage.cost = None
+    elif cost is not None:
+        usage.cost = float(cost)
 
 
 def _as_text(value: Any) -> str:

@@ -6,7 +6,8 @@ module per group of them, registered here under the headings ``--help`` shows th
 - :mod:`~harvester.cli.web`: ``serve`` (the web viewer, listed with them);
 - :mod:`~harvester.cli.agents`: ``connect``, ``disconnect``, ``mcp``;
 - :mod:`~harvester.cli.service`: ``run``, ``install``, ``uninstall``, ``status``, ``config``;
-- :mod:`~harvester.cli.outbound`: ``sink ...``, ``team ...``.
+- :mod:`~harvester.cli.outbound`: ``sink ...``, ``team ...``;
+- :mod:`~harvester.cli.usage`: ``usage`` (listed under Read).
 
 What they share is :mod:`~harvester.cli.common` (no command module imports this one); the text they print is made
 by ``render.py``, ``render_status.py`` and ``render_transcript.py``. A command parses its options and calls the
@@ -23,8 +24,8 @@ from typing import Any
 import click
 
 from harvester import config, log, terminal
-from harvester.cli import agents, capture, outbound, read, service, web
-from harvester.cli.common import WholeSummaries
+from harvester.cli import agents, capture, outbound, read, service, usage, web
+from harvester.cli.common import RegistryNames, WholeSummaries
 from harvester.config import ConfigError
 
 
@@ -66,7 +67,8 @@ class ConfigurationError(click.ClickException):
 def cli(ctx: click.Context, bank_option: str | None, bank_id_template: str | None) -> None:
     """Capture every coding agent's session history into one bank per git repository."""
     try:
-        settings = config.load(os.environ, bank=bank_option, bank_id_template=bank_id_template)
+        settings = config.load(os.environ, bank=bank_option, bank_id_template=bank_id_template,
+                               harness_names=RegistryNames())
     except ConfigError as exc:
         raise ConfigurationError(str(exc)) from exc
     configured = settings.log_level if settings.origins.get("log_level") else None
@@ -75,7 +77,8 @@ def cli(ctx: click.Context, bank_option: str | None, bank_id_template: str | Non
 
 
 cli.add_section("Capture", [capture.scan, capture.reparse, capture.forget])
-cli.add_section("Read", [read.sessions, read.show, read.search, read.context, read.export_sessions, web.serve])
+cli.add_section("Read", [read.sessions, read.show, read.search, read.context, read.export_sessions, usage.usage,
+                         web.serve])
 cli.add_section("Agents", [agents.connect_command, agents.disconnect_command, agents.mcp_server])
 cli.add_section("Service", [service.run, service.install, service.uninstall, service.status, service.show_config])
 cli.add_section("Outbound", [outbound.sink, outbound.team])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -106,6 +107,25 @@ def enabled_harnesses(settings: Settings, names: tuple[str, ...] = ()) -> list[H
     from harvester.parsers import HARNESSES
 
     return [h for n, h in HARNESSES.items() if (n in names if names else settings.enabled(n))]
+
+
+class RegistryNames(Collection[str]):
+    """The parser registry's harness names, for :func:`harvester.config.load` (the configuration, a leaf, knows
+    none): read only when a config file names a harness, for the same reason as :class:`HarnessChoice`."""
+
+    def _names(self) -> Collection[str]:
+        from harvester.parsers import HARNESSES
+
+        return HARNESSES.keys()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
 
 
 class NamedChoice(click.Choice):

@@ -59,6 +59,10 @@ def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str 
         check_repo(bank, repo)
         rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness, listed=not as_json, since=since,
                                     until=until)
+        if not team:
+            from harvester.usage.sessions import attach
+
+            attach(bank, rows)  # tokens and cost (harvester usage)
     if as_json:
         print_json(rows)
     else:
@@ -100,6 +104,10 @@ def show(settings: Settings, session: str, full: bool, around: int | None, conte
             listing = "\n".join(f"  {s['native_id']}  ({s['harness']})" for s in found)
             raise click.ClickException(f"{session!r} matches several sessions:\n{listing}")
         row = found[0]
+        if not team:
+            from harvester.usage.sessions import attach
+
+            attach(bank, [row])  # tokens and cost (harvester usage)
         every = bank.events(row["id"])
         events = render_transcript.select_events(every, around, max(context_events, 0), start, kinds, roles)
         if full:

@@ -223,9 +223,9 @@ AGENT_PREFIX = "coding-agent::"  # the common start of bank ids (the default tem
 
 def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
     """The sessions as a table, each subagent under the session that started it (``└``); ``width`` (a
-    terminal's columns): titles give way first, then bank ids (their common ``coding-agent::``, then their
-    end), the year of the time, the bank column, the harness column: never a session's id, which is what a
-    reader copies (``--json`` has every whole value)."""
+    terminal's columns): what each cost gives way first, then titles, then bank ids (their common
+    ``coding-agent::``, then their end), the year of the time, the bank column, the harness column: never a
+    session's id, which is what a reader copies (``--json`` has every whole value)."""
     from harvester.recall.tools import grouped
 
     if not rows:
@@ -240,6 +240,12 @@ def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
     for row in table:
         row[5] = " ".join(row[5].split())  # a title on one line (after visible: \x1c-\x1e are spaces to split)
     headers = ["SESSION", "HARNESS", "BANK", "UPDATED", "EVENTS", "TITLE"]
+    if "usage" in rows[0]:  # what each cost (harvester/usage/sessions.py): after the events
+        from harvester.usage.sessions import short
+
+        headers[5:5] = ["TOKENS", "COST"]
+        for row, (r, _) in zip(table, ordered, strict=True):
+            row[5:5] = list(short(r.get("usage")))
     if "host" in rows[0]:  # the team bank's (harvester/team/read.py): whose machine each came from, last
         headers.append("HOST")
         for row, r in zip(table, _visible_cells([[r["host"] or ""] for r, _ in ordered]), strict=True):
@@ -271,6 +277,8 @@ def _fitted(headers: list[str], table: list[list[str]], width: int) -> tuple[lis
             for row in table:
                 del row[i]
 
+    drop("COST")  # what a session cost gives way before anything the listing showed without it
+    drop("TOKENS")
     cut("TITLE", 10)
     if over() > 0 and "BANK" in headers:
         i = headers.index("BANK")

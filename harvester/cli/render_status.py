@@ -115,6 +115,25 @@ def repositories_text(repositories: dict[str, Any]) -> list[str]:
 STATUS_COLUMNS_DROPPED = ("ROOTS", "DRIFT", "FAILED", "MALFORMED", "SOURCES", "VERSION", "EVENTS")
 
 
+def drift_text(data: dict[str, Any]) -> str:
+    """``status --drift``: per agent, each record type and field that no reader knows, how many records showed it
+    in how many sources, and where the latest was (a path and line to open)."""
+    lines = ["Drift: record types and fields that no reader knows (a new agent release writes them; "
+             "the rest of each record is read)"]
+    for h in data["harnesses"]:
+        if not h.get("drift_report"):
+            continue
+        lines.append(f"{h['name']} ({h['label']})" if h.get("label") and h["label"] != h["name"] else h["name"])
+        for d in h["drift_report"]:
+            where = d["example"]
+            lines.append(f"  {d['kind']} {visible(d['detail'])}: {d['count']} {plural(d['count'], 'record')} in "
+                         f"{d['sources']} {plural(d['sources'], 'source')}, latest {visible(where['path'])}:"
+                         f"{where['line']}")
+    if len(lines) == 1:
+        lines.append("no record type or field that no reader knows")
+    return "\n".join(lines)
+
+
 def _found(h: dict[str, Any]) -> bool:
     return bool(h.get("found", h["roots"] or h["sessions"] or h["sources"]))
 
@@ -203,6 +222,9 @@ def _status_lines(data: dict[str, Any], width: int | None, every: bool) -> list[
         notes = []
         if h["drift"]:
             notes.append("unknown record types: " + ", ".join(f"{k} ({v})" for k, v in h["drift"].items()))
+        if h.get("unknown_fields"):
+            notes.append(f"{h['unknown_fields']} {plural(h['unknown_fields'], 'record')} with fields no reader knows "
+                         "(`harvester status --drift` lists them)")
         for key, noun, said in (("sources_missing", "source", "gone"), ("sources_unreadable", "source", "unreadable"),
                                 ("sources_failed", "source", "failed (read again at the next reconcile)"),
                                 ("git_errors", "session", "whose git probe failed")):

@@ -52,6 +52,14 @@ def transcript_text(session: dict[str, Any], events: list[dict[str, Any]], full:
     head.append(f"started {_when(s['started_at'])}   updated {_when(s['updated_at'])}   model {s['model'] or '-'}"
                 f"   {s['event_count']} {plural(s['event_count'], 'event')}   state {s['state']}"
                 + (f" ({UNKNOWN_STATE})" if s["state"] == "unknown" else ""))
+    if s.get("usage"):  # harvester/usage/sessions.py
+        u = s["usage"]
+        from harvester.usage.render import cost_cell
+
+        head.append(f"tokens {u['total_tokens']:,} ({u['input_tokens']:,} in, {u['output_tokens']:,} out, "
+                    f"{u['cache_read_tokens']:,} cache read, {u['cache_write_tokens']:,} cache write) in "
+                    f"{u['responses']:,} {plural(u['responses'], 'response')}   cost "
+                    f"{cost_cell(u['cost_usd'], u['unpriced_responses'], u['responses'])}")
     out: list[str] = []
     folded: dict[str, int] = {}
     meta_run: list[dict[str, Any]] = []

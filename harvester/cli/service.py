@@ -54,8 +54,10 @@ def uninstall(dry_run: bool) -> None:
 @click.command()
 @click.option("--all", "every", is_flag=True, help="A row for every agent harvester knows, not only those found.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON (every agent).")
+@click.option("--drift", is_flag=True,
+              help="Only the record types and fields no reader knows, per agent: how often, and where.")
 @click.pass_obj
-def status(settings: Settings, every: bool, as_json: bool) -> None:
+def status(settings: Settings, every: bool, as_json: bool, drift: bool) -> None:
     """What was imported, from where, whether every harness parses cleanly, and the service."""
     from harvester.cli import render_status
     from harvester.status import gather, gather_before_first_scan
@@ -67,7 +69,11 @@ def status(settings: Settings, every: bool, as_json: bool) -> None:
     else:
         with bank:
             data = gather(bank, settings)
-    if as_json:
+    if drift and as_json:
+        print_json({"drift": {h["name"]: h["drift_report"] for h in data["harnesses"] if h.get("drift_report")}})
+    elif drift:
+        terminal.echo(render_status.drift_text(data))
+    elif as_json:
         print_json(data)
     else:
         terminal.echo(render_status.status_text(data, _terminal_width(), every))

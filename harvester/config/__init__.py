@@ -41,7 +41,7 @@ value and what is valid, with the closest valid name suggested.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -190,25 +190,29 @@ def home(env: Mapping[str, str] = os.environ) -> Path:
 
 
 def load(env: Mapping[str, str] = os.environ, bank: str | None = None,
-         bank_id_template: str | None = None) -> Settings:
+         bank_id_template: str | None = None, *, harness_names: Collection[str]) -> Settings:
     """Defaults, then the config file, then the environment, then these options. Every value is checked
-    wherever it comes from; a mistake raises :class:`ConfigError`."""
+    wherever it comes from; a mistake raises :class:`ConfigError`.
+
+    ``harness_names`` are the names a file may use (``harnesses``, ``[roots]``, a sink's harnesses): the parser
+    registry's, ``harvester.parsers.HARNESSES``, passed in by the caller because the configuration imports no
+    stage of the pipeline (it is below them all)."""
     settings = Settings(bank=default_bank_path())
-    _apply_file_if_any(settings, env)
+    _apply_file_if_any(settings, env, harness_names)
     _apply_environment(settings, env)
     _apply_team(settings, env)
     _apply_options(settings, bank, bank_id_template)
     return settings
 
 
-def _apply_file_if_any(settings: Settings, env: Mapping[str, str]) -> None:
+def _apply_file_if_any(settings: Settings, env: Mapping[str, str], harness_names: Collection[str]) -> None:
     path = config_path(env)
     chosen_by = f"${CONFIG_ENV}" if env.get(CONFIG_ENV) else "default location"
     settings.config_path, settings.origins["config_file"] = path, chosen_by
     named = f"${CONFIG_ENV}: {path}" if env.get(CONFIG_ENV) else str(path)
     if path.is_file():
         settings.config_file = path
-        _apply_file(settings, path)
+        _apply_file(settings, path, harness_names)
     elif path.exists():
         raise ConfigError(f"{named} is not a file")
     elif env.get(CONFIG_ENV):  # absent from the default location is the normal case: no file
@@ -248,7 +252,7 @@ FILE_KEYS = ("archive", "archive_max_age", "archive_max_size", "bank", "bank_id_
 _NUMBER_SECTIONS = {"timings": False, "limits": True}
 
 
-def _apply_file(settings: Settings, path: Path) -> None:
+def _apply_file(settings: Settings, path: Path, harness_names: Collection[str]) -> None:
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
@@ -265,7 +269,7 @@ def _apply_file(settings: Settings, path: Path) -> None:
     label = str(path)
     _only_known_keys(label, data, FILE_KEYS)
     checks: dict[str, Callable[[str, Any], Any]] = {
-        "bank": _absolute_path, "bank_id_template": _template, "harnesses": _harness_names,
+        "bank": _absolute_path, "bank_id_template": _template, "harnesses": lambda where, value: _harness_names(where, value, harness_names),
         "exclude": _absolute_paths, "log_level": _log_level,
     }
     for key, check in checks.items():
@@ -280,7 +284,7 @@ def _apply_file(settings: Settings, path: Path) -> None:
             setattr(settings, attribute, check(f"{label}: {key}", data[key]))
             settings.origins[key] = label
     if "roots" in data:
-        for name, paths in _roots(f"{label}: roots", data["roots"]).items():
+        for name, paths in _roots(f"{label}: roots", data["roots"], harness_names).items():
             settings.roots[name] = paths
             settings.origins[f"roots.{name}"] = label
     for section, whole in _NUMBER_SECTIONS.items():
@@ -289,7 +293,7 @@ def _apply_file(settings: Settings, path: Path) -> None:
     if "sinks" in data:
         from harvester.config.sinks import parse_sinks
 
-        settings.sinks = parse_sinks(f"{label}: sinks", data["sinks"])
+        settings.sinks = parse_sinks(f"{label}: sinks", data["sinks"], harness_names)
         for name in settings.sinks:
             settings.origins[f"sinks.{name}"] = label
     if "team_bank" in data or "team" in data:
@@ -323,7 +327,7 @@ def _apply_numbers(settings: Settings, label: str, section: str, value: Any, who
         settings.origins[f"{section}.{key}"] = label
 
 
-def _roots(where: str, value: Any) -> dict[str, list[Path]]:
+def _roots(where: str, value: Any, harness_names: Collection[str]) -> dict[str, list[Path]]:
     table = _table(where, value, "a table of harness = [paths]")
     # A root for a harness that does not exist is the same typo as in `harnesses`: its files unread.
-    return {_harness_name(where, name): _absolute_paths(f"{where}.{name}", paths) for name, paths in table.items()}
+    return {_harness_name(where, name, harness_names): _absolute_paths(f"{where}.{name}", paths) for name, paths in table.items()}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import date, time
 from pathlib import Path
 from typing import Any
@@ -66,29 +66,22 @@ def _log_level(where: str, value: Any) -> str:
     return value.lower()  # "INFO" is what Python's logging calls it: accepted, shown as the docs write it
 
 
-def _harness_names(where: str, value: Any) -> list[str]:
+def _harness_names(where: str, value: Any, valid: Collection[str]) -> list[str]:
     names = _array(where, value, "an array of harness names")
     if not names:
         raise ConfigError(f"{where}: expected at least one harness name "
                           "(leave harnesses out to capture every agent), got []")
-    return [_harness_name(where, name) for name in names]
+    return [_harness_name(where, name, valid) for name in names]
 
 
-def _harness_name(where: str, value: Any) -> str:
+def _harness_name(where: str, value: Any, valid: Collection[str]) -> str:
+    """``valid`` is the parser registry's names, handed in by the caller of :func:`harvester.config.load`:
+    the configuration is a leaf, so it knows no harness of its own."""
     if not isinstance(value, str):
         raise _wrong_type(where, "a harness name (a string)", value)
-    known = _known_harnesses()
-    if value not in known:
-        raise _unknown(where, "harness", value, known)
+    if value not in valid:
+        raise _unknown(where, "harness", value, sorted(valid))
     return value
-
-
-def _known_harnesses() -> list[str]:
-    # Imported here: harvester.log and harvester.service.units import this module and need no parsers, the
-    # costliest import there is (0.2 s); only a file naming harnesses needs them.
-    from harvester.parsers import HARNESSES
-
-    return sorted(HARNESSES)
 
 
 def _absolute_paths(where: str, value: Any) -> list[Path]:

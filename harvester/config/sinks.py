@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,18 +79,18 @@ def bank_for(template: str, session: Mapping[str, Any]) -> str:
             .replace("{project}", project or "unknown").replace("{harness}", session.get("harness") or ""))
 
 
-def parse_sinks(where: str, value: Any) -> dict[str, HindsightSettings]:
+def parse_sinks(where: str, value: Any, harness_names: Collection[str]) -> dict[str, HindsightSettings]:
     """The ``[sinks]`` table of the config file (``where`` names it in messages)."""
     table = c._table(where, value, "a table of sinks")
     c._only_known_keys(where, table, ("hindsight",))
     out: dict[str, HindsightSettings] = {}
     if "hindsight" in table:
         out["hindsight"] = _hindsight(f"{where}.hindsight", c._table(f"{where}.hindsight", table["hindsight"],
-                                                                        "a table"))
+                                                                        "a table"), harness_names)
     return out
 
 
-def _hindsight(where: str, t: dict[str, Any]) -> HindsightSettings:
+def _hindsight(where: str, t: dict[str, Any], harness_names: Collection[str]) -> HindsightSettings:
     c._only_known_keys(where, t, KEYS)
     if "url" not in t:
         raise c.ConfigError(f'{where}: expected a url (such as "http://127.0.0.1:8888"), got none')
@@ -105,7 +105,7 @@ def _hindsight(where: str, t: dict[str, Any]) -> HindsightSettings:
     for key in ("harnesses", "exclude_harnesses"):
         if key in t:
             names = c._array(f"{where}.{key}", t[key], "an array of harness names")
-            setattr(s, key, [c._harness_name(f"{where}.{key}", n) for n in names])
+            setattr(s, key, [c._harness_name(f"{where}.{key}", n, harness_names) for n in names])
     for key in ("banks", "exclude_banks"):
         if key in t:
             items = c._array(f"{where}.{key}", t[key], "an array of bank ids or patterns")

@@ -211,6 +211,18 @@ def json_objects(records: Iterable[Record], problems: list[Problem]) -> Iterator
         yield record, data
 
 
+def unknown_fields(where: str, data: Mapping[str, Any], known: frozenset[str]) -> str | None:
+    """``<where> fields: a, b``: the fields of a record that its reader does not know (format drift, reported as an
+    ``unknown_field`` problem), or None. A field's name is shown when it is a name, else only counted: keys come
+    from the transcript too."""
+    extra = [k for k in data if k not in known]
+    if not extra:
+        return None
+    named = sorted(k for k in extra if is_name(k))
+    shown = named[:8] + ([f"{len(extra) - len(named[:8])} more"] if len(extra) > len(named[:8]) else [])
+    return f"{where} fields: {', '.join(shown)}"
+
+
 def render_call(name: Any, tool_input: Any, keys: Iterable[str]) -> str:
     """A tool call as one line of text: ``name: <its most telling argument>`` (the first of ``keys``
     that holds text, or a list of words such as a command's argv), else its input as JSON; the bare

@@ -316,18 +316,30 @@ def _turn(reader: _Reader, state: str) -> None:
 def _attach_usage(reader: _Reader, message: dict, data: dict, start: int) -> None:
     """Count a message's usage once. Its lines (one per content block) all repeat ``usage``; before
     2.1.98 the earlier copies held placeholder output counts, so the most complete copy wins. It
-    sits on the first event of the message; a later, larger copy in the same batch replaces it."""
+    sits on the first event of the message; a later, larger copy in the same batch replaces it, and one read
+    later (a live session's next lines) is given too: the bank counts a response once, its largest copy.
+
+    The response is named by its message id (what ccusage keys on, with the request id: a side question's
+    sidechain replays its parent's messages under new request ids, and a fork or an old resume copies them), so
+    copies in other files and sessions are counted once too (harvester/bank/sqlite_usage.py)."""
     usage = _usage(message.get("usage"))
     if usage is None or len(reader.batch.events) == start:
         return
     message_id = message.get("id") or data.get("requestId")
+    usage.response = message_id or None
     total = _usage_total(usage)
     if message_id and message_id == reader.state.get("last_message"):
         holder = reader.usage_holder
-        if holder is not None and holder.usage is not None and total > _usage_total(holder.usage):
-            holder.usage = usage
+        if holder is not None and holder.usage is not None:
+            if total > _usage_total(holder.usage):
+                holder.usage = usage
+        elif total > reader.state.get("last_total", 0):
+            reader.usage_holder = reader.batch.events[start]
+            reader.usage_holder.usage = usage
+            reader.state["last_total"] = total
         return
     reader.state["last_message"] = message_id
+    reader.state["last_total"] = total
     reader.usage_holder = reader.batch.events[start]
     reader.usage_holder.usage = usage
 
@@ -416,13 +428,23 @@ HANDLERS: dict[str, Callable[[_Reader, dict, bytes], None]] = {
 
 # -- helpers -------------------------------------------------------------------------------
 def _usage(raw: Any) -> Usage | None:
+    """A response's usage. ``cache_creation`` splits the cache write into five-minute and hour-long parts (priced
+    apart); where it is there its parts are the write, as ccusage counts it."""
     if not isinstance(raw, dict):
         return None
+    write = int(raw.get("cache_creation_input_tokens") or 0)
+    split = raw.get("cache_creation")
+    hour = 0
+    if isinstance(split, dict):
+        hour = int(split.get("ephemeral_1h_input_tokens") or 0)
+        parts = hour + int(split.get("ephemeral_5m_input_tokens") or 0)
+        write = parts if parts or not write else write
     return Usage(
         input=int(raw.get("input_tokens") or 0),
         output=int(raw.get("output_tokens") or 0),
         cache_read=int(raw.get("cache_read_input_tokens") or 0),
-        cache_write=int(raw.get("cache_creation_input_tokens") or 0),
+        cache_write=write,
+        cache_write_1h=min(hour, write),
     )
 
 

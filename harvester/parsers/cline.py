@@ -378,9 +378,10 @@ def _usage(r: _Reader, message: dict, start: int) -> None:
     else:
         usage = Usage(input=n.get("inputTokens", 0), output=n.get("outputTokens", 0),
                       cache_read=n.get("cacheReadTokens", 0), cache_write=n.get("cacheWriteTokens", 0))
-    holder.usage = usage if usage.as_dict() else None
-    if isinstance(metrics.get("cost"), int | float):
+    if isinstance(metrics.get("cost"), int | float) and not isinstance(metrics["cost"], bool):
+        usage.cost = metrics["cost"]  # what Cline recorded (harvester usage --cost recorded)
         holder.meta = {**(holder.meta or {}), "cost": metrics["cost"]}  # meta changes: the bank revises
+    holder.usage = usage if usage.as_dict() or usage.cost is not None else None
 
 
 def _compaction_event(r: _Reader, doc: dict) -> None:

@@ -32,11 +32,23 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, Usage, record_uid
-from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
-from harvester.parsers.codex_events import event_msg
+from harvester.model import Batch, Event, GitFacts, Problem, SessionPatch, record_uid
+from harvester.parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    describe_error,
+    json_objects,
+    render_call,
+    unknown_fields,
+)
+from harvester.parsers.codex_events import counts, event_msg, give_usage, usage_of
 
 NAME = "codex"
+# 2: each response's usage from token_count before 0.171 (cumulative totals), response ids (harvester usage).
+# 3: messages without their type, Chat Completions calls and results, calls told by a summary, TraeX's
+# history_mutation lines (issue 30).
+VERSION = 3
 
 
 # A tool call's line shows the first of these arguments that holds text (render_call).
@@ -94,7 +106,33 @@ _ENV_CWD = re.compile(r"<cwd>([^<]+)</cwd>")
 _IMAGE_LABEL = re.compile(r"^</?image\b[^>]*>$")
 
 TOP_LEVEL_SKIPPED = frozenset({"world_state", "inter_agent_communication_metadata", "security_risk_score"})
-ITEM_SKIPPED = frozenset({"ghost_snapshot", "compaction", "context_compaction", "compaction_summary", "other"})
+# trae_extra_info: TraeX's UI-only annotation between items (agentsview's TraeX fixture), nothing of the transcript.
+ITEM_SKIPPED = frozenset({"ghost_snapshot", "compaction", "context_compaction", "compaction_summary", "other",
+                          "trae_extra_info"})
+
+# The fields of each response item that some Codex version writes (codex-rs/protocol/src/models.rs at the
+# commits fixtures/codex/SOURCE.md names, the TypeScript CLI's items, every fixture), and those the
+# third-party shapes read here add. Any other field is reported as drift (``unknown_field``): a new
+# release's field is noticed the day it appears, before anyone wonders where a text went.
+_PASSTHROUGH = "internal_chat_message_metadata_passthrough"
+ITEM_FIELDS: dict[str, frozenset[str]] = {
+    "message": frozenset({"type", "id", "role", "content", "status", "phase", "end_turn", _PASSTHROUGH,
+                          "function_call", "name", "tool_call_id"}),
+    "agent_message": frozenset({"type", "id", "author", "recipient", "content", _PASSTHROUGH}),
+    "reasoning": frozenset({"type", "id", "summary", "content", "encrypted_content", "status", "duration_ms",
+                            _PASSTHROUGH}),
+    "function_call": frozenset({"type", "id", "call_id", "name", "namespace", "arguments", "status", "summary",
+                                _PASSTHROUGH}),
+    "custom_tool_call": frozenset({"type", "id", "call_id", "name", "namespace", "input", "status", "summary",
+                                   _PASSTHROUGH}),
+    "local_shell_call": frozenset({"type", "id", "call_id", "action", "status", _PASSTHROUGH}),
+    "web_search_call": frozenset({"type", "id", "action", "status", _PASSTHROUGH}),
+    "tool_search_call": frozenset({"type", "id", "call_id", "arguments", "execution", "status", _PASSTHROUGH}),
+    "image_generation_call": frozenset({"type", "id", "revised_prompt", "result", "status", _PASSTHROUGH}),
+    "function_call_output": frozenset({"type", "id", "call_id", "output", "status", _PASSTHROUGH}),
+    "custom_tool_call_output": frozenset({"type", "id", "call_id", "name", "output", "status", _PASSTHROUGH}),
+    "tool_search_output": frozenset({"type", "id", "call_id", "execution", "status", "tools", _PASSTHROUGH}),
+}
 
 
 class _Reader:
@@ -108,6 +146,7 @@ class _Reader:
         self.item_id: Any = None  # id of the response item being parsed, if it has one
         self.line_meta: dict[str, Any] = {}  # the line-level ``metadata`` of a response item
         self.last_assistant: Event | None = None  # receives the usage of the response it ends
+        self.fields_seen: set[str] = set()
 
     def patch(self) -> SessionPatch:
         return self.batch.session(self.session_id)
@@ -123,6 +162,13 @@ class _Reader:
 
     def drift(self, detail: str) -> None:
         self.batch.problems.append(Problem("unknown_type", self.line, detail))
+
+    def unknown_fields(self, where: str, data: dict, known: frozenset[str]) -> None:
+        """Fields no Codex version was seen writing: one problem per kind of record and read."""
+        detail = unknown_fields(where, data, known)
+        if detail and detail not in self.fields_seen:
+            self.fields_seen.add(detail)
+            self.batch.problems.append(Problem("unknown_field", self.line, detail))
 
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
@@ -145,6 +191,10 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
 def _envelope(reader: _Reader, data: dict, record: Record) -> None:
     kind, payload, ts = data["type"], data["payload"], data.get("timestamp")
     if _inherited(reader, kind, payload, data.get("ordinal")):
+        if kind == "event_msg" and isinstance(payload, dict) and payload.get("type") == "token_count":
+            total = counts((payload.get("info") or {}).get("total_token_usage"))
+            if total is not None:  # the parent's running total: what this session's own first one grew from
+                reader.state["codex_total"] = total
         return
     if isinstance(ts, str):
         reader.patch().updated_at = ts
@@ -248,16 +298,27 @@ def _compacted(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
 
 
 def _token_usage_record(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
-    """Exact usage of one model response: it follows the response's last item."""
-    usage = payload.get("usage")
-    holder = reader.last_assistant
-    if isinstance(usage, dict) and holder is not None and holder.usage is None:
-        cached = int(usage.get("cached_input_tokens") or 0)
-        holder.usage = Usage(input=max(int(usage.get("input_tokens") or 0) - cached, 0), cache_read=cached,
-                             cache_write=int(usage.get("cache_write_input_tokens") or 0),
-                             output=int(usage.get("output_tokens") or 0),
-                             reasoning=int(usage.get("reasoning_output_tokens") or 0))
+    """Exact usage of one model response (0.171+): it follows the response's last item. A rollout that has them
+    takes its usage from them alone, not from the token_count written after each (codex_events)."""
+    reader.state["exact_usage"] = True
+    usage = counts(payload.get("usage"))
+    if usage is not None:
+        response = payload.get("response_id")
+        give_usage(reader, usage_of(usage, response if isinstance(response, str) and response else None), raw, ts)
     reader.last_assistant = None
+
+
+def _history_mutation(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
+    """TraeX (TRAE CLI 0.200, agentsview's fixture): ``{operation: "append", items: [response items]}``, the items
+    a turn adds, several to a line. Each is read as its own ``response_item`` line would be; another operation
+    (one that rewrites history) is drift until a reader knows what it does."""
+    operation = payload.get("operation")
+    if operation != "append":
+        reader.drift(f"history_mutation operation={operation!r}")
+        return
+    for index, item in enumerate(payload.get("items") or []):
+        if isinstance(item, dict):  # items have no ids of their own: the line and the position are theirs
+            _response_item(reader, item, raw + f"#{index}".encode(), ts)
 
 
 def _inter_agent(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
@@ -267,11 +328,14 @@ def _inter_agent(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
 
 def _response_item(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
     itype = item.get("type")
+    if itype is None and "role" in item:
+        itype = "message"  # agentsview's fixtures write messages without their type (Codex always names it)
     handler = ITEMS.get(itype) if isinstance(itype, str) else None
     if handler is None:
         if itype not in ITEM_SKIPPED:
             reader.drift(f"response_item={itype!r}")
         return
+    reader.unknown_fields(f"response_item {itype}", item, ITEM_FIELDS.get(itype, frozenset()))
     reader.item_id = item.get("id")
     try:
         handler(reader, item, raw, ts)
@@ -284,6 +348,9 @@ def _message(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
     role = item.get("role")
     content = item.get("content")
     text = _content_text(content)
+    if isinstance(item.get("function_call"), dict) or role in ("function", "tool"):
+        _chat_completions(reader, item, raw, ts, text)
+        return
     model = reader.state.get("model")
     if role == "assistant":
         if reader.line_meta.get("compaction_output"):
@@ -310,6 +377,23 @@ def _message(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
     cwd = _ENV_CWD.search(text) if "<environment_context>" in text else None
     if cwd:
         _fallback_cwd(reader, cwd.group(1).strip())
+
+
+def _chat_completions(reader: _Reader, item: dict, raw: bytes, ts: Any, text: str) -> None:
+    """A message in the Chat Completions shape (cass's fixtures): an assistant's ``function_call``, a
+    ``function`` (or ``tool``) role message holding its result. No Codex release wrote these; read as what
+    they plainly are, calls and results, rather than lost."""
+    call = item.get("function_call")
+    if isinstance(call, dict):
+        if text:
+            reader.event(raw, ts, suffix=0, role="assistant", kind="text", text=text, model=reader.state.get("model"))
+        _tool_call(reader, {"type": "function_call", "name": call.get("name"), "arguments": call.get("arguments"),
+                            "call_id": item.get("tool_call_id")}, raw + b"#call", ts)
+        return
+    call_id = _call_id(item.get("tool_call_id"))
+    name = (reader.state.get("tools", {}).pop(call_id, None) if call_id else None) or item.get("name")
+    reader.event(raw, ts, role="tool", kind="tool_result", text=text, tool_call_id=call_id,
+                 tool_name=name if isinstance(name, str) else None)
 
 
 def _typed_by_user(item: dict, content: Any, text: str) -> bool:
@@ -369,7 +453,11 @@ def _tool_call(reader: _Reader, item: dict, raw: bytes, ts: Any) -> None:
         tools[call_id] = name
         while len(tools) > 64:  # the id -> name map only bridges a call and its result
             tools.pop(next(iter(tools)))
-    reader.event(raw, ts, role="assistant", kind="tool_call", text=text or render_call(name, tool_input, _CALL_KEYS),
+    text = text or render_call(name, tool_input, _CALL_KEYS)
+    summary = item.get("summary") if itype in ("function_call", "custom_tool_call") else None
+    if isinstance(summary, str) and summary.strip():  # agentsview's fixtures: a call told by a summary line
+        text = f"{text}\n{summary}"
+    reader.event(raw, ts, role="assistant", kind="tool_call", text=text,
                  tool_name=name, tool_input=tool_input, tool_call_id=call_id, model=reader.state.get("model"))
 
 
@@ -457,6 +545,7 @@ TOP_LEVEL: dict[str, Handler] = {
     "compacted": _compacted,
     "token_usage_record": _token_usage_record,
     "inter_agent_communication": _inter_agent,
+    "history_mutation": _history_mutation,
 }
 
 ITEMS: dict[str, Handler] = {

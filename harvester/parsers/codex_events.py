@@ -2,7 +2,8 @@
 
 Most of them copy what ``response_item`` lines already hold (``user_message``, ``agent_message``,
 ``*_end``, ``item_completed``...) and are dropped. Kept: turn boundaries and token totals as session
-facts; rollbacks, reviews, aborted turns and the turn's errors and warnings as ``system`` notices.
+facts; rollbacks, reviews, aborted turns and the turn's errors and warnings as ``system`` notices; each
+response's usage (from ``token_count`` before 0.171, from ``token_usage_record`` since: :func:`token_count`).
 Names and payloads: ``EventMsg`` and its event structs in ``codex-rs/protocol/src/protocol.rs``; which
 of them a rollout holds: ``codex-rs/rollout/src/policy.rs`` (``fixtures/codex/SOURCE.md``).
 """
@@ -10,6 +11,8 @@ of them a rollout holds: ``codex-rs/rollout/src/policy.rs`` (``fixtures/codex/SO
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
+
+from harvester.model import Usage
 
 if TYPE_CHECKING:
     from harvester.model import Event, SessionPatch
@@ -51,6 +54,7 @@ def event_msg(reader: _Reader, payload: dict, raw: bytes, ts: Any) -> None:
         info = payload.get("info")
         if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
             patch.note(tokens=info["total_token_usage"])
+        token_count(reader, info, raw, ts)
     elif etype == "task_started":
         reader.state.pop("turn_failed", None)
         patch.note(last_turn="open")
@@ -97,3 +101,59 @@ def _notice(reader: _Reader, etype: str, payload: dict, raw: bytes, ts: Any) -> 
     if etype == "error" and kind not in TURN_UNAFFECTED:
         reader.state["turn_failed"] = True
         reader.patch().note(last_turn="failed")
+
+
+def token_count(reader: _Reader, info: Any, raw: bytes, ts: Any) -> None:
+    """A ``token_count`` event: Codex's running total of the thread's usage and the last response's. Before 0.171
+    it is the only record of a response's usage: the response's is its ``last_token_usage``, or what the running
+    total grew by (early envelopes carry only the total); one that repeats the running total (written again when
+    a turn starts, or after a compaction) is no new response. The running total is followed through records
+    skipped as a fork's or a subagent's copy of its parent's history, so the first one of its own counts only
+    what it added."""
+    if not isinstance(info, dict):
+        return
+    total, last = counts(info.get("total_token_usage")), counts(info.get("last_token_usage"))
+    previous = reader.state.get("codex_total")
+    if total is not None:
+        reader.state["codex_total"] = total
+    if reader.state.get("exact_usage") or (total is not None and total == previous):
+        return
+    if last is None and total is not None:
+        last = {k: max(v - (previous or {}).get(k, 0), 0) for k, v in total.items()}
+    if last is None or not any(last.values()):
+        return
+    key = ":".join(str(last[k]) for k in COUNT_KEYS)
+    give_usage(reader, usage_of(last, f"token_count:{ts}:{key}"), raw, ts)
+
+
+def give_usage(reader: _Reader, usage: Usage, raw: bytes, ts: Any) -> None:
+    """Put a response's usage on its last event (the response's own, read in this same call), or, when that
+    event came in an earlier read (a live rollout is read as it grows), on a folded notice of its own at the
+    usage's time. (The early envelopes, 0.44, wrote a response's token_count before its items: its usage then
+    sits on the previous response's last event, seconds earlier; the totals are the same.)"""
+    holder = reader.last_assistant
+    if holder is not None and holder.usage is None:
+        holder.usage = usage
+        holder.model = holder.model or reader.state.get("model")
+    else:
+        reader.event(raw, ts, role="system", kind="meta", text="token usage of the last response", usage=usage,
+                     model=reader.state.get("model"), meta={"event": "token_count"})
+    reader.last_assistant = None
+
+
+COUNT_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens",
+               "reasoning_output_tokens")
+
+
+def counts(raw: Any) -> dict[str, int] | None:
+    """Codex's token counts (``input_tokens`` includes the cached ones), as ints."""
+    if not isinstance(raw, dict):
+        return None
+    return {k: int(raw.get(k) or 0) for k in COUNT_KEYS}
+
+
+def usage_of(counts: dict[str, int], response: str | None) -> Usage:
+    cached = min(counts["cached_input_tokens"], counts["input_tokens"])
+    return Usage(input=counts["input_tokens"] - cached, cache_read=cached,
+                 cache_write=counts["cache_write_input_tokens"], output=counts["output_tokens"],
+                 reasoning=counts["reasoning_output_tokens"], response=response)

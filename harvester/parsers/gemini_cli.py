@@ -30,9 +30,12 @@ import orjson
 
 from harvester.model import Batch, Event, Mark, Problem, ProblemKind, SessionPatch, Usage, record_uid
 from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
+from harvester.parsers.gemini_checkpoint import parse_checkpoint, project_root_marker
 from harvester.parsers.gemini_project import find_project, project_marker, registered_project
 
 NAME = "gemini-cli"
+# 2: messages typed "model" are answers (they were drift).
+VERSION = 2
 
 
 # A tool call's line shows the first of these arguments that holds text (render_call).
@@ -55,6 +58,8 @@ SOURCES = (
     SourceSpec("tmp/*/chats/session-*.json", "json", "legacy", shadowed_by=_jsonl_twin, sidecar=project_marker),
     SourceSpec("tmp/*/chats/*/*.json", "json", "legacy-subagent", shadowed_by=_jsonl_twin,
                sidecar=project_marker),
+    # /chat save <tag>: the model's history when it was saved (before chat recording, the only chat kept).
+    SourceSpec("tmp/*/checkpoint-*.json", "json", "checkpoint", sidecar=project_root_marker),
 )
 
 # The npm package @google/gemini-cli installs a node script named gemini.
@@ -123,6 +128,8 @@ class _Reader:
 
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
+    if ref.variant == "checkpoint":
+        return parse_checkpoint(ref, records, _CALL_KEYS, INJECTED_PREFIXES, SYNTHETIC_REPLIES)
     reader = _Reader(ref, state)
     for record, data in json_objects(records, reader.batch.problems):
         reader.line = record.line
@@ -419,6 +426,8 @@ def _response_copy(reader: _Reader, mid: str, ts: Any, response: dict, out: list
 MessageHandler = Callable[[_Reader, dict, list[Event], bool], None]
 MESSAGES: dict[str, MessageHandler] = {
     "user": _user, "gemini": _gemini, "info": _notice, "warning": _notice, "error": _notice,
+    # cass's fixtures type the answers "model" (the API's role); no Gemini release did: read as what they are.
+    "model": _gemini,
 }
 
 

@@ -45,11 +45,13 @@ from harvester.parsers.base import (
     json_objects,
     render_call,
 )
-from harvester.parsers.opencode_storage import Rows, legacy_rows, storage_related
+from harvester.parsers.opencode_storage import Rows, legacy_rows, project_storage_related, storage_related
 
 OPENCODE_NAME = "opencode"
 KILO_NAME = "kilo"
 ZCODE_NAME = "zcode"
+# 2: 0.1's messages with inline parts are read (they were drift), and the trees Storage's first migration left.
+VERSION = 2
 
 
 def _data_dir(env: Mapping[str, str], home: Path, app: str) -> Path:
@@ -125,6 +127,8 @@ QUERIES = (
 # there. Both layouts give the same native ids and uids, so a migrated session is stored once; the tree
 # comes first (spec and root order) so that the database's newer versions are the ones that stay.
 OPENCODE_SOURCES = (
+    # Before Storage's first migration (0.1-0.3): a tree per project; those it skipped are only there.
+    SourceSpec("project/*/storage/session/info/*.json", "json", "legacy", related=project_storage_related),
     SourceSpec("storage/session/*/*.json", "json", "legacy", related=storage_related),
     SourceSpec("opencode*.db", "sqlite", "db", watch=False, queries=QUERIES),
 )
@@ -495,14 +499,24 @@ def _patch(part: _Part) -> None:
               meta={"part": "patch", "hash": part.data.get("hash")})
 
 
+def _source_url(part: _Part) -> None:
+    """A web source a 0.1 answer cited (the AI SDK's ``source-url`` part)."""
+    data = part.data
+    title = data.get("title")
+    part.emit("assistant", "meta", f"source: {title + ' ' if title else ''}{data.get('url') or ''}".strip(),
+              ts=part.ts(), model=part.model, meta={"part": "source-url"})
+
+
 def _step_finish(part: _Part) -> None:
     """The usage of one model call (opencode writes it on the part that ends the step)."""
     data = part.data
     tokens = data.get("tokens") if isinstance(data.get("tokens"), dict) else {}
     cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    cost = data.get("cost")
     usage = Usage(input=int(tokens.get("input") or 0), output=int(tokens.get("output") or 0),
                   reasoning=int(tokens.get("reasoning") or 0), cache_read=int(cache.get("read") or 0),
-                  cache_write=int(cache.get("write") or 0))
+                  cache_write=int(cache.get("write") or 0),
+                  cost=cost if isinstance(cost, int | float) and not isinstance(cost, bool) else None)
     message_time = part.message.get("time") if isinstance(part.message.get("time"), dict) else {}
     end = (data.get("time") or {}).get("end") or message_time.get("completed")  # opencode: no time of its own
     part.emit("assistant", "meta", f"step finished: {data.get('reason')}", ts=part.ts(end), model=part.model,
@@ -543,6 +557,7 @@ PART_HANDLERS: dict[str, Callable[[_Part], None]] = {
     "retry": _retry,
     "patch": _patch,
     "step-finish": _step_finish,
+    "source-url": _source_url,
     "thinking": _thinking,
     "tool_use": _tool_use,
     "tool_result": _tool_result,

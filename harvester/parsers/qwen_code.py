@@ -15,6 +15,8 @@ Format facts and their sources: ``fixtures/qwen_code/SOURCE.md``. In short:
 - Background subagents write ``projects/<p>/subagents/<sessionId>/agent-<id>.jsonl`` (+ ``.meta.json``).
 - Before the JSONL store (0.1.x and older, the Gemini CLI fork era): ``tmp/<sha256(cwd)>/chats/
   session-*.json``, one document rewritten whole, which does not name its cwd.
+- Saved chats (``/chat save <tag>``): ``tmp/<sha256(cwd)>/checkpoint-<tag>.json``, read by
+  ``harvester/parsers/gemini_checkpoint.py`` (Gemini CLI's are the same).
 """
 
 from __future__ import annotations
@@ -26,9 +28,20 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch, Usage
-from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_objects, render_call
+from harvester.parsers.base import (
+    Record,
+    SourceRef,
+    SourceSpec,
+    describe_error,
+    json_objects,
+    render_call,
+    unknown_fields,
+)
+from harvester.parsers.gemini_checkpoint import parse_checkpoint
 
 NAME = "qwen-code"
+# 2: a function response in a user record is a tool result (it was the user's "[functionResponse]").
+VERSION = 2
 
 
 # A tool call's line shows the first of these arguments that holds text (render_call).
@@ -65,6 +78,8 @@ SOURCES = (
     SourceSpec(f"projects/*/chats/archive/{_SESSION_FILE}", "jsonl", "archived"),
     SourceSpec("projects/*/subagents/*/agent-*.jsonl", "jsonl", "subagent", sidecar=_meta_json),
     SourceSpec("tmp/*/chats/session-*.json", "json", "legacy"),
+    # /chat save <tag>: the model's history when it was saved (before 0.1, the only chat kept).
+    SourceSpec("tmp/*/checkpoint-*.json", "json", "checkpoint"),
 )
 
 # The npm package's bin is `qwen` (node running .../@qwen-code/qwen-code/cli.js).
@@ -82,6 +97,13 @@ BOOKKEEPING = frozenset({
 # user subtypes that are Qwen's own messages to the model (a background agent finished, a cron job
 # fired, a goal's runtime prompt), never the user's words.
 MACHINE_PROMPTS = frozenset({"notification", "cron", "goal_runtime"})
+# Every record's fields as Qwen's ChatRecord has them (chatRecordingService.ts: createBaseRecord and each record's
+# own; subagent transcripts' agent fields; fixtures/qwen_code/SOURCE.md). Another is drift (``unknown_field``).
+RECORD_FIELDS = frozenset({
+    "uuid", "parentUuid", "sessionId", "timestamp", "type", "subtype", "cwd", "version", "gitBranch", "message",
+    "model", "usageMetadata", "contextWindowSize", "toolCallResult", "systemPayload", "forkedFrom", "agentId",
+    "agentName", "agentColor", "isSidechain", "externalInputKind", "provenance", "goalContext",
+})
 _INJECTED_PREFIXES = ("<system-reminder>", "<qwen:")  # reminders, hook context added to a prompt
 _TURNS_KEPT = 400  # live user turns remembered for rewinds (one small pair per prompt)
 
@@ -95,6 +117,7 @@ class _Reader:
         self.session_id: str = state.get("session") or (
             f"{ref.path.parent.name}:{ref.path.stem}" if ref.variant == "subagent" else ref.path.stem)
         self.patch: SessionPatch = self.batch.session(self.session_id)
+        self.fields_seen: set[str] = set()
 
     def event(self, data: dict, uid: str, **fields: Any) -> None:
         ts = data.get("timestamp")
@@ -115,8 +138,17 @@ class _Reader:
     def drift(self, detail: str) -> None:
         self.batch.problems.append(Problem("unknown_type", self.line, detail))
 
+    def unknown_fields(self, data: dict) -> None:
+        """Fields no Qwen version was seen writing: one problem per record type and read."""
+        detail = unknown_fields(f"{data.get('type')} record", data, RECORD_FIELDS)
+        if detail and detail not in self.fields_seen:
+            self.fields_seen.add(detail)
+            self.batch.problems.append(Problem("unknown_field", self.line, detail))
+
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
+    if ref.variant == "checkpoint":
+        return parse_checkpoint(ref, records, _CALL_KEYS, _INJECTED_PREFIXES)
     reader = _Reader(ref, state)
     legacy = ref.variant == "legacy"
     if not legacy:
@@ -159,6 +191,7 @@ def _record(reader: _Reader, data: dict) -> None:
     if handler is None:
         reader.drift(f"type={kind!r}")
         return
+    reader.unknown_fields(data)
     forked = data.get("forkedFrom")
     if isinstance(forked, dict):  # the parent's record: its times and version are the parent's
         _copied(reader, data, forked)
@@ -215,6 +248,9 @@ def _user(reader: _Reader, data: dict) -> None:
         return
     if subtype not in (None, "mid_turn_user_message", "realtime_message"):
         reader.drift(f"user subtype={subtype!r}")
+        return
+    if subtype is None and any(isinstance(p.get("functionResponse"), dict) for p in parts):
+        _tool_result(reader, data)  # a tool's answer in a user record (agentsview's fixtures): a result
         return
     words, context = _split_user_parts(parts)
     # What the user typed, when Qwen kept it apart from the expanded parts (@file contents, hook

@@ -154,6 +154,9 @@ def recent_sessions(r: Recall, limit: int = 10, harness: str | None = None, sinc
     if not rows:
         return bounded(r, md("No sessions in {}{}.", r.scope.label, md(" of {}", harness) if harness else EMPTY),
                        "recent_sessions", max_bytes)
+    from harvester.usage.sessions import attach, short
+
+    attach(r.bank, rows)  # tokens and cost (harvester usage); a team bank's rows get none
     parts = [md("{} most recent sessions in {}, newest first, each subagent under the session that started it:",
                 len(rows), r.scope.label)]
     for s, depth in grouped(rows):
@@ -173,7 +176,10 @@ def recent_sessions(r: Recall, limit: int = 10, harness: str | None = None, sinc
                    else []),
                  md("- {}: {}, {}, {}, {}", counted(s["event_count"], "event"), counted(counts["asks"], "ask"),
                     counted(counts["answers"], "answer"), counted(counts["tool_calls"], "tool call"),
-                    counted(counts["tool_errors"], "tool error"))]
+                    counted(counts["tool_errors"], "tool error")),
+                 *([md("- {} tokens in {}, cost {}", short(s["usage"])[0], counted(s["usage"]["responses"],
+                                                                                     "model response"),
+                       short(s["usage"])[1])] if s.get("usage") else [])]
         if first:
             lines.append(md("- first ask (#{}): {}", first["seq"], clip(first["text"], 300)))
         if last:

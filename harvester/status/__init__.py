@@ -21,8 +21,8 @@ EMPTY_STATS: dict[str, Any] = {
     "sources": 0, "sources_missing": 0, "sources_unreadable": 0, "sources_failed": 0, "sessions": 0,
     "sessions_originals_gone": 0,
     "events": 0, "last_import": None, "git_errors": 0, "malformed": 0, "oversize": 0, "unreadable": 0,
-    "failed": 0, "unknown_types": 0, "drift": {}, "version": None, "failures": [], "unlisted_directories": [],
-    "problems": [],
+    "failed": 0, "unknown_types": 0, "drift": {}, "unknown_fields": 0, "drift_report": [], "version": None,
+    "failures": [], "unlisted_directories": [], "problems": [],
 }
 
 

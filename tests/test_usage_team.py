@@ -1,0 +1,72 @@
+"""``harvester usage --team`` on a real PostgreSQL: two machines' Claude Code usage in one report, by host, a forked
+session's copied responses counted once, the same totals as each machine's own bank."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.helpers import claude_dir, make_repo, scan
+from tests.machine import ROOT
+from tests.test_usage_dedup import _text, claude_line
+
+
+def _harvester(machine: dict[str, Any], *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HARVESTER_", "XDG_", "PG"))}
+    env.update(HOME=str(machine["home"]), HARVESTER_BANK=str(machine["bank"]), HARVESTER_CONFIG=str(machine["config"]),
+               HARVESTER_TEAM_BANK=machine["url"], HARVESTER_HOST_NAME=machine["host"], PYTHONPATH=str(ROOT),
+               XDG_CACHE_HOME=str(machine["home"] / ".cache"))
+    return subprocess.run([sys.executable, "-m", "harvester", *args], env=env, capture_output=True, text=True,
+                          cwd=machine["clone"], timeout=120)
+
+
+def _machine(tmp: Path, host: str, url: str, sessions: dict[str, list[bytes]]) -> dict[str, Any]:
+    home = tmp / host
+    repo = make_repo(home / "src" / "shop", origin="git@github.com:acme/shop.git")
+    (home / "config.toml").write_text("")
+    folder = claude_dir(home, str(repo))
+    for name, lines in sessions.items():
+        (folder / f"{name}.jsonl").write_bytes(b"".join(lines))
+    machine = {"home": home, "bank": home / "bank.sqlite", "config": home / "config.toml", "url": url, "host": host,
+               "clone": repo}
+    scan(home, machine["bank"], ("claude-code",))
+    pushed = _harvester(machine, "team", "push")
+    assert pushed.returncode == 0, pushed.stderr
+    return machine
+
+
+def test_team_usage_adds_every_machine_once_by_host(postgres_server: Any, tmp_path: Path) -> None:
+    url = postgres_server.uri("team_usage")
+    usage = {"input_tokens": 10, "cache_read_input_tokens": 5000, "output_tokens": 200}
+    original = [claude_line("s-alpha", "u-alpha-0000000001", "msg_a1", "req_a1", _text("one"), usage),
+                claude_line("s-alpha", "u-alpha-0000000002", "msg_a2", "req_a2", _text("two"), usage,
+                            ts="2026-11-30T09:00:00.000Z")]
+    fork = [line.replace(b'"s-alpha"', b'"s-fork"') for line in original[:1]] + [
+        claude_line("s-fork", "u-fork-00000000001", "msg_f1", "req_f1", _text("three"), usage)]
+    alpha = _machine(tmp_path, "alpha", url, {"s-alpha": original, "s-fork": fork})
+    beta = _machine(tmp_path, "beta", url, {"s-beta": [
+        claude_line("s-beta", "u-beta-00000000001", "msg_b1", "req_b1", _text("four"), usage)]})
+    done = _harvester(alpha, "usage", "--team", "--json", "--timezone", "UTC", "--by", "host")
+    assert done.returncode == 0, done.stderr
+    data = orjson.loads(done.stdout)
+    assert data["totals"]["responses"] == 4  # msg_a1 (copied into the fork) once, a2, f1, b1
+    hosts: dict[str, int] = {}
+    for row in data["rows"]:
+        for part in row["breakdown"]:
+            hosts[part["host"]] = hosts.get(part["host"], 0) + part["responses"]
+    assert hosts == {"alpha": 3, "beta": 1}
+    assert [r["date"] for r in data["rows"]] == ["2026-11-29", "2026-11-30"]
+    local = {m["host"]: json.loads(_harvester(m, "usage", "--json", "--timezone", "UTC").stdout)["totals"]
+             for m in (alpha, beta)}
+    for key in ("input_tokens", "output_tokens", "cache_read_tokens", "total_tokens"):
+        assert data["totals"][key] == local["alpha"][key] + local["beta"][key], key
+    assert data["totals"]["cost_usd"] == pytest.approx(local["alpha"]["cost_usd"] + local["beta"]["cost_usd"])
+    text = _harvester(alpha, "usage", "--team", "--timezone", "UTC", "--by", "host")
+    assert text.returncode == 0 and "└ beta" in text.stdout, text.stdout + text.stderr
