@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PORT = 8765
 TOKEN = "the-right-token"
 ROUTES = ("/", "/sessions", "/sessions/rows", "/session?h=claude-code&id=x", "/search?q=quasar", "/status",
-          "/go?id=x", "/live/sessions", "/static/app.css")
+          "/go?id=x", "/usage", "/live/sessions", "/static/app.css")
 
 
 @pytest.fixture(scope="module")

@@ -300,7 +300,8 @@ def test_hostile_transcripts_execute_nothing_and_navigate_nowhere(
         page.locator("a.hit-link").first.click()
         page.wait_for_url("**/session?**")
         _harmless(page, watch, viewer.base, "search hit")
-        for route in ("/status", "/status?all=1", f"/go?id={HOSTILE_IDS[0]}", "/search?q=pwned"):
+        for route in ("/status", "/status?all=1", f"/go?id={HOSTILE_IDS[0]}", "/search?q=pwned", "/usage?days=90",
+                      "/usage?days=90&by=model"):
             page.goto(viewer.base + route)
             _harmless(page, watch, viewer.base, route)
     finally:

@@ -100,14 +100,14 @@ def session_rows(request: Request, f: dict[str, Any]) -> tuple[list[dict[str, An
                                 SESSIONS_PAGE + 1)
     more = len(rows) > SESSIONS_PAGE
     rows = rows[:SESSIONS_PAGE]
-    tokens = source.tokens([r["id"] for r in rows])
+    usage = source.usage_of([r["id"] for r in rows])
     out = []
     for s, depth in grouped(rows):
-        tin, tout = tokens.get(s["id"], (0, 0))
+        tokens, cost = usage.get(s["id"], ("-", "-"))
         out.append({"depth": min(depth, 6), "title": one_line(s["title"], 140) or "(untitled)",
                     "harness": one_line(s["harness"], 40), "branch": one_line(s.get("branch"), 60),
                     "state": s["state"] if s["state"] in STATES else "unknown", "started": when(s["started_at"]),
-                    "updated": when(s["updated_at"]), "events": s["event_count"], "tokens_in": tin, "tokens_out": tout,
+                    "updated": when(s["updated_at"]), "events": s["event_count"], "tokens": tokens, "cost": cost,
                     "host": one_line(s.get("host"), 60), "href": session_link(s["harness"], s["native_id"]),
                     "id": one_line(s["native_id"], 60), "subagent": s.get("parent_kind") == "subagent"})
     return out, more, scope.label

@@ -18,6 +18,7 @@ import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from harvester.bank.scope import EVERYTHING, Scope
@@ -53,9 +54,9 @@ class LocalSource:
     _bank: Any = None
     _seen: tuple[Any, ...] | None = None
     # Answers kept until the bank changes (its change clock moves, or its files do): what every page asks again
-    # (the repositories, in the search form) and what is costly to sum (a session's tokens).
+    # (the repositories, in the search form) and what is costly to sum (a session's tokens and cost).
     _memo: dict[str, tuple[Any, Any]] = field(default_factory=dict)
-    _tokens: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # pk -> (changed, in, out)
+    _usage: dict[int, tuple[int, str, str]] = field(default_factory=dict)  # pk -> (changed, tokens, cost)
 
     def _files(self) -> tuple[Any, ...]:
         """What says the connection may be stale: the bank's identity, whether a writer's -wal/-shm exist, and,
@@ -163,21 +164,24 @@ class LocalSource:
                 "s.started_at, s.last_imported_at) DESC, s.id DESC LIMIT ? OFFSET ?", [*args, limit, offset]))
         return [_session_dict(r) for r in rows]
 
-    def tokens(self, pks: list[int]) -> dict[int, tuple[int, int]]:
-        """Tokens in and out of each session of ``pks`` (summed over its events)."""
+    def usage_of(self, pks: list[int]) -> dict[int, tuple[str, str]]:
+        """Each session's tokens and cost as a listing shows them (``1.2M``, ``$3.40``), from the bank's usage
+        (harvester/usage/sessions.py: each response counted once, priced by its catalogue), kept per session
+        until its change stamp moves."""
+        from harvester.usage.sessions import session_usage, short, usage_fields
+
         if not pks:
             return {}
         with self.bank() as bank:
             marks = ", ".join("?" * len(pks))
             stamps = dict(bank.conn.execute(f"SELECT id, changed FROM sessions WHERE id IN ({marks})", pks))
-            stale = [pk for pk in pks if self._tokens.get(pk, (None,))[0] != stamps.get(pk)]
+            stale = [pk for pk in pks if self._usage.get(pk, (None,))[0] != stamps.get(pk)]
             if stale:
-                summed = {pk: (tin or 0, tout or 0) for pk, tin, tout in bank.conn.execute(
-                    "SELECT session_id, sum(tokens_in), sum(tokens_out) FROM events WHERE session_id IN "
-                    f"({', '.join('?' * len(stale))}) GROUP BY session_id", stale)}
+                # path None: the price book is the user's cache (prices.cache_path), nothing is written beside the bank.
+                found = session_usage(SimpleNamespace(conn=bank.conn, path=None), stale)
                 for pk in stale:
-                    self._tokens[pk] = (stamps.get(pk), *summed.get(pk, (0, 0)))
-        return {pk: self._tokens[pk][1:] for pk in pks if pk in self._tokens}  # type: ignore[misc]
+                    self._usage[pk] = (stamps.get(pk), *short(usage_fields(found.get(pk))["usage"]))
+        return {pk: self._usage[pk][1:] for pk in pks if pk in self._usage}  # type: ignore[misc]
 
     def clock(self) -> int | None:
         """The bank's change clock (migration 8): every write that changes a session moves it."""
@@ -268,14 +272,16 @@ class TeamSource:
             rows = [r for r in rows if r["state"] == state]
         return rows[offset: offset + limit]
 
-    def tokens(self, pks: list[int]) -> dict[int, tuple[int, int]]:
+    def usage_of(self, pks: list[int]) -> dict[int, tuple[str, str]]:
+        """Each session's tokens (summed over its events; the team bank keeps no usage table: its cost is
+        ``harvester usage --team``'s)."""
         from harvester.team.schema import SCHEMA
 
         if not pks:
             return {}
-        rows = self._rows(f"SELECT session_id, sum(tokens_in) AS tin, sum(tokens_out) AS tout FROM {SCHEMA}.events "
-                          "WHERE session_id = ANY(%s) GROUP BY session_id", [pks])
-        return {r["session_id"]: (int(r["tin"] or 0), int(r["tout"] or 0)) for r in rows}
+        rows = self._rows(f"SELECT session_id, sum(coalesce(tokens_in, 0) + coalesce(tokens_out, 0)) AS n "
+                          f"FROM {SCHEMA}.events WHERE session_id = ANY(%s) GROUP BY session_id", [pks])
+        return {r["session_id"]: (f"{int(r['n'] or 0):,}", "-") for r in rows}
 
     def clock(self) -> int | None:
         return None
