@@ -9,7 +9,7 @@ the viewer opens it (read-only, harvester/web/reading.py). Server time: the requ
 request; median and worst of ``--runs``. Pages: repositories; the sessions list (every repository, the largest,
 one agent, a state filter, its live rows); the longest session's transcript (first page, and the page holding
 an event deep in it, as a search hit opens it); a session's first page; search (a common word, a rare word, two
-words, a phrase, with a repository filter); status. First paint (``--browser``): ``first-contentful-paint`` of
+words, a phrase, with a repository filter); status; usage (30 days by agent, 90 by model). First paint (``--browser``): ``first-contentful-paint`` of
 each page loaded in Chromium over the real server (uvicorn on loopback), the median of five loads.
 
 Targets (issue 28): server time <= 100 ms, first paint <= 300 ms. Not a test: timings belong here.
@@ -85,6 +85,9 @@ def pages(bank: Path) -> list[tuple[str, str]]:
          "/search?" + urlencode({"q": common[0], "repo": ("bank:" if "unknown" in big_repo else "")
                                                     + big_repo["repo"]})),
         ("status", "/status"),
+        ("usage, the last 30 days by agent", "/usage"),
+        ("usage, the last 90 days by model", "/usage?days=90&by=model"),
+        ("usage, the last 365 days by agent (the whole bank)", "/usage?days=365"),
     ]
 
 
