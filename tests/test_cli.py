@@ -126,7 +126,7 @@ def test_install_dry_run_shows_the_unit_and_commands(tmp_path: Path, monkeypatch
 
 HELP_SECTIONS = {
     "Capture": ["scan", "reparse", "forget"],
-    "Read": ["sessions", "show", "search", "context", "export", "usage"],
+    "Read": ["sessions", "show", "search", "context", "export", "usage", "serve"],
     "Agents": ["connect", "disconnect", "mcp"],
     "Service": ["run", "install", "uninstall", "status", "config"],
     "Outbound": ["sink", "team"],

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _RANK = {"origin": 0, "root": 1, "path": 2}
+_LAST = "coalesce(updated_at, started_at, last_imported_at)"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_SUFFIX = 80
 
@@ -37,6 +38,8 @@ class Repository:
     sessions: int = 0
     first: str = ""  # when its earliest session started
     label: str = ""  # where it is kept apart
+    last: str = ""  # when its latest session was last written (what a list of repositories is sorted by)
+    roots: set[str] = field(default_factory=set)  # the main worktrees its sessions were recorded in
 
 
 @dataclass(slots=True)
@@ -44,6 +47,7 @@ class Repositories:
     shared: dict[str, list[Repository]]  # label -> its repositories, first first (labels of two or more only)
     unknown: int = 0  # sessions whose repository is unknown
     unknown_by_label: dict[str, int] = field(default_factory=dict)
+    every: list[Repository] = field(default_factory=list)  # every repository, each with its label (the web viewer)
 
     def label(self, label: str, key: str | None) -> str:
         """The label a session of repository ``key`` filed under ``label`` is kept apart under."""
@@ -73,15 +77,15 @@ def repositories(conn: sqlite3.Connection, label_of: Callable[[Mapping[str, Any]
     """The bank's repositories per label: ``label_of`` a session row's (project, cwd, harness, bank_id) label
     (default: its bank id)."""
     if label_of is None:
-        sql = ("SELECT bank_id, repo_key, repo_root, min(coalesce(started_at, first_imported_at)), count(*) "
-               "FROM sessions GROUP BY bank_id, repo_key, repo_root")
-        rows = [(bank, key, root, first, n) for bank, key, root, first, n in conn.execute(sql)]
+        sql = ("SELECT bank_id, repo_key, repo_root, min(coalesce(started_at, first_imported_at)), count(*), "
+               f"max({_LAST}) FROM sessions GROUP BY bank_id, repo_key, repo_root")
+        rows = list(conn.execute(sql))
     else:
         sql = ("SELECT bank_id, project, cwd, harness, repo_key, repo_root, "
-               "min(coalesce(started_at, first_imported_at)), count(*) FROM sessions "
+               f"min(coalesce(started_at, first_imported_at)), count(*), max({_LAST}) FROM sessions "
                "GROUP BY bank_id, project, cwd, harness, repo_key, repo_root")
-        rows = [(label_of({"bank_id": bank, "project": project, "cwd": cwd, "harness": harness}), key, root, first, n)
-                for bank, project, cwd, harness, key, root, first, n in conn.execute(sql)]
+        rows = [(label_of({"bank_id": bank, "project": project, "cwd": cwd, "harness": harness}), key, root, first, n,
+                 last) for bank, project, cwd, harness, key, root, first, n, last in conn.execute(sql)]
     parent: dict[str, str] = {}
 
     def find(node: str) -> str:
@@ -91,12 +95,12 @@ def repositories(conn: sqlite3.Connection, label_of: Callable[[Mapping[str, Any]
             node = parent[node]
         return node
 
-    for _, key, root, _, _ in rows:
+    for _, key, root, _, _, _ in rows:
         if key is not None and root:
             parent[find("k" + key)] = find("r" + root)
     out = Repositories({})
     grouped: dict[str, dict[str, Repository]] = {}
-    for label, key, _, first, n in rows:
+    for label, key, root, first, n, last in rows:
         if key is None:
             out.unknown += n
             out.unknown_by_label[label] = out.unknown_by_label.get(label, 0) + n
@@ -104,9 +108,15 @@ def repositories(conn: sqlite3.Connection, label_of: Callable[[Mapping[str, Any]
         repository = grouped.setdefault(label, {}).setdefault(find("k" + key), Repository(key, first=first or ""))
         repository.keys.add(key)
         repository.sessions += n
+        repository.last = max(repository.last, last or "")
+        if root:
+            repository.roots.add(root)
         repository.first = min(f for f in (repository.first, first) if f) if (repository.first or first) else ""
         repository.key = min(repository.keys, key=lambda k: (_RANK.get(k.partition(":")[0], 3), k))
     for label, found in grouped.items():
+        for repository in found.values():
+            repository.label = label
+            out.every.append(repository)
         if len(found) < 2:
             continue
         ordered = sorted(found.values(), key=lambda r: (r.first, r.key))

@@ -1,0 +1,95 @@
+"""`harvester serve --team`: the viewer's pages over the team bank on a real PostgreSQL (tests/services.py).
+
+A teammate's machine pushes its session; this machine's viewer lists the repository with the machine it came from,
+lists the session with its host, shows its transcript numbered as the CLI does, and finds it by search; the real
+server started with --team serves the same.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from harvester.web.access import cookie_name
+from harvester.web.app import Served, create_app
+from harvester.web.reading import LocalSource, TeamSource
+from tests.helpers import ClaudeSession, make_repo, scan
+from tests.web_browser import Viewer, env_for, settings_for
+
+PHRASE = "the flaky checkout retry budget"
+PORT = 8765
+
+
+@pytest.fixture(scope="module")
+def team(postgres_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("web-team")
+    url = postgres_server.uri("web_team")
+    home = tmp / "beta"
+    repo = make_repo(home / "src" / "shop", origin="https://github.com/acme/shop")
+    theirs = ClaudeSession(home, str(repo))
+    theirs.write(theirs.user(f"why does {PHRASE} run out?"), theirs.assistant(f"{PHRASE}: made it per worker."))
+    bank = home / "bank.sqlite"
+    scan(home, bank)
+    env = env_for(home, bank, tmp / "config.toml", HARVESTER_TEAM_BANK=url, HARVESTER_HOST_NAME="beta-host")
+    pushed = subprocess.run([*_harvester(), "team", "push"], env=env, capture_output=True, text=True, timeout=120)
+    assert pushed.returncode == 0, pushed.stderr
+    alpha = tmp / "alpha"
+    alpha.mkdir()
+    yield {"url": url, "session": theirs.id, "alpha": alpha,
+           "env": env_for(alpha, alpha / "bank.sqlite", tmp / "alpha.toml", HARVESTER_TEAM_BANK=url,
+                          HARVESTER_HOST_NAME="alpha-host")}
+
+
+def _harvester() -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "harvester"]
+
+
+def test_the_team_banks_repositories_sessions_transcript_and_search(team: dict[str, Any]) -> None:
+    settings = settings_for({"HOME": str(team["alpha"]), "HARVESTER_TEAM_BANK": team["url"],
+                            "HARVESTER_HOST_NAME": "alpha-host"}, bank=str(team["alpha"] / "bank.sqlite"))
+    source, local = TeamSource(settings), LocalSource(str(settings.bank))
+    with TestClient(create_app(Served(source, local, settings, "127.0.0.1", PORT, "tok")),
+                    base_url=f"http://127.0.0.1:{PORT}") as c:
+        c.cookies.set(cookie_name(PORT), "tok")
+        home = c.get("/")
+        assert home.status_code == 200 and "team bank" in home.text
+        assert "coding-agent::shop" in home.text and "beta-host" in home.text
+        listing = c.get(unescape(re.search(r'class="repo" href="([^"]+)"', home.text)[1]))
+        assert f"why does {PHRASE} run out?" in listing.text and "beta-host" in listing.text
+        assert 'id="sessions" data-live=""' in listing.text  # no change clock to watch
+        transcript = c.get(unescape(re.search(r'href="(/session\?[^"]+)"', listing.text)[1]))
+        assert transcript.status_code == 200
+        assert re.findall(r'<a class="seq" href="#(\d+)">', transcript.text) == ["1", "2"]
+        assert f"harvester show {team['session']} --around 2 --team" in transcript.text
+        assert 'data-live=""' in transcript.text  # the team bank has no change clock: not live
+        found = c.get("/search", params={"q": "flaky checkout"})
+        assert "2 matches" in found.text and "<mark>flaky</mark>" in found.text
+        assert f"id={team['session']}" in unescape(found.text) and "#1" in found.text
+    source.close()
+
+
+def test_serve_team_serves_the_team_bank(team: dict[str, Any]) -> None:
+    import httpx
+
+    viewer = Viewer(team["env"], "--team")
+    try:
+        with httpx.Client(follow_redirects=True) as http:
+            page = http.get(viewer.url)
+            assert page.status_code == 200 and "coding-agent::shop" in page.text and "beta-host" in page.text
+    finally:
+        viewer.stop()
+
+
+def test_serve_team_without_a_team_bank_says_so(tmp_path: Path) -> None:
+    env = env_for(tmp_path, tmp_path / "bank.sqlite", tmp_path / "config.toml")
+    said = subprocess.run([*_harvester(), "serve", "--team"], env=env, capture_output=True, text=True, timeout=60)
+    assert said.returncode == 1 and "--team: no team bank is set" in said.stderr
