@@ -230,11 +230,12 @@ class KillPoints:
 
 
 def as_migration_14_left_it(conn: sqlite3.Connection) -> None:
-    """Undo migration 15 on a bank: tool calls indexed by their text alone, no injected column."""
+    """Undo migrations 15 and 16 on a bank: tool calls indexed by their text alone, no injected column, every
+    event indexed with its write (no watermark; the triggers as 14 made them)."""
     conn.executescript(
         f"INSERT INTO events_fts (events_fts, rowid, text) SELECT 'delete', id, {search_text()} FROM events "
         "WHERE kind = 'tool_call'; DROP TRIGGER events_fts_delete; DROP TRIGGER events_fts_update; "
-        "DROP VIEW events_search; "
+        "DROP TABLE index_watermark; DROP VIEW events_search; "
         + SEARCH_VIEW_AND_TRIGGERS.format(search_text=search_text_v1(), search_text_old=search_text_v1("old."),
                                            search_text_new=search_text_v1("new."), columns="text")
         + f"INSERT INTO events_fts (rowid, text) SELECT id, {search_text_v1()} FROM events WHERE kind = 'tool_call';"
