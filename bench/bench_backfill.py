@@ -300,6 +300,9 @@ def report(manifest: dict, mb: float, per_engine: dict, ratios: dict, agentsview
         print(f"harvester vs {other}: {wall['median']:.2f}x as fast (rounds {wall['min']:.2f}-{wall['max']:.2f}; "
               f"by CPU {cpu['median']:.2f}x){verdict}")
     harvester = per_engine.get("harvester", {}).get("detail", {})
+    if "lock_share" in harvester:
+        print(f"harvester held the bank's write lock {harvester['lock_seconds']:.1f} s, "
+              f"{harvester['lock_share']:.0%} of its scan's wall time (the median round; target <= 40 %)")
     if harvester.get("problems"):
         print(f"WARNING: harvester recorded {harvester['problems']} problems on the generated tree")
     for engine, s in per_engine.items():
@@ -313,6 +316,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="paired rounds (at least 3 for a median)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--tree", type=Path, help="an existing generated home (default: the cached one)")
+    parser.add_argument("--large", action="store_true",
+                        help="the tree of a few large Claude Code sessions (bench/gen_large_sessions.py) instead")
     parser.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated subset of {ENGINES}")
     parser.add_argument("--no-install", action="store_true", help="do not install agentsview when missing")
     parser.add_argument("--json", type=Path, help="also write the results here ('-' for stdout)")
@@ -325,6 +330,10 @@ def main() -> None:
         agentsview_version, agentsview_note = ensure_agentsview(install=not args.no_install)
         if agentsview_version is None:
             engines.remove("agentsview")
+    if args.tree is None and args.large:
+        from bench.gen_large_sessions import cached_tree as cached_large_tree
+
+        args.tree = cached_large_tree(args.mb, args.seed)
     home = (args.tree or cached_tree(args.mb, args.seed)).resolve()  # the engines run in other directories
     manifest = json.loads((home / "manifest.json").read_text())
     mb = source_bytes(home) / 1e6

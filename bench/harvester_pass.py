@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -22,11 +23,45 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harvester import log
 from harvester.bank import open_bank
+from harvester.bank.sqlite import SqliteBank
 from harvester.capture.archive import archive_dir
 from harvester.capture.ingest import Ingestor
 from harvester.parsers import HARNESSES
 
 AGENTS = ("claude-code", "codex", "opencode")
+LOCK_DIR = "HARVESTER_BENCH_LOCK_DIR"  # where each process writes how long it held the bank's write lock
+
+
+def _time_the_write_lock() -> None:
+    """Count how long this process holds the bank's write lock: from BEGIN IMMEDIATE taken to COMMIT done,
+    each transaction's seconds added to a file of this process's own (the second ingesting process re-imports
+    this module, spawned, so it counts its own)."""
+    import atexit
+    import contextlib
+
+    transaction = SqliteBank.transaction
+    held = [0.0, 0]
+
+    @contextlib.contextmanager
+    def timed(self: SqliteBank):  # type: ignore[no-untyped-def]
+        with transaction(self) as conn:
+            started = time.perf_counter()
+            yield conn
+        held[0] += time.perf_counter() - started  # the body and its COMMIT
+        held[1] += 1
+
+    def written() -> None:  # once, at exit (a file a transaction cost ~1 ms of CPU on a loaded machine)
+        where = os.environ.get(LOCK_DIR)
+        if where and held[1]:
+            with open(os.path.join(where, f"{os.getpid()}.json"), "w") as out:
+                json.dump({"seconds": held[0], "transactions": held[1]}, out)
+
+    atexit.register(written)
+    _time_the_write_lock.written = written  # type: ignore[attr-defined]
+    SqliteBank.transaction = timed  # type: ignore[method-assign]
+
+
+_time_the_write_lock()
 
 
 def backfill(home: Path, work: Path, archive: bool = True) -> dict:
@@ -34,6 +69,10 @@ def backfill(home: Path, work: Path, archive: bool = True) -> dict:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{bank_path}{suffix}").unlink(missing_ok=True)
     shutil.rmtree(archive_dir(bank_path), ignore_errors=True)
+    locks = work / "write-lock"
+    shutil.rmtree(locks, ignore_errors=True)
+    locks.mkdir()
+    os.environ[LOCK_DIR] = str(locks)
     bank = open_bank(bank_path, archive=archive)
     try:
         started = time.perf_counter()
@@ -43,6 +82,9 @@ def backfill(home: Path, work: Path, archive: bool = True) -> dict:
         seconds = time.perf_counter() - started
     finally:
         bank.close()
+    written = getattr(_time_the_write_lock, "written", None)
+    if written is not None:
+        written()  # this process's own, now (the second process wrote its own when it ended)
     return {
         "seconds": seconds,
         "events": report.events_added,
@@ -50,6 +92,8 @@ def backfill(home: Path, work: Path, archive: bool = True) -> dict:
         "bytes_read": report.bytes_read,
         "per_agent": {name: h.events_added for name, h in report.harnesses.items()},
         "vmhwm_kib": peak_rss_kib(),
+        "lock_seconds": sum(json.loads(p.read_text())["seconds"] for p in locks.glob("*.json")),
+        "lock_share": sum(json.loads(p.read_text())["seconds"] for p in locks.glob("*.json")) / seconds,
     }
 
 

@@ -501,4 +501,29 @@ MIGRATIONS: list[str] = [
     #     responses summed by hour, session, agent, model and input tier (usage_hours), which reports read; the
     #     script is long: harvester/bank/migrations_usage.py.
     usage_migration(),
+    # 17: the full-text index may lag the events, up to a watermark (harvester/bank/sqlite_index.py): a large scan
+    #     commits each source's events without indexing them and indexes them afterwards in large batches, outside
+    #     any source's transaction (a transaction per source left an index segment each, and held the write lock
+    #     through it). Every event up to `indexed_through` is in the index, none after it; so the triggers that
+    #     take an event out of the index (deleted, or changed in place) act only at or under the watermark: an event
+    #     above it is indexed as it is when the index catches up. The watermark starts at the last event: every
+    #     event a bank held was indexed in its own transaction.
+    """
+    CREATE TABLE index_watermark (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        indexed_through INTEGER NOT NULL
+    );
+    INSERT INTO index_watermark (id, indexed_through) SELECT 1, coalesce(max(id), 0) FROM events;
+    DROP TRIGGER events_fts_delete;
+    DROP TRIGGER events_fts_update;
+    CREATE TRIGGER events_fts_delete AFTER DELETE ON events
+    WHEN old.id <= (SELECT indexed_through FROM index_watermark) BEGIN
+        INSERT INTO events_fts (events_fts, rowid, text) VALUES ('delete', old.id, {search_text_old});
+    END;
+    CREATE TRIGGER events_fts_update AFTER UPDATE OF text, kind, tool_input ON events
+    WHEN old.id <= (SELECT indexed_through FROM index_watermark) BEGIN
+        INSERT INTO events_fts (events_fts, rowid, text) VALUES ('delete', old.id, {search_text_old});
+        INSERT INTO events_fts (rowid, text) VALUES (new.id, {search_text_new});
+    END;
+    """.format(search_text_old=search_text("old."), search_text_new=search_text("new.")),
 ]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from harvester.bank.errors import BankNewer
-from harvester.bank.migrations import MIGRATION_FUNCTIONS, MIGRATIONS, search_text
+from harvester.bank.migrations import MIGRATION_FUNCTIONS, MIGRATIONS
 from harvester.bank.sqlite_archive import SqliteArchive, log_repair
 from harvester.bank.sqlite_events import (
     event_rows,
@@ -29,7 +29,7 @@ from harvester.bank.sqlite_events import (
     stamp_changed,
 )
 from harvester.bank.sqlite_forget import SqliteForget, log_finished, without_copies
-from harvester.bank.sqlite_index import SqliteIndex
+from harvester.bank.sqlite_index import SqliteIndex, first_free_id, index_through, last_event, watermark
 from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, check_bank, hold, release
 from harvester.bank.sqlite_read import SqliteReads
 from harvester.bank.sqlite_recall import SqliteRecall
@@ -49,9 +49,6 @@ IMPORTS_KEPT = 5000
 # Appends to one session within this many seconds fold into one import row (a live session
 # otherwise writes one row per line the agent appends).
 IMPORT_FOLD_SECONDS = 60
-
-
-SEARCH_TEXT = search_text()
 
 
 def _title_rank(source: str | None) -> int:
@@ -82,6 +79,7 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
         self._write_turns: int | None = None  # see share_writes
         self._directories: tuple[tuple[int, int], list[str]] | None = None  # known_directories, and as of what
         self._held: tuple[int, int] | None = None  # see sqlite_open._HELD
+        self.index_deferred = False  # writes leave their events to catch_up_index (sqlite_index.py)
         check_bank(path)  # before the first byte is changed: refuse what is not ours
         try:
             if readonly:
@@ -105,6 +103,8 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
                 self.archive = Archive(where, readonly=True)  # what reading commands need of it
             if not readonly and repair and self.purges_pending():
                 log_finished(self.finish_purges())  # a forget killed after its commit: finished (sqlite_forget.py)
+            if not readonly and repair:
+                self.catch_up_index()  # a scan killed before its index caught up (sqlite_index.py)
             self._held = hold(path)
         except (sqlite3.Error, OSError) as exc:
             raise BankError(f"cannot open the bank at {path}: {exc}") from exc
@@ -267,7 +267,7 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
                              [(pk, source_id) for pk in pks.values()])
 
         clock = next_clock(conn) if pks or write.marks else 0
-        last_id = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
+        next_id, explicit_ids = first_free_id(conn)
         places = places_of(events)
         find_forks = {sw.patch.native_id for sw in sessions if sw.find_forks}
         by_session: dict[str, list[tuple]] = {}
@@ -288,11 +288,15 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
             for row in session_rows:
                 seq += 1
                 rows.append((pk, seq, source_id, clock, *row))
+            if explicit_ids:  # the last events were deleted under the index's watermark (sqlite_index.py)
+                rows = [(next_id + n, *row) for n, row in enumerate(rows)]
+                next_id += len(rows)
             inserted = conn.executemany(
-                "INSERT OR IGNORE INTO events (session_id, seq, source_id, changed, uid, role, kind, text, ts, "
-                "tool_name, tool_input, tool_call_id, is_error, model, tokens_in, tokens_out, tokens_cache_read, "
-                "tokens_cache_write, tokens_reasoning, meta, content_hash, recall, injected) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR IGNORE INTO events ({'id, ' if explicit_ids else ''}session_id, seq, source_id, changed, "
+                "uid, role, kind, text, ts, tool_name, tool_input, tool_call_id, is_error, model, tokens_in, "
+                "tokens_out, tokens_cache_read, tokens_cache_write, tokens_reasoning, meta, content_hash, recall, "
+                f"injected) VALUES ({'?, ' if explicit_ids else ''}?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?, ?, ?, ?, ?)",
                 rows,
             ).rowcount
             added[native_id] = inserted
@@ -315,9 +319,10 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
         if any(revised.values()):
             conn.executemany("UPDATE sessions SET last_imported_at = ? WHERE id = ?",
                              [(now, pks[n]) for n, k in revised.items() if k])
-        if any(added.values()):  # index what this write added (ignored duplicates got no id)
-            conn.execute(f"INSERT INTO events_fts (rowid, text) SELECT id, {SEARCH_TEXT} FROM events "
-                         "WHERE id > ?", (last_id,))
+        if not self.index_deferred:
+            # Index what this write added (ignored duplicates got no id), and what a deferred scan left above the
+            # watermark: searchable when it commits (sqlite_index.py).
+            index_through(conn, watermark(conn), last_event(conn))
         self._insert_problems(conn, cur.harness, cur.path, write.problems, now)
         return added
 

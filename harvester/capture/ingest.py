@@ -45,6 +45,11 @@ PROBLEMS_LOGGED_PER_SOURCE = 10  # the rest are counted in the bank, not repeate
 # (the crash tests kill scans that ingest on both cores with it at 0).
 PARALLEL_BYTES = int(os.environ.get("HARVESTER_PARALLEL_BYTES") or 32 * 1024 * 1024)
 IN_FLIGHT = 2  # sources queued for the other process: enough that it never waits for the next
+# From this much to read on, the sources' transactions leave their events' full-text indexing to catch-ups of
+# many sources' events at once (harvester/bank/sqlite_index.py): fewer index segments, a shorter write lock per
+# source. Below it (a live append) each write indexes its own events, searchable the moment it commits.
+# (Also whenever two processes ingest: the second always defers. $HARVESTER_DEFER_INDEX_BYTES sets it.)
+DEFER_INDEX_BYTES = int(os.environ.get("HARVESTER_DEFER_INDEX_BYTES") or 8 * 1024 * 1024)
 
 
 @dataclass(slots=True)
@@ -196,6 +201,24 @@ class Ingestor:
                 offset = cursor.offset if cursor is not None and appended else 0
                 pending.append((harness, item, cursor, max(st.st_size - offset, 0)))
         to_read = sum(entry[3] for entry in pending)
+        if to_read < min(DEFER_INDEX_BYTES, self.parallel_bytes):
+            yield from self._ingest_pending(pending, to_read)
+            return
+        self.bank.defer_index(True)
+        try:
+            for done in self._ingest_pending(pending, to_read):
+                yield done
+                self.bank.catch_up_index(whole=False)  # the whole batches gathered so far, by both processes
+        except GeneratorExit:  # the scan stopped early: what it committed is searchable all the same
+            self.bank.defer_index(False)
+            raise
+        except BaseException:
+            self.bank.defer_index(False, catch_up=False)  # (the next write or start catches up)
+            raise
+        self.bank.defer_index(False)
+
+    def _ingest_pending(self, pending: list[tuple[Harness, Found, Cursor | None, int]], to_read: int
+                        ) -> Iterator[tuple[Harness, Found, SourceResult]]:
         # One source is read by one process: a second would only wait (and hold its own memory).
         if (to_read < self.parallel_bytes or len(pending) < 2 or (os.cpu_count() or 1) < 2
                 or not hasattr(self.bank, "share_writes")):
@@ -463,6 +486,7 @@ def _start_there(parent_pid: int, open_bank: Callable[[], CaptureBank], template
     configure_log(level=log_level)
     bank = open_bank()  # the bank's own way to open it again here (CaptureBank.for_another_process)
     bank.share_writes()  # type: ignore[attr-defined]
+    bank.defer_index(True)  # type: ignore[attr-defined]  # the first process's catch-ups index what this one adds
     _THERE = Ingestor(bank, template, exclude=exclude, limits=limits, parallel_bytes=1 << 62)
     _THERE._should_stop = stop.is_set
 
