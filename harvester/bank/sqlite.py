@@ -268,6 +268,7 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
 
         clock = next_clock(conn) if pks or write.marks else 0
         next_id, explicit_ids = first_free_id(conn)
+        last_id = next_id - 1  # every event this write adds gets an id above it (usage rows are for those)
         places = places_of(events)
         find_forks = {sw.patch.native_id for sw in sessions if sw.find_forks}
         by_session: dict[str, list[tuple]] = {}
