@@ -229,14 +229,21 @@ class KillPoints:
             yield fraction
 
 
+def as_migration_16_left_it(conn: sqlite3.Connection) -> None:
+    """Undo migration 17 on a bank: no resumes table."""
+    conn.executescript("DROP TABLE resumes; PRAGMA user_version = 16;")
+
+
 def as_migration_15_left_it(conn: sqlite3.Connection) -> None:
-    """Undo migration 16 on a bank: no usage table (its triggers go with it) nor hourly sums."""
+    """Undo migrations 17 and 16 on a bank: no resumes table, no usage table (its triggers go with it) nor hourly
+    sums."""
+    as_migration_16_left_it(conn)
     conn.executescript("DROP TRIGGER usage_event_deleted; DROP TABLE usage; DROP TABLE usage_hours; "
                        "PRAGMA user_version = 15;")
 
 
 def as_migration_14_left_it(conn: sqlite3.Connection) -> None:
-    """Undo migrations 16 and 15 on a bank: tool calls indexed by their text alone, no injected column."""
+    """Undo migrations 17, 16 and 15 on a bank: tool calls indexed by their text alone, no injected column."""
     as_migration_15_left_it(conn)
     conn.executescript(
         f"INSERT INTO events_fts (events_fts, rowid, text) SELECT 'delete', id, {search_text()} FROM events "

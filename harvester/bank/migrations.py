@@ -501,4 +501,23 @@ MIGRATIONS: list[str] = [
     #     responses summed by hour, session, agent, model and input tier (usage_hours), which reports read; the
     #     script is long: harvester/bank/migrations_usage.py.
     usage_migration(),
+    # 17: `harvester resume` (harvester/resume) writes a session into another agent's store under a new id; the
+    #     copy is recorded first, by that id and the uids its copied records will have when the agent's own
+    #     session is read back, so that ingest marks those events as copies (recall, meta.copied_from) and the
+    #     session as resumed from its source (harvester/bank/sqlite_resumes.py): the copied turns are counted
+    #     once, in their source.
+    """
+    CREATE TABLE resumes (
+        id INTEGER PRIMARY KEY,
+        source_harness TEXT NOT NULL,
+        source_native_id TEXT NOT NULL,
+        source_upto INTEGER,
+        target_harness TEXT NOT NULL,
+        target_native_id TEXT NOT NULL,
+        copied_events INTEGER NOT NULL,
+        copied_uids TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (target_harness, target_native_id)
+    );
+    """,
 ]
