@@ -217,7 +217,8 @@ def _imported(bank: Bank, conversation: Conversation, target: str, root: Path, c
     configured = _opencode_model(target, env, cwd)
     session_id = opencode.session_id(clock.ms())
     provider, model = configured.split("/", 1) if configured else (None, None)
-    doc = opencode.document(conversation, Context(session_id, cwd, clock, title, provider, model))
+    doc = opencode.document(conversation, Context(session_id, cwd, clock, title, provider, model),
+                            agent="build" if target == "opencode" else "code")
     command = _command(target, session_id) + ([] if configured else ["-m", "PROVIDER/MODEL"])
     outcome = Outcome(conversation.source, target, session_id, str(root), cwd, command, conversation.changes,
                       len(doc["messages"]), len(conversation.turns))

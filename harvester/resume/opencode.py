@@ -1,5 +1,5 @@
 """opencode (and Kilo CLI, its fork) as a target: the conversation as the JSON ``opencode export`` prints, which
-``opencode import`` (``kilo import``) writes into the agent's own database (harvester/resume/placement.py runs it).
+``opencode import`` (``kilo import``) writes into the agent's own database (harvester/resume/convert.py runs it).
 
 What opencode 1.18 needs (``/work/shared/formats/resume.md``): ids of its own form (``prefix_`` + 12 hex digits of
 the time in ms times 4096 plus a counter, inverted for a session, + 14 base62 characters), messages and parts
@@ -45,8 +45,9 @@ def session_id(ms: int) -> str:
     return Ids(ms).new("ses", descending=True)
 
 
-def document(conversation: Conversation, ctx: Context) -> dict[str, Any]:
-    """The export document; ``ctx.session_id`` is an opencode session id (:func:`session_id`)."""
+def document(conversation: Conversation, ctx: Context, agent: str = "build") -> dict[str, Any]:
+    """The export document; ``ctx.session_id`` is an opencode session id (:func:`session_id`); ``agent``: the
+    agent its messages name (opencode's default is ``build``, Kilo's ``code``)."""
     provider, model = (ctx.provider or PROVIDER), (ctx.model or MODEL)
     created = ctx.clock.ms()
     ids = Ids(created)
@@ -63,7 +64,7 @@ def document(conversation: Conversation, ctx: Context) -> dict[str, Any]:
         if turn.role == "user":
             user_id = ids.new("msg")
             message({"id": user_id, "sessionID": ctx.session_id, "role": "user", "time": {"created": at},
-                     "agent": "build", "model": {"providerID": provider, "modelID": model}},
+                     "agent": agent, "model": {"providerID": provider, "modelID": model}},
                     [{"type": "text", "text": joined(turn.texts)}])
             continue
         parts: list[dict[str, Any]] = [{"type": "text", "text": text, "time": {"start": at, "end": at}}
@@ -71,7 +72,7 @@ def document(conversation: Conversation, ctx: Context) -> dict[str, Any]:
         parts += [_tool(call, at) for call in turn.calls]
         message({"id": ids.new("msg"), "sessionID": ctx.session_id, "role": "assistant",
                  "time": {"created": at, "completed": at}, "parentID": user_id, "modelID": model,
-                 "providerID": provider, "mode": "build", "agent": "build", "path": {"cwd": ctx.cwd, "root": ctx.cwd},
+                 "providerID": provider, "mode": agent, "agent": agent, "path": {"cwd": ctx.cwd, "root": ctx.cwd},
                  "cost": 0, "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}},
                  "finish": "tool-calls" if turn.calls else "stop"}, parts)
     updated = ctx.clock.ms()
