@@ -21,8 +21,9 @@ import pytest
 from click.testing import CliRunner
 
 from harvester.bank import open_bank
+from harvester.capture.recall_seal import is_recall_text
 from harvester.cli import cli
-from harvester.recall.frame import TAG, is_recall_text
+from harvester.recall.frame import TAG
 from harvester.recall.scope import EVERYTHING
 from harvester.resume import placement
 from harvester.resume.convert import ResumeError, resume
