@@ -300,6 +300,28 @@ def test_hostile_content_stays_data(tmp_path: Path) -> None:
         assert outcome.changes.renamed_ids == 1 and outcome.changes.control_characters >= 2
 
 
+def test_hostile_names_and_titles_reach_no_target_raw(tmp_path: Path) -> None:
+    """A tool name and a session title are transcript text too: a name the APIs refuse is written as text, and
+    neither it nor the title (the targets' pickers and listings show it) carries a control character raw."""
+    home = tmp_path / "source-home"
+    s = ClaudeSession(home, CWD)
+    title = orjson.dumps({"type": "summary", "summary": "evil \x1b]0;pwned\x07 title", "leafUuid": "x"}) + b"\n"
+    s.write(title, s.user("go"), s.tool_use("Read\x1b[2J", {"file_path": "/x"}, "toolu_1"),
+            s.tool_result("toolu_1", "read it"), s.assistant("done"))
+    bank = tmp_path / "bank.sqlite"
+    scan(home, bank, ("claude-code",))
+    for target in ("claude-code", "codex", "gemini-cli", "qwen-code"):
+        outcome = _resume(bank, s.id, target, tmp_path / "target-home", tmp_path / "repo")
+        raw = Path(outcome.path).read_bytes()
+        assert b"\x1b" not in raw and b"\\u001b" not in raw and b"\x07" not in raw and b"\\u0007" not in raw, target
+        assert "Read␛[2J".encode() in raw, target  # flattened to text, shown
+        assert outcome.changes.flattened_calls == 1
+    runner = CliRunner()
+    said = runner.invoke(cli, ["--bank", str(bank), "resume", s.id, "--in", "codex", "--cwd", str(tmp_path)],
+                         env={"HOME": str(tmp_path / "target-home"), "PATH": "/nonexistent"})
+    assert said.exit_code == 0 and "\x1b" not in said.output and "\x07" not in said.output
+
+
 def test_a_source_file_the_agent_deleted_is_resumed_whole_from_the_archive(tmp_path: Path) -> None:
     big = "start " + "y" * 300_000 + " end-of-the-long-output"
     bank, _ = _source(tmp_path, cwd=CWD)

@@ -136,7 +136,7 @@ def read_session(bank: Bank, row: dict[str, Any], upto: int | None = None) -> Co
             else:
                 event["text"] = whole
     source = Source(row["harness"], row["native_id"], row.get("title"), row.get("cwd"), row.get("started_at"),
-                    row.get("model"), len(events), events[-1]["seq"] if events else 0)
+                    _shown(row.get("model")), len(events), events[-1]["seq"] if events else 0)
     conversation = conversation_of(source, events)
     conversation.changes.unclipped_missing = missing
     return conversation
@@ -159,14 +159,15 @@ def conversation_of(source: Source, events: list[dict[str, Any]]) -> Conversatio
             if last is not None and last.role == role and not last.calls:  # (a user turn has no calls)
                 last.texts.append(text)
             else:
-                turns.append(Turn(role, [text], seq=e["seq"], ts=e.get("ts"), model=e.get("model")))
+                turns.append(Turn(role, [text], seq=e["seq"], ts=e.get("ts"), model=_shown(e.get("model"))))
             turns[-1].last_seq = e["seq"]
         elif kind == "tool_call":
             last = turns[-1] if turns else None
             if last is None or last.role != "assistant":
-                last = Turn("assistant", seq=e["seq"], ts=e.get("ts"), model=e.get("model"))
+                last = Turn("assistant", seq=e["seq"], ts=e.get("ts"), model=_shown(e.get("model")))
                 turns.append(last)
-            call = Call(e.get("tool_call_id") or "", e.get("tool_name") or "tool", _input_of(e, changes),
+            name = clean(e.get("tool_name") or "tool", changes)  # shown: a name the APIs refuse is written as text
+            call = Call(e.get("tool_call_id") or "", name, _input_of(e, changes),
                         seq=e["seq"], text=text)
             last.calls.append(call)
             last.last_seq = e["seq"]
@@ -213,6 +214,11 @@ def _kept(e: dict[str, Any], changes: Changes) -> bool:
         changes.system += 1
         return False
     return e["kind"] in ("text", "tool_call", "tool_result")
+
+
+def _shown(value: Any) -> str | None:
+    """A model's name as the target's records hold it (a transcript's text too: its control characters shown)."""
+    return visible(value) if isinstance(value, str) and value else None
 
 
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from harvester.resume.conversation import Conversation
+from harvester.terminal import visible
 
 
 @dataclass(slots=True)
@@ -55,7 +56,7 @@ def title_of(conversation: Conversation, chars: int = 80) -> str:
     """The new session's title: the source's (else its first ask), and the agent it comes from."""
     source = conversation.source
     first = next((t.texts[-1] for t in conversation.turns if t.role == "user" and t.texts), "")
-    title = " ".join((source.title or first or source.native_id).split())
+    title = visible(" ".join((source.title or first or source.native_id).split()))  # the targets' pickers show it
     if len(title) > chars:
         title = title[:chars - 1] + "…"
     return f"{title} (from {source.harness})"
