@@ -341,6 +341,29 @@ def test_a_source_file_the_agent_deleted_is_resumed_whole_from_the_archive(tmp_p
     assert calls[0]["name"] == "exec_command" and orjson.loads(calls[0]["arguments"]) == {"cmd": "cat big"}
 
 
+def test_the_source_agents_injected_context_is_not_replayed(tmp_path: Path) -> None:
+    """A real Codex session opens with Codex's own preambles (permissions, skills, environment): the target adds
+    its own, so they are not written as the person's words; what the person asked and the model answered is."""
+    import shutil
+
+    home = tmp_path / "source-home"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "codex" / "real" / "two_turns", home / ".codex")
+    bank = tmp_path / "bank.sqlite"
+    scan(home, bank, ("codex",))
+    native_id = "01a227f1-e1fc-7931-9db3-a599318249dc"
+    asks = [e["text"] for e in events_of(bank, native_id) if e["role"] == "user" and e["kind"] == "text"
+            and not (e.get("meta") or {}).get("injected")]
+    assert asks
+    for target in JSONL_TARGETS:
+        outcome = _resume(bank, native_id, target, tmp_path / "target-home", tmp_path / "repo")
+        raw = Path(outcome.path).read_text()
+        for preamble in ("<environment_context>", "<permissions instructions>", "<skills_instructions>"):
+            assert preamble not in raw, (target, preamble)
+        for ask in asks:
+            assert json.dumps(ask)[1:-1] in raw, (target, ask)
+        assert outcome.changes.injected == 2  # the developer preambles, the environment
+
+
 def test_tools_as_text(tmp_path: Path) -> None:
     bank, s = _source(tmp_path)
     outcome = _resume(bank, s.id, "claude-code", tmp_path / "target-home", tmp_path / "repo", tools="text")
@@ -362,6 +385,18 @@ def test_the_cli_says_what_it_wrote_and_how_to_continue(tmp_path: Path) -> None:
                               "--dry-run"], env=env)
     assert dry.exit_code == 0, dry.output
     assert "Would write Gemini CLI session" in dry.output and not home.exists()
+    planned = dry.output.split()[5]  # "Would write Gemini CLI session <id> ..."
+    assert f"gemini --resume {planned}" in dry.output
+    assert ".project_root" in dry.output  # the one other file it makes: said, as the plan
+    told = runner.invoke(cli, ["--bank", str(bank), "resume", s.id, "--in", "claude-code", "--cwd", str(repo),
+                               "--tools", "text"], env=env)
+    assert told.exit_code == 0, told.output
+    lines = told.output.splitlines()
+    new_id = lines[0].split()[4]
+    assert lines[0].startswith(f"Wrote Claude Code session {new_id} (") and f"from claude-code session {s.id}" in lines[0]
+    assert lines[1].strip().endswith(f"{new_id}.jsonl")
+    assert lines[2] == "Lost or changed in the conversion: 1 tool calls flattened to text."
+    assert lines[-1] == f"  cd {repo} && claude --resume {new_id}" and "--last" not in told.output
     done = runner.invoke(cli, ["--bank", str(bank), "resume", s.id, "--in", "codex", "--cwd", str(repo), "--json"],
                          env=env)
     assert done.exit_code == 0, done.output

@@ -124,6 +124,9 @@ def resume(bank: Bank, session: str, target: str, *, upto: int | None = None, to
     data = jsonl(records)
     outcome = Outcome(conversation.source, target, session_id, str(path), cwd, _command(target, session_id),
                       conversation.changes, len(records), len(conversation.turns))
+    if marker is not None:
+        outcome.notes.append(f"Gemini CLI has no project folder for {cwd} yet: {marker} claims one, naming it, as "
+                             "Gemini claims one (its projects.json is left to Gemini, which adopts the folder)")
     if dry_run:
         return outcome
     outcome.linked = _record(bank, conversation, target, session_id, _parsed_uids(target, path, root, data), outcome)
