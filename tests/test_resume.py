@@ -150,6 +150,23 @@ def test_a_gemini_project_folder_is_found_as_gemini_finds_it(tmp_path: Path) -> 
     assert placement.gemini_project(root, cwd) == ("registered", False)
 
 
+def test_a_gemini_file_name_ends_in_no_gemini_sessions_short_id(tmp_path: Path) -> None:
+    """Gemini CLI 0.61, resuming a session in a later minute than its file's name says, starts a second file of the
+    session (its header alone, named by the new minute and the id's first 8 characters); its next start deletes that
+    one as broken, with every file whose name ends in the same 8 characters (its SHORT_ID_REGEX). The converted
+    file still ends in 8 letters and digits, as Gemini's cleanup reads a name, but never in 8 a session id of
+    Gemini's (lowercase hex) could give."""
+    import re
+
+    bank, s = _source(tmp_path)
+    for _ in range(3):
+        outcome = _resume(bank, s.id, "gemini-cli", tmp_path / "target-home", tmp_path / "repo")
+        name = Path(outcome.path).name
+        short = re.search(r"-([a-zA-Z0-9]{8})\.jsonl?$", name)
+        assert name.startswith("session-") and short is not None, name
+        assert short[1] != outcome.native_id[:8] and not re.fullmatch(r"[0-9a-f-]{8}", short[1]), name
+
+
 def test_a_second_resume_makes_a_second_different_session(tmp_path: Path) -> None:
     bank, s = _source(tmp_path)
     home, repo = tmp_path / "target-home", tmp_path / "repo"

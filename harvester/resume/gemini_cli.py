@@ -1,4 +1,4 @@
-"""Gemini CLI as a target: the conversation as a chat (``tmp/<project>/chats/session-<time>-<id8>.jsonl``).
+"""Gemini CLI as a target: the conversation as a chat (``tmp/<project>/chats/session-<time>-hv<id6>.jsonl``).
 
 What Gemini CLI 0.61 needs to resume it (``/work/shared/formats/resume.md``): a header with ``sessionId`` and
 ``projectHash`` (else "No previous sessions found", exit 42); a tool call's result on the call itself

@@ -33,6 +33,7 @@ import orjson
 CLAUDE_FOLDER_CHARS = 200  # Claude Code cuts a longer project folder name and adds a hash of the path
 STALE_TEMP_SECONDS = 3600  # a named temporary file this old was left by a killed resume
 TEMP_SUFFIX = ".harvester-tmp"
+GEMINI_MARK = "hv"  # begins the 8 characters a converted Gemini CLI chat's name ends in (see gemini_cli)
 
 
 class Refused(Exception):
@@ -79,10 +80,14 @@ def codex(root: Path, now: datetime, session_id: str) -> Path:
 
 def gemini_cli(root: Path, cwd: str, now: datetime, session_id: str) -> tuple[Path, Path | None]:
     """The chat file, and the ``.project_root`` marker to claim its folder with (None: the folder is Gemini's
-    already). ``session-<UTC minute>-<first 8 of the id>.jsonl``, as Gemini names them."""
+    already). ``session-<UTC minute>-hv<6 of the id>.jsonl``: Gemini names its own ``-<first 8 of the id>``, but
+    finds a session by the id in its header, and deletes by those 8 characters. Resumed in a later minute than
+    the name says, Gemini CLI 0.61 starts a second file of the session (its header alone, ``-<first 8>``), which
+    its next start deletes as broken, with every file whose name ends in the same 8: never in ours, whose 8 (not
+    hex) no Gemini session id can give."""
     slug, claim = gemini_project(root, cwd)
     folder = root / "tmp" / slug
-    name = f"session-{now.astimezone(UTC):%Y-%m-%dT%H-%M}-{session_id[:8]}.jsonl"
+    name = f"session-{now.astimezone(UTC):%Y-%m-%dT%H-%M}-{GEMINI_MARK}{session_id[:6]}.jsonl"
     return folder / "chats" / name, (folder / ".project_root" if claim else None)
 
 

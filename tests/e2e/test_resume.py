@@ -29,6 +29,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -228,8 +229,14 @@ def _server(target: str, home: Path, repo: Path, env: dict[str, str]) -> tuple[s
 
 
 def _resume_in(bank: Path, source: Source, target: str, home: Path, repo: Path, env: dict[str, str]) -> str:
+    # Written two minutes before it is continued, as a person who resumes later does: Gemini CLI 0.61, resuming a
+    # session in a later minute than its file's name says, starts a second file (the session's header alone, named
+    # by the new minute); its next start deletes that file as broken, with every file whose name ends in the same 8
+    # characters. The converted file's name must not end in them (harvester/resume/placement.py).
+    earlier = datetime.now(UTC) - timedelta(minutes=2)
     with open_bank(bank) as b:
-        outcome = resume(b, source.native_id, target, cwd=str(repo), env=env, home=home, **source.options)
+        outcome = resume(b, source.native_id, target, cwd=str(repo), env=env, home=home, now=earlier,
+                         **source.options)
     assert outcome.written and outcome.linked
     return outcome.native_id
 
@@ -237,8 +244,6 @@ def _resume_in(bank: Path, source: Source, target: str, home: Path, repo: Path, 
 def _resume_one(bank: Path, source: Source, target: str, home: Path, repo: Path, env: dict[str, str],
                 llm: FakeLLM, done: list[Resumed], attach: list[str]) -> str | None:
     """Resume ``source`` into ``target``, continue it headless; what is wrong with the request, or None."""
-    if target == "gemini-cli":
-        _within_one_minute()
     try:
         session = _resume_in(bank, source, target, home, repo, env)
     except Exception as exc:  # one source's failure is reported with the others
@@ -273,17 +278,6 @@ def _resume_one(bank: Path, source: Source, target: str, home: Path, repo: Path,
     if source.name == "max-bytes" and len(text.encode()) > 200_000:
         missing.append(f"{len(text.encode())} bytes sent for --max-bytes 100000")
     return "; ".join(missing) or None
-
-
-def _within_one_minute() -> None:
-    """Gemini CLI 0.61's headless resume of a session in a later minute than its file's name records the session
-    in a second file named by the new minute, holding no turn; its next start takes that file for a broken session
-    and deletes every file of the session, the first one too. Its own sessions go the same way (a session of
-    `gemini -p`, resumed with `--resume latest -p` a minute later, is gone after the next `gemini -p`). Each
-    conversion is written and resumed within one minute, as a person resuming at once does."""
-    second = time.time() % 60
-    if second > 50:
-        time.sleep(61 - second)
 
 
 def _strings(value: Any) -> list[str]:
