@@ -203,6 +203,7 @@ def test_resume_in_the_real_cli(captures: Captures, tmp_path: Path, target: str)
                 server[0].wait()
             realagents.kill_leftovers(home)
     failures += _capture_gaps(captures.bank, target, home, done)
+    print(f"{target} resumed, its request checked: {', '.join(r.source.name for r in done)}")  # the matrix (-rP)
     assert not failures, f"{target}: {len(failures)} failures:\n" + "\n".join(failures)
 
 
