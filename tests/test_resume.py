@@ -262,6 +262,22 @@ def test_the_continued_session_is_captured_linked_and_not_counted_twice(tmp_path
     assert "say hi" not in shown.output and "what did we do so far" in shown.output
 
 
+def test_copied_answers_add_no_model_response_to_usage(tmp_path: Path) -> None:
+    """The copies are no new model responses: captured back from any target, the bank's usage holds the source's
+    responses alone (no row of zero tokens for each copied answer, which `harvester usage` would count)."""
+    bank, s = _source(tmp_path)
+    with open_bank(bank) as b:
+        before = b.conn.execute("SELECT count(*), sum(tokens_in), sum(tokens_out) FROM usage").fetchone()
+    assert before[0] > 0  # the source's answers
+    home = tmp_path / "target-home"
+    for target in JSONL_TARGETS:
+        _resume(bank, s.id, target, home, tmp_path / "repo")
+        scan(home, bank, (target,))
+        with open_bank(bank) as b:
+            after = b.conn.execute("SELECT count(*), sum(tokens_in), sum(tokens_out) FROM usage").fetchone()
+        assert after == before, target
+
+
 def test_upto_forks_the_session_as_it_stood_at_an_event(tmp_path: Path) -> None:
     bank, s = _source(tmp_path)
     home = tmp_path / "target-home"

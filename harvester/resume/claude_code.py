@@ -43,8 +43,8 @@ def records(conversation: Conversation, ctx: Context) -> list[dict[str, Any]]:
                     for call in turn.calls]
         add("assistant", {"id": f"msg_{uuid.uuid4().hex}", "type": "message", "role": "assistant",
                           "model": turn.model or conversation.source.model or MODEL, "content": content,
-                          "stop_reason": "tool_use" if turn.calls else "end_turn", "stop_sequence": None,
-                          "usage": {"input_tokens": 0, "output_tokens": 0}})
+                          "stop_reason": "tool_use" if turn.calls else "end_turn", "stop_sequence": None})
+        # No ``usage``: a copied answer is no new model response (harvester usage would count one per copy).
         if turn.calls:
             add("user", {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": call.id, "content": call.result.text if call.result else "",
