@@ -229,9 +229,15 @@ class KillPoints:
             yield fraction
 
 
+def as_migration_17_left_it(conn: sqlite3.Connection) -> None:
+    """Undo migration 18 on a bank: no resumes table."""
+    conn.executescript("DROP TABLE resumes; PRAGMA user_version = 17;")
+
+
 def as_migration_16_left_it(conn: sqlite3.Connection) -> None:
-    """Undo migration 17 on a bank (every event indexed: the watermark at the last one): no watermark, and the
-    index's triggers as migration 15 made them."""
+    """Undo migrations 18 and 17 on a bank (every event indexed: the watermark at the last one): no resumes table,
+    no watermark, and the index's triggers as migration 15 made them."""
+    as_migration_17_left_it(conn)
     conn.executescript(
         "DROP TRIGGER events_fts_delete; DROP TRIGGER events_fts_update; DROP VIEW events_search; "
         + SEARCH_VIEW_AND_TRIGGERS.format(search_text=search_text(), search_text_old=search_text("old."),
@@ -240,14 +246,15 @@ def as_migration_16_left_it(conn: sqlite3.Connection) -> None:
 
 
 def as_migration_15_left_it(conn: sqlite3.Connection) -> None:
-    """Undo migrations 17 and 16 on a bank: no usage table (its triggers go with it) nor hourly sums."""
+    """Undo migrations 18, 17 and 16 on a bank: no resumes table, no watermark, no usage table (its triggers go
+    with it) nor hourly sums."""
     as_migration_16_left_it(conn)
     conn.executescript("DROP TRIGGER usage_event_deleted; DROP TABLE usage; DROP TABLE usage_hours; "
                        "PRAGMA user_version = 15;")
 
 
 def as_migration_14_left_it(conn: sqlite3.Connection) -> None:
-    """Undo migrations 17, 16 and 15 on a bank: tool calls indexed by their text alone, no injected column."""
+    """Undo migrations 18 to 15 on a bank: tool calls indexed by their text alone, no injected column."""
     as_migration_15_left_it(conn)
     conn.executescript(
         f"INSERT INTO events_fts (events_fts, rowid, text) SELECT 'delete', id, {search_text()} FROM events "

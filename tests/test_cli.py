@@ -128,6 +128,7 @@ HELP_SECTIONS = {
     "Capture": ["scan", "reparse", "forget"],
     "Read": ["sessions", "show", "search", "context", "export", "usage", "serve"],
     "Agents": ["connect", "disconnect", "mcp"],
+    "Switch": ["resume"],
     "Service": ["run", "install", "uninstall", "status", "config"],
     "Outbound": ["sink", "team"],
 }

@@ -100,7 +100,7 @@ def test_an_old_bank_gets_the_usage_of_the_events_it_holds(tmp_path: Path) -> No
         ], harness="opencode")
     conn = sqlite3.connect(path)
     as_migration_15_left_it(conn)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 15
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 15  # migration 16 (usage) and those after undone
     conn.close()
     with open_bank(path) as bank:
         assert bank.conn.execute(

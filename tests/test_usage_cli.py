@@ -195,7 +195,7 @@ def test_a_report_opens_only_a_current_bank_the_quick_way(tmp_path: Path, captur
             Path(f"{older}{suffix}").write_bytes(Path(f"{captured}{suffix}").read_bytes())
     conn = sqlite3.connect(older)
     as_migration_15_left_it(conn)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 15
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 15  # migration 16 (usage) and those after undone
     conn.close()
     assert bankfile.quick_connection(older) is None
     # Opened the usual way, which migrates it: its events' usage, each event its own response (a reparse gives the

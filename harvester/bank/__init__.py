@@ -79,6 +79,10 @@ class Bank(CaptureBank, Protocol):
     def remember_export_folder(self, path: str) -> None: ...
     def forgotten_file_names(self) -> set[str]: ...
 
+    # resume (harvester/resume): the sessions written into other agents' stores, recorded before they exist
+    def record_resume(self, source_harness: str, source_native_id: str, upto: int | None, target_harness: str,
+                      target_native_id: str, copied_events: int, copied_uids: list[str]) -> None: ...
+
 
 READ_MMAP_BYTES = 2**31  # SQLite's own ceiling (SQLITE_MAX_MMAP_SIZE); a bank past it is read beyond by read()
 

@@ -526,4 +526,23 @@ MIGRATIONS: list[str] = [
         INSERT INTO events_fts (rowid, text) VALUES (new.id, {search_text_new});
     END;
     """.format(search_text_old=search_text("old."), search_text_new=search_text("new.")),
+    # 18: `harvester resume` (harvester/resume) writes a session into another agent's store under a new id; the
+    #     copy is recorded first, by that id and the uids its copied records will have when the agent's own
+    #     session is read back, so that ingest marks those events as copies (recall, meta.copied_from) and the
+    #     session as resumed from its source (harvester/bank/sqlite_resumes.py): the copied turns are counted
+    #     once, in their source.
+    """
+    CREATE TABLE resumes (
+        id INTEGER PRIMARY KEY,
+        source_harness TEXT NOT NULL,
+        source_native_id TEXT NOT NULL,
+        source_upto INTEGER,
+        target_harness TEXT NOT NULL,
+        target_native_id TEXT NOT NULL,
+        copied_events INTEGER NOT NULL,
+        copied_uids TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (target_harness, target_native_id)
+    );
+    """,
 ]

@@ -33,6 +33,7 @@ from harvester.bank.sqlite_index import SqliteIndex, first_free_id, index_throug
 from harvester.bank.sqlite_open import APPLICATION_ID, _connect, _statements, check_bank, hold, release
 from harvester.bank.sqlite_read import SqliteReads
 from harvester.bank.sqlite_recall import SqliteRecall
+from harvester.bank.sqlite_resumes import SqliteResumes, mark_copies
 from harvester.bank.sqlite_sources import SqliteSources, utcnow
 from harvester.bank.sqlite_usage import record_usage
 from harvester.capture.archive import Archive, ArchiveReport, archive_dir
@@ -67,7 +68,8 @@ def _loads(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
 
 
-class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex, SqliteForget):
+class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, SqliteIndex, SqliteForget,
+                 SqliteResumes):
     """``readonly``: for commands that only read, on a bank this user cannot write or that a newer
     harvester wrote. Nothing is migrated and nothing is written, not even beside the file."""
 
@@ -315,6 +317,7 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
         for mark in write.marks:
             if mark.session in pks:
                 mark_events(conn, pks[mark.session], mark, clock)
+        mark_copies(conn, cur.harness, pks, clock)  # turns `harvester resume` copied here (sqlite_resumes.py)
         # Every session of the write: its events, or only its facts (a title, a state), may be news to a sink.
         stamp_changed(conn, set(pks.values()), clock)
         if any(revised.values()):

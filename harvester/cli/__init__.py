@@ -5,6 +5,7 @@ module per group of them, registered here under the headings ``--help`` shows th
 - :mod:`~harvester.cli.read`: ``sessions``, ``show``, ``search``, ``context``, ``export``;
 - :mod:`~harvester.cli.web`: ``serve`` (the web viewer, listed with them);
 - :mod:`~harvester.cli.agents`: ``connect``, ``disconnect``, ``mcp``;
+- :mod:`~harvester.cli.resume`: ``resume``;
 - :mod:`~harvester.cli.service`: ``run``, ``install``, ``uninstall``, ``status``, ``config``;
 - :mod:`~harvester.cli.outbound`: ``sink ...``, ``team ...``;
 - :mod:`~harvester.cli.usage`: ``usage`` (listed under Read).
@@ -24,7 +25,7 @@ from typing import Any
 import click
 
 from harvester import config, log, terminal
-from harvester.cli import agents, capture, outbound, read, service, usage, web
+from harvester.cli import agents, capture, outbound, read, resume, service, usage, web
 from harvester.cli.common import RegistryNames, WholeSummaries
 from harvester.config import ConfigError
 
@@ -80,6 +81,7 @@ cli.add_section("Capture", [capture.scan, capture.reparse, capture.forget])
 cli.add_section("Read", [read.sessions, read.show, read.search, read.context, read.export_sessions, usage.usage,
                          web.serve])
 cli.add_section("Agents", [agents.connect_command, agents.disconnect_command, agents.mcp_server])
+cli.add_section("Switch", [resume.resume])
 cli.add_section("Service", [service.run, service.install, service.uninstall, service.status, service.show_config])
 cli.add_section("Outbound", [outbound.sink, outbound.team])
 
