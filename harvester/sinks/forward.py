@@ -272,7 +272,7 @@ class Forwarder:
         waiting = list(sent)
         while waiting:
             still: list[_Sent] = []
-            for flight in waiting:
+            for n, flight in enumerate(waiting):
                 done = True
                 with self._one_document(flight.row, report):
                     done = self._check(flight.row, flight.put, report) == "done"
@@ -281,8 +281,9 @@ class Forwarder:
                 if done:
                     if on_document is not None:
                         on_document(flight.row, report)
-                else:
-                    still.append(flight)
+                else:  # the server applies them in about the order sent: those behind are not asked yet (each
+                    still.extend(waiting[n:])  # look is a request the server answers from its database)
+                    break
             if still and time.monotonic() > deadline:  # still being applied: they wait, the others go on
                 for flight in still:
                     with self._one_document(flight.row, report):
