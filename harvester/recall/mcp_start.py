@@ -141,8 +141,10 @@ class Wire:
         if isinstance(message, dict) and message.get("id") == self.answered and "method" not in message:
             self._dropped = True
             if message.get("result") != initialize_result(_params_of(self.first)):  # tests/test_mcp_start.py
-                print("harvester mcp: the SDK's initialize answer differs from the one sent; "
-                      f"it said {text.strip()[:500]}", file=sys.stderr)
+                from harvester.terminal import echo
+
+                echo(f"harvester mcp: the SDK's initialize answer differs from the one sent; it said {text.strip()[:500]}",
+                     err=True)
             return True
         return False
 
