@@ -93,13 +93,22 @@ class Wire:
     def take(cls) -> Wire:
         """Private copies of fds 0 and 1 for the wire; 0 then reads the null device and 1 writes to stderr."""
         sys.stdout.flush()
-        wire_in, wire_out = os.dup(0), os.dup(1)
+        taken: list[int] = []
+        try:  # every descriptor made before fds 0 and 1 are moved: a failure leaves them as they were
+            for make in (lambda: os.dup(0), lambda: os.dup(1), lambda: os.open(os.devnull, os.O_RDONLY),
+                         _stdout_diversion):
+                taken.append(make())
+        except OSError:
+            for fd in taken:
+                os.close(fd)
+            raise
+        wire_in, wire_out, null, diversion = taken
         for fd in (wire_in, wire_out):
             os.set_inheritable(fd, False)
-        null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
+        os.dup2(diversion, 1)
         os.close(null)
-        os.dup2(2, 1)
+        os.close(diversion)
         return cls(io.BufferedReader(io.FileIO(wire_in, "rb")), io.BufferedWriter(io.FileIO(wire_out, "wb")))
 
     def answer_first(self) -> None:
@@ -147,6 +156,14 @@ class Wire:
                      err=True)
             return True
         return False
+
+
+def _stdout_diversion() -> int:
+    """Where fd 1 points while the server runs: stderr, or the null device without one (as the SDK's transport)."""
+    try:
+        return os.dup(2)
+    except OSError:
+        return os.open(os.devnull, os.O_WRONLY)
 
 
 def _params_of(line: bytes) -> Any:
