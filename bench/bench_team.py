@@ -61,6 +61,7 @@ from bench.bench_backfill import base_env, measured  # noqa: E402
 from harvester.team.push import EVENT_COLUMNS, SESSION_COLUMNS  # noqa: E402
 
 ENGINES = ("harvester", "floor", "naive")
+COMPARE_ROOT = ROOT  # --compare-root: the checkout the "before" engine pushes with
 POLL = 0.01
 INTEGER = {"seq": "integer", "is_error": "boolean", "recall": "boolean", "tokens_in": "bigint", "tokens_out": "bigint",
            "tokens_cache_read": "bigint", "tokens_cache_write": "bigint", "tokens_reasoning": "bigint",
@@ -235,7 +236,11 @@ def one_pass(pg: Any, name: str, bank: Path, dbname: str) -> dict[str, Any]:
     env.update(PYTHONPATH=str(ROOT), HARVESTER_CONFIG=str(bank.parent / "none.toml"))
     (bank.parent / "none.toml").write_text("")
     cpu_before = server_cpu(pg.pids)
-    wall, cpu, rss, _, out, _ = measured([sys.executable, __file__, "--engine", name, str(bank), url], env, bank.parent)
+    script, engine = (__file__, name) if name != "before" else (str(COMPARE_ROOT / "bench" / "bench_team.py"),
+                                                                 "harvester")
+    if name == "before":  # the push of another checkout (the commit before a change), in the same round
+        env["PYTHONPATH"] = str(COMPARE_ROOT)
+    wall, cpu, rss, _, out, _ = measured([sys.executable, script, "--engine", engine, str(bank), url], env, bank.parent)
     # Its backends gone (and reaped, so their CPU is the postmaster's cutime), then the server's share.
     deadline = time.monotonic() + 30
     while int(pg.psql(f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{dbname}'").strip()) \
@@ -263,7 +268,10 @@ def throughput(pg: Any, source: Path, rounds: int, work: Path, keep_last: bool,
         copy_bank(source, bank)
         warm(bank)
         order = engines[r % len(engines):] + engines[:r % len(engines)]
-        for name in order:
+        for n, name in enumerate(order):
+            if n and name in ("harvester", "before"):  # a push writes its cursors into the bank: each its own copy
+                copy_bank(source, bank)
+                warm(bank)
             dbname = f"team_{name}_{r}"
             result = one_pass(pg, name, bank, dbname)
             result.update(round=r, events_per_s=result["events"] / result["seconds"],
@@ -292,7 +300,7 @@ def summarize(passes: list[dict], rounds: int, engines: tuple[str, ...] = ENGINE
                      ("seconds", "events_per_s", "mb_per_s", "events_per_cpu_s", "cpu_seconds", "server_cpu_seconds",
                       "peak_rss_mb", "database_mb")}
     by_round = {(p["round"], p["engine"]): p for p in passes}
-    for other in [e for e in ("floor", "naive") if e in engines and "harvester" in engines]:
+    for other in [e for e in ("floor", "naive", "before") if e in engines and "harvester" in engines]:
         ratios = [by_round[(r, other)]["seconds"] / by_round[(r, "harvester")]["seconds"] for r in range(rounds)]
         cpu = [(by_round[(r, other)]["cpu_seconds"] + by_round[(r, other)]["server_cpu_seconds"])
                / (by_round[(r, "harvester")]["cpu_seconds"] + by_round[(r, "harvester")]["server_cpu_seconds"])
@@ -493,13 +501,13 @@ def print_report(rows: dict[str, Any], summary: dict[str, Any] | None, lagged: d
               "round(s):")
         print(f"  {'engine':10} {'seconds':>8} {'events/s':>10} {'MB/s':>6} {'client CPU s':>12} {'server CPU s':>12} "
               f"{'events/CPU-s':>12} {'peak RSS MB':>11} {'db MB':>7}")
-        for name in [e for e in ENGINES if e in summary]:
+        for name in [e for e in (*ENGINES, "before") if e in summary]:
             s = summary[name]
             print(f"  {name:10} {s['seconds']['median']:8.1f} {s['events_per_s']['median']:10,.0f} "
                   f"{s['mb_per_s']['median']:6.1f} {s['cpu_seconds']['median']:12.1f} "
                   f"{s['server_cpu_seconds']['median']:12.1f} {s['events_per_cpu_s']['median']:12,.0f} "
                   f"{s['peak_rss_mb']['median']:11.0f} {s['database_mb']['median']:7.0f}")
-        for other in [e for e in ("floor", "naive") if f"harvester/{e}" in summary]:
+        for other in [e for e in ("floor", "naive", "before") if f"harvester/{e}" in summary]:
             r = summary[f"harvester/{other}"]
             print(f"  harvester/{other}: {r['speed']['median']:.2f}x the speed ({r['speed']['min']:.2f}-"
                   f"{r['speed']['max']:.2f}), {other}'s CPU (client + server) / harvester's: {r['cpu']['median']:.2f}x")
@@ -539,8 +547,13 @@ def main() -> None:
     p.add_argument("--no-lag", action="store_true")
     p.add_argument("--no-push", action="store_true", help="the lag alone (into an empty team bank)")
     p.add_argument("--json", type=Path, help="default: bench/out/team-<events>.json")
+    p.add_argument("--compare-root", type=Path, help="also the push of this checkout (engine \"before\"), each round")
     a = p.parse_args()
     engines = tuple(e for e in ENGINES if e in a.engines.split(","))
+    if a.compare_root is not None:
+        global COMPARE_ROOT
+        COMPARE_ROOT = a.compare_root.resolve()
+        engines = (*engines, "before")
     if not engines or (not a.no_lag and not a.no_push and "harvester" not in engines):
         p.error("--engines: some of harvester,floor,naive (harvester among them for the lag)")
     from tests.services import running_postgres

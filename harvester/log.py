@@ -36,11 +36,27 @@ def configure(default_level: str = "warning", stream: IO[str] | None = None, lev
 
 
 def get_logger(name: str) -> Any:
-    """A structlog logger, with what :func:`configure` was given applied first."""
-    import structlog
+    """A structlog logger, with what :func:`configure` was given applied first: made at its first use, so that
+    a module may get its logger when it is imported and a command that logs nothing (a scan with nothing new)
+    never imports structlog."""
+    return _Logger(name)
 
-    _apply()
-    return structlog.get_logger(name)
+
+class _Logger:
+    """What :func:`get_logger` gives: structlog's logger of that name, imported and made at the first call."""
+
+    __slots__ = ("_logger", "_name")
+
+    def __init__(self, name: str) -> None:
+        self._name, self._logger = name, None
+
+    def __getattr__(self, attribute: str) -> Any:
+        if self._logger is None:
+            import structlog
+
+            _apply()
+            self._logger = structlog.get_logger(self._name)
+        return getattr(self._logger, attribute)
 
 
 def configured_level() -> str:

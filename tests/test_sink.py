@@ -412,3 +412,99 @@ def test_an_append_the_server_acknowledged_and_lost_is_sent_again(tmp_path: Path
         f.forward()
         assert [t["content"] for t in doc_lines(fake, "coding-agent::demo", "harvester:claude-code:s1")] == [
             "user line 1", "assistant line 2", "user line 3"]
+
+
+def test_a_pass_sends_a_batch_of_documents_before_following_their_operations(tmp_path: Path,
+                                                                           fake: FakeHindsight) -> None:
+    """The server applies retains in the background: a pass sends the documents it has due, then follows their
+    operations together (waiting on each in turn would cost a round of the server's worker per document)."""
+    with open_bank(tmp_path / "bank.sqlite") as bank:
+        for s in ("s1", "s2", "s3"):
+            write(bank, "claude-code", s, [said(s, 1)])
+        fake.pending_polls = 2
+        assert make(bank, fake.url).forward().sent == 3
+    kinds = [("post" if r.method == "POST" else "poll") for r in fake.requests
+             if r.method == "POST" or "/operations/" in r.path]
+    assert kinds[:4] == ["post", "post", "post", "poll"], kinds
+
+
+def test_in_a_batch_a_failed_document_costs_that_document_alone(tmp_path: Path, fake: FakeHindsight) -> None:
+    """One document of a batch refused (503) and another's operation failed on the server: the others are
+    delivered, those two are retried, and no document gets a payload twice."""
+    real_retain, real_handle = fake._retain, fake.handle
+    refused: list[str] = []
+
+    def retain(bank_id: str, docs: dict[str, Any], body: dict[str, Any]) -> tuple[int, Any, dict]:
+        doc_id = body["items"][0]["document_id"]
+        if doc_id == "harvester:claude-code:s2" and not refused:
+            refused.append(doc_id)
+            return 503, {"detail": "busy"}, {}
+        return real_retain(bank_id, docs, body)
+
+    failed_ops: list[str] = []
+
+    def handle(method: str, raw_path: str, body: Any, headers: dict[str, str]) -> tuple[int, Any, dict]:
+        status, answer, extra = real_handle(method, raw_path, body, headers)
+        if method == "POST" and isinstance(answer, dict) and answer.get("operation_id") and not failed_ops \
+                and body["items"][0]["document_id"] == "harvester:claude-code:s4":
+            op = answer["operation_id"]
+            failed_ops.append(op)
+            with fake.lock:  # the server took it, then its worker failed it: nothing applied
+                fake.operations[op] = {"operation_id": op, "status": "failed"}
+                fake.documents.get("coding-agent::demo", {}).pop("harvester:claude-code:s4", None)
+        return status, answer, extra
+
+    fake._retain, fake.handle = retain, handle  # type: ignore[method-assign]
+    with open_bank(tmp_path / "bank.sqlite") as bank:
+        for s in ("s1", "s2", "s3", "s4", "s5"):
+            write(bank, "claude-code", s, [said(s, 1), said(s, 2, "assistant")])
+        f = make(bank, fake.url)
+        report = f.forward()
+        assert (report.sent, report.retry) == (3, 2)
+        assert set(fake.documents["coding-agent::demo"]) == {f"harvester:claude-code:{s}" for s in ("s1", "s3", "s5")}
+        states = dict(bank.conn.execute("SELECT native_id, state FROM sink_documents"))
+        assert states == {"s1": "sent", "s2": "pending", "s3": "sent", "s4": "pending", "s5": "sent"}
+        bank.conn.execute("UPDATE sink_documents SET next_try_at = NULL")
+        assert f.forward().sent == 2
+        assert f.forward().forwarded == 0
+    applied = [r["items"][0]["document_id"] for r in fake.retains()]
+    for s in ("s1", "s3", "s5"):
+        assert applied.count(f"harvester:claude-code:{s}") == 1
+    for s in ("s2", "s4"):  # the refused or failed payload, then once more
+        assert applied.count(f"harvester:claude-code:{s}") == 2
+        assert fake.text("coding-agent::demo", f"harvester:claude-code:{s}").count("line 1") == 1
+
+
+def test_a_crash_with_a_batch_in_flight_loses_and_doubles_nothing(tmp_path: Path, fake: FakeHindsight,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """kill -9 after a batch of appends was sent and before any was followed: the next pass follows each one
+    (or sends it again, exactly as it was), and every line lands once."""
+    with open_bank(tmp_path / "bank.sqlite") as bank:
+        sessions = ("s1", "s2", "s3")
+        for s in sessions:
+            write(bank, "claude-code", s, [said(s, 1)])
+        make(bank, fake.url).forward()
+        for s in sessions:
+            write(bank, "claude-code", s, [said(s, 2, "assistant")])
+        fake.pending_polls = 2
+        fake.lose = 0
+
+        def killed(*args: Any, **kwargs: Any) -> Any:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(Hindsight, "operation", killed)
+        with pytest.raises(KeyboardInterrupt):
+            make(bank, fake.url).forward()
+        monkeypatch.undo()
+        in_flight = bank.conn.execute("SELECT count(*) FROM sink_documents WHERE in_flight IS NOT NULL").fetchone()[0]
+        assert in_flight >= 1
+        f = make(bank, fake.url)
+        while f.forward().waiting:
+            bank.conn.execute("UPDATE sink_documents SET next_try_at = NULL")
+        for s in sessions:
+            write(bank, "claude-code", s, [said(s, 3)])
+        while f.forward().waiting:
+            bank.conn.execute("UPDATE sink_documents SET next_try_at = NULL")
+        for s in sessions:
+            assert [t["content"] for t in doc_lines(fake, "coding-agent::demo", f"harvester:claude-code:{s}")] == [
+                "user line 1", "assistant line 2", "user line 3"]

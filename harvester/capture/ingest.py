@@ -36,7 +36,6 @@ from harvester.log import configure as configure_log
 from harvester.log import configured_level, get_logger
 from harvester.model import Batch, Problem
 from harvester.parsers.base import Harness
-from harvester.redact.batch import redact_problems
 
 log = get_logger("harvester.ingest")  # through harvester.log: see there
 
@@ -319,7 +318,7 @@ class Ingestor:
         if outcome.outcome in ("new", "read", "restarted") and not any(p.line == 0 for p in outcome.problems):
             self.bank.resolve_read_problems(outcome.path)
         if outcome.problems:
-            redact_problems(outcome.problems)  # a database's or a decompressor's error may quote what it read
+            _redact_problems(outcome.problems)  # a database's or a decompressor's error may quote what it read
             for problem in outcome.problems:
                 log.warning("source problem", harness=harness.name, path=outcome.path, line=problem.line,
                             kind=problem.kind, detail=problem.detail)
@@ -365,7 +364,7 @@ class Ingestor:
             if cursor is None or cursor.error != reason:  # said once, not at every retry
                 log.error("source failed", harness=harness.name, path=path, line=failure.line, reason=failure.detail,
                           traceback=failure.trace)
-            redact_problems(outcome.problems)  # the failure's detail is (reading.failure_of)
+            _redact_problems(outcome.problems)  # the failure's detail is (reading.failure_of)
             problems = [*outcome.problems, Problem("failed", failure.line, failure.detail)]
             if cursor is None:  # never read: a source row still tells status which file failed
                 self.bank.apply(Write(Cursor(harness.name, path, "unknown", status="failed", error=reason),
@@ -522,3 +521,10 @@ def _bank_failure(exc: BaseException) -> bool:
     if isinstance(exc, BankError):
         return True
     return isinstance(exc, sqlite3.OperationalError) and any(c in str(exc).lower() for c in _BANK_CONDITIONS)
+
+
+def _redact_problems(problems: list[Problem]) -> None:
+    """harvester.redact imported here, not at start: a rescan with nothing new compiles none of its rules."""
+    from harvester.redact.batch import redact_problems
+
+    redact_problems(problems)

@@ -22,8 +22,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import psutil
-
 from harvester.heartbeat import epoch
 from harvester.parsers.base import Harness
 
@@ -49,6 +47,8 @@ def agent_processes(harnesses: Iterable[Harness]) -> list[AgentProcess]:
             continue
         for harness, marks in wanted:
             if _is_agent(name, cmdline, marks):
+                import psutil  # here, not at start: a scan that finds no agent running starts without it
+
                 try:
                     proc = psutil.Process(pid)
                     found.append(AgentProcess(harness, pid, proc.cwd(), proc.create_time()))
@@ -62,6 +62,8 @@ def _processes() -> Iterator[tuple[int, str, list[str]]]:
     """Every process's pid, name and command line, as psutil gives them. On Linux read from /proc here: psutil
     costs about 0.3 ms a process, and the service asks every half minute while a session is open."""
     if not os.path.isdir("/proc/self"):
+        import psutil
+
         for proc in psutil.process_iter(["pid", "name", "cmdline"]):
             yield proc.info["pid"], proc.info.get("name") or "", proc.info.get("cmdline") or []
         return

@@ -45,8 +45,6 @@ from harvester.log import get_logger
 from harvester.model import MAX_EVENT_TEXT, Batch, Event, Problem, clip
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Record, SourceRef, describe_error, problem_detail
-from harvester.redact import redact
-from harvester.redact.batch import redact_batch, redact_state
 
 log = get_logger("harvester.reading")  # through harvester.log: see there
 
@@ -107,6 +105,8 @@ def failure_of(exc: BaseException, line: int) -> Failure:
     else:
         detail = describe_error(exc)
     # The bank keeps the detail (the source's error, a problem): an exception may quote what it read.
+    from harvester.redact import redact  # here: a rescan with nothing new compiles no rule
+
     return Failure(line, redact(detail)[0], "".join(traceback.format_exception(exc)))
 
 
@@ -357,6 +357,8 @@ def _chunk(batch: Batch, redactions: Counter[str], cursor: Cursor, is_new: bool,
            origin: tuple[SourceRef, dict[str, Any], int] | None = None) -> Chunk:
     # The caller goes on advancing its own state; the bank keeps this one, redacted like all it keeps (a parser
     # may hold a branch, a cwd or a prompt there).
+    from harvester.redact.batch import redact_state  # here: a rescan with nothing new compiles no rule
+
     snapshot = replace(cursor, state=dict(redact_state(cursor.state)))
     return Chunk(batch, snapshot, redactions, prepare(batch.events) if prepare else None, is_new, first_line,
                  archive or [], origin)
@@ -390,6 +392,8 @@ def read_batch(harness: Any, ref: SourceRef, records: list[Record], state: dict[
         elif faults:
             batch.problems.append(Problem("malformed", records[0].line if records else 1, describe(faults)))
     mark_recall(batch, recall_key)
+    from harvester.redact.batch import redact_batch
+
     redactions = redact_batch(batch)
     for problem in batch.problems:  # what a record was, never what it said (harvester/parsers/base.py)
         problem.detail = problem_detail(problem.detail)

@@ -21,13 +21,26 @@ from harvester.config import Settings
 @click.pass_obj
 def mcp_server(settings: Settings, harness: str | None, team: bool) -> None:
     """Serve this repository's history to an agent over MCP (stdio; read-only)."""
+    from harvester.recall.mcp_start import Wire, preload
+
+    # initialize is answered before the SDK is imported (harvester/recall/mcp_start.py says why), which it is
+    # meanwhile, on another thread.
+    loaded = preload(("harvester.recall.mcp",))
+    try:
+        wire: Wire | None = Wire.take()
+    except OSError:  # no stdin or stdout to take: the SDK's transport says so
+        wire = None
+    else:
+        wire.answer_first()
+    loaded()
     from harvester.recall.mcp import serve
 
     if not team and not _has_history(settings):  # started by an agent before the first scan: it says so
-        serve(None, settings.bank_id_template, harness, settings.timings.recent_minutes, bank_path=str(settings.bank))
+        serve(None, settings.bank_id_template, harness, settings.timings.recent_minutes, bank_path=str(settings.bank),
+              wire=wire)
         return
     with open_reading(settings, team) as bank:
-        serve(bank, settings.bank_id_template, harness, settings.timings.recent_minutes)
+        serve(bank, settings.bank_id_template, harness, settings.timings.recent_minutes, wire=wire)
 
 
 def _has_history(settings: Settings) -> bool:

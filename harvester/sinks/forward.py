@@ -10,6 +10,13 @@ the operation is completed (it applies retains in the background): after a crash
 exactly as it was (the server collapses it if it had it), never rebuilt with more lines behind the same id,
 and a document's next payload waits for the previous one to be applied, so appends land in order.
 
+A pass sends a batch of due documents (BATCH, each its own payload and operation, each written down as in flight
+before it goes), then follows their operations together: the server's worker applies them meanwhile, where
+waiting on each before sending the next would cost a round of that worker per document. One payload in flight
+per document holds as before (a batch holds each document once); a kill -9 with a batch in flight leaves each
+its own in-flight payload, followed (or sent again as it was) at the next pass; a document refused or failed
+costs that document alone.
+
 Two repositories that share a bank (``coding-agent::api`` of two unrelated ``api`` folders) are never merged:
 the one whose earliest session started first keeps the bank, each other one goes to ``<bank>@<its identity>``
 (harvester/bank/identities.py says the rule), when the bank template names the repository ({gitProject} or
@@ -24,10 +31,12 @@ by ours and kept up from then on.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import socket
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +52,8 @@ from harvester.sinks.hindsight import MAX_WAIT_SECONDS, Hindsight, SinkError
 SINK = "hindsight"
 NAMESPACE = uuid.UUID("6f1b0c1e-4a47-4c55-9a53-6861727665a7")  # operation ids: uuid5(NAMESPACE, what is sent)
 MAX_BACKOFF = MAX_WAIT_SECONDS
-SETTLE_SECONDS = 20.0  # how long one pass follows an operation before it moves on to other documents
+SETTLE_SECONDS = 20.0  # how long one pass follows a batch's operations before it moves on to other documents
+BATCH = 50  # documents sent before their operations are followed together
 log = get_logger("harvester.sinks")
 
 
@@ -68,6 +78,16 @@ class ForwardReport:
         return self.sent + self.appended
 
 
+@dataclass(slots=True)
+class _Sent:
+    """A payload sent and not yet followed: its outbox row, the setter of that row, and the document's old place
+    (a move: deleted once the new one was followed)."""
+
+    row: dict[str, Any]
+    put: Any
+    old: tuple[str, str] | None = None
+
+
 @dataclass
 class Forwarder:
     bank: SqliteBank
@@ -84,22 +104,21 @@ class Forwarder:
         chunks = [None] if keys is None else [keys[i:i + 400] for i in range(0, len(keys), 400)]
         for chunk in chunks:
             while not report.stopped_by:
-                rows = outbox.due(self.bank, SINK, 50, chunk)
+                rows = outbox.due(self.bank, SINK, BATCH, chunk)
                 if not rows:
                     break
+                sent: list[_Sent] = []
                 for row in rows:
-                    try:
-                        self.forward_one(row, report)
-                    except SinkError as exc:
-                        self._failed(row, exc, report)
-                        if exc.retryable and exc.status is None:  # unreachable: the others would wait as long
-                            report.stopped_by = str(exc)
-                            break
-                    except Exception as exc:  # a bug or a bad row costs that document, not the pass
-                        log.exception("sink_document_failed", harness=row["harness"], session=row["native_id"])
-                        self._failed(row, SinkError(f"{type(exc).__name__}: {exc}", retryable=True, status=0), report)
+                    with self._one_document(row, report):
+                        flight = self.forward_one(row, report, follow=False)
+                        if flight is not None:
+                            sent.append(flight)
+                            continue
                     if on_document is not None:
                         on_document(row, report)
+                    if report.stopped_by:
+                        break
+                self._follow(sent, report, on_document)
         if report.forwarded:
             note_outcome(self.bank, SINK, None)
         return report
@@ -155,7 +174,23 @@ class Forwarder:
         found = cur.fetchone()
         return None if found is None else dict(zip([d[0] for d in cur.description], found, strict=True))
 
-    def forward_one(self, row: dict[str, Any], report: ForwardReport) -> None:
+    @contextlib.contextmanager
+    def _one_document(self, row: dict[str, Any], report: ForwardReport) -> Iterator[None]:
+        """What fails while ``row`` is handled costs that document; a server that cannot be reached stops the
+        pass (the others would wait as long)."""
+        try:
+            yield
+        except SinkError as exc:
+            self._failed(row, exc, report)
+            if exc.retryable and exc.status is None:
+                report.stopped_by = str(exc)
+        except Exception as exc:  # a bug or a bad row costs that document, not the pass
+            log.exception("sink_document_failed", harness=row["harness"], session=row["native_id"])
+            self._failed(row, SinkError(f"{type(exc).__name__}: {exc}", retryable=True, status=0), report)
+
+    def forward_one(self, row: dict[str, Any], report: ForwardReport, follow: bool = True) -> _Sent | None:
+        """Send what ``row``'s session gained, if anything. ``follow``: wait (a while) for the server to apply
+        it; else the payload in flight is returned, for :meth:`_follow` to follow with the rest of its batch."""
         harness, native_id = row["harness"], row["native_id"]
 
         def put(**fields: Any) -> None:
@@ -201,16 +236,20 @@ class Forwarder:
                 put(state="sent", last_error=None, attempts=0)
                 report.unchanged += 1
                 return
-            self._send(row, put, target, doc, row["lines"], "append", report)
-            return
-        old = (row["bank"], row["document_id"]) if row["lines"] and not same_place else None
-        self._send(row, put, target, doc, 0, "replace", report)
-        if old and old != (target, doc.document_id):  # moved to another bank: one copy, not two
-            self.client.delete_document(*old)
+            flight = self._send(row, put, target, doc, row["lines"], "append")
+        else:
+            old = (row["bank"], row["document_id"]) if row["lines"] and not same_place else None
+            # moved to another bank: one copy, not two (the old one goes once the new one was followed)
+            flight = self._send(row, put, target, doc, 0, "replace",
+                                old if old and old != (target, doc.document_id) else None)
+        if follow:
+            self._follow([flight], report)
+            return None
+        return flight
 
     def _send(self, row: dict[str, Any], put: Any, target: str, doc: Document, start: int, mode: str,
-              report: ForwardReport) -> None:
-        """Write the payload down as in flight, send it, and wait (a while) for the server to apply it."""
+              old: tuple[str, str] | None = None) -> _Sent:
+        """Write the payload down as in flight and send it; the server applies it later (see :meth:`_follow`)."""
         fp = fingerprint(doc.lines)
         key = f"{SINK}|{target}|{doc.document_id}|{mode}|{start}|{len(doc.lines)}|{fp}|{row.get('attempts') or 0}"
         op = str(uuid.uuid5(NAMESPACE, key))  # a failed operation is not retried under its own id: attempts
@@ -221,7 +260,42 @@ class Forwarder:
                        "content": content if mode == "append" else None,
                        "context": doc.context, "timestamp": doc.timestamp, "metadata": doc.metadata, "tags": doc.tags})
         self.client.retain(target, doc, content, mode, op)
-        self._settle(row, put, report)
+        return _Sent(row, put, old)
+
+    def _follow(self, sent: list[_Sent], report: ForwardReport, on_document: Any = None) -> None:
+        """Follow the operations of a batch together until the server applied each (the cursor then takes its
+        lines) or gave it up, for SETTLE_SECONDS at most: what is still being applied then waits for the next
+        pass, and the other documents go on. A document's next payload is only built once its previous one was
+        applied, so one document never has two payloads in flight."""
+        deadline = time.monotonic() + SETTLE_SECONDS
+        delay = 0.02
+        waiting = list(sent)
+        while waiting:
+            still: list[_Sent] = []
+            for n, flight in enumerate(waiting):
+                done = True
+                with self._one_document(flight.row, report):
+                    done = self._check(flight.row, flight.put, report) == "done"
+                    if done and flight.old:
+                        self.client.delete_document(*flight.old)
+                if done:
+                    if on_document is not None:
+                        on_document(flight.row, report)
+                else:  # the server applies them in about the order sent: those behind are not asked yet (each
+                    still.extend(waiting[n:])  # look is a request the server answers from its database)
+                    break
+            if still and time.monotonic() > deadline:  # still being applied: they wait, the others go on
+                for flight in still:
+                    with self._one_document(flight.row, report):
+                        flight.put(next_try_at=now_iso(1.0), last_error=None)
+                        report.waiting += 1
+                    if on_document is not None:
+                        on_document(flight.row, report)
+                return
+            if len(still) == len(waiting):  # none applied since the last look: give the server a moment
+                time.sleep(delay)
+                delay = min(0.1, delay * 2)  # a retain in chunks mode is applied in tens of ms
+            waiting = still
 
     def _settle(self, row: dict[str, Any], put: Any, report: ForwardReport, resend: bool = False) -> bool:
         """Follow the operation in flight until the server applied it (the cursor then takes its lines) or
@@ -229,40 +303,14 @@ class Forwarder:
         later (a worker, which a restart may interrupt and resume): the next payload of a document is sent
         only once the previous one is applied, or an append could land before the one it follows.
         ``resend``: the operation is one a crash may have lost before the server had it: sent again."""
-        f = row["in_flight"]
         deadline = time.monotonic() + SETTLE_SECONDS
         delay = 0.02
         while True:
-            found = self.client.operation(f["bank"], f["operation_id"]) or {}
-            status = found.get("status") or "not_found"
-            if status == "completed":
-                now = now_iso()
-                put(state="sent", bank=f["bank"], document_id=f["document_id"], lines=f["lines"],
-                    fingerprint=f["fingerprint"], in_flight=None, attempts=0, next_try_at=None, last_error=None,
-                    last_sent_at=now, first_sent_at=row.get("first_sent_at") or now)
-                if f["mode"] == "append":
-                    report.appended += 1
-                    report.lines += f["lines"] - f.get("start", 0)
-                else:
-                    report.sent += 1
-                    report.lines += f["lines"]
+            look = self._check(row, put, report, resend)
+            if look == "done":
                 return True
-            if status in ("failed", "cancelled") or (status == "not_found" and f["mode"] != "append"):
-                # Not applied: what it carried is sent again, built anew, under another operation id; after the
-                # back-off when the server just took and dropped it (a server that fails every retain is not
-                # sent one after another), at once when a crash may have lost it before the server had it.
-                error = found.get("error_message") or f"operation {status}"
-                attempts = (row.get("attempts") or 0) + 1
-                put(in_flight=None, attempts=attempts, last_error=f"server: {str(error)[:300]}",
-                    next_try_at=None if resend else now_iso(backoff(attempts)))
-                report.retry += status != "not_found"
-                return True
-            if status == "not_found":  # an append the server never had: again, exactly as it was
-                if not resend:
-                    raise SinkError(f"operation {f['operation_id']} unknown to the server", retryable=True, status=0)
+            if look == "resent":
                 resend = False
-                doc = Document(f["document_id"], [], f["context"], f["timestamp"], f["metadata"], f["tags"])
-                self.client.retain(f["bank"], doc, f["content"], "append", f["operation_id"])
                 continue
             if time.monotonic() > deadline:  # still being applied: this document waits, the others go on
                 put(next_try_at=now_iso(1.0), last_error=None)
@@ -270,6 +318,42 @@ class Forwarder:
                 return False
             time.sleep(delay)
             delay = min(0.1, delay * 2)  # a retain in chunks mode is applied in tens of ms
+
+    def _check(self, row: dict[str, Any], put: Any, report: ForwardReport, resend: bool = False) -> str:
+        """One look at the operation in flight: ``done`` (applied: the cursor took its lines; or given up: it is
+        to be sent again), ``pending`` (still being applied) or ``resent`` (see :meth:`_settle`)."""
+        f = row["in_flight"]
+        found = self.client.operation(f["bank"], f["operation_id"]) or {}
+        status = found.get("status") or "not_found"
+        if status == "completed":
+            now = now_iso()
+            put(state="sent", bank=f["bank"], document_id=f["document_id"], lines=f["lines"],
+                fingerprint=f["fingerprint"], in_flight=None, attempts=0, next_try_at=None, last_error=None,
+                last_sent_at=now, first_sent_at=row.get("first_sent_at") or now)
+            if f["mode"] == "append":
+                report.appended += 1
+                report.lines += f["lines"] - f.get("start", 0)
+            else:
+                report.sent += 1
+                report.lines += f["lines"]
+            return "done"
+        if status in ("failed", "cancelled") or (status == "not_found" and f["mode"] != "append"):
+            # Not applied: what it carried is sent again, built anew, under another operation id; after the
+            # back-off when the server just took and dropped it (a server that fails every retain is not
+            # sent one after another), at once when a crash may have lost it before the server had it.
+            error = found.get("error_message") or f"operation {status}"
+            attempts = (row.get("attempts") or 0) + 1
+            put(in_flight=None, attempts=attempts, last_error=f"server: {str(error)[:300]}",
+                next_try_at=None if resend else now_iso(backoff(attempts)))
+            report.retry += status != "not_found"
+            return "done"
+        if status == "not_found":  # an append the server never had: again, exactly as it was
+            if not resend:
+                raise SinkError(f"operation {f['operation_id']} unknown to the server", retryable=True, status=0)
+            doc = Document(f["document_id"], [], f["context"], f["timestamp"], f["metadata"], f["tags"])
+            self.client.retain(f["bank"], doc, f["content"], "append", f["operation_id"])
+            return "resent"
+        return "pending"
 
     def _theirs(self, bank: str, native_id: str) -> str | None:
         """The document Hindsight's own integration keeps of this session, if there is one."""

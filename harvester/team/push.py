@@ -12,6 +12,14 @@ For each batch of queued sessions (in (harness, native id) order, the same on ev
 3. then, in the local bank, each session's cursor (the clock pushed up to, the events pushed, the resync
    count seen). A kill -9 between 2 and 3 pushes the batch again: the same rows, nothing changed.
 
+Batches are pipelined: while the server inserts one (its full-text vectors and index are most of a push's
+cost), the next is read and sent on a second connection, each in its own transaction (IN_FLIGHT at most).
+Their sessions are disjoint (the queue is read in key order, once each), every SQLite read and write stays on
+the caller's thread, and each batch's cursors are written only after its own transaction committed, in the
+order the batches were read; a batch committed behind one that failed is settled all the same. Events already
+there unchanged are left out before the server computes their search vectors (a push again after a kill -9,
+a resync).
+
 A server that cannot be reached, or that refuses this harvester (a newer schema, no right to create it), stops
 the pass (``stopped_by``); the service tries again with a back-off.
 Rows the server refuses (a constraint, bad data) cost their sessions alone: they are retried one by one, and
@@ -21,6 +29,7 @@ those that still fail are marked failed with the error, retried later with a bac
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +48,7 @@ if TYPE_CHECKING:
 log = get_logger("harvester.team")
 BATCH_SESSIONS = 200
 BATCH_EVENTS = 5000
+IN_FLIGHT = 2  # batches sent and not yet settled: one inserted by the server while the next is read and sent
 RETRY_BASE = 30.0  # a refused session: tried again after 30 s, doubling to a day
 RETRY_MAX = 86400.0
 
@@ -111,26 +121,56 @@ class Pusher:
             outbox_note(self.bank, report.stopped_by)
             return report
         after = ("", "")  # in key order, once each: what is queued again meanwhile waits for the next pass
-        while True:
-            queued = outbox.due(self.bank, BATCH_SESSIONS, after)
-            if not queued:
-                break
-            after = (queued[-1]["harness"], queued[-1]["native_id"])
-            if keys is not None:
-                queued = [q for q in queued if (q["harness"], q["native_id"]) in keys]
-                if not queued:
-                    continue
-            items = self._read(queued)
-            after = (items[-1].queued["harness"], items[-1].queued["native_id"])
+        sent: list[tuple[list[_Item], Future[list[str]]]] = []  # in flight, in the order read
+        with ThreadPoolExecutor(IN_FLIGHT, thread_name_prefix="harvester-team-push") as sender:
             try:
-                self._send(items, report)
-            except Unreachable as exc:
-                report.stopped_by = str(exc)
-                break
-            if on_batch is not None:
-                on_batch(report, len(items))
+                while not report.stopped_by:
+                    queued = outbox.due(self.bank, BATCH_SESSIONS, after)
+                    if not queued:
+                        break
+                    after = (queued[-1]["harness"], queued[-1]["native_id"])
+                    if keys is not None:
+                        queued = [q for q in queued if (q["harness"], q["native_id"]) in keys]
+                        if not queued:
+                            continue
+                    items = self._read(queued)
+                    after = (items[-1].queued["harness"], items[-1].queued["native_id"])
+                    sent.append((items, sender.submit(self.team.run, lambda conn, i=items: self._write(conn, i))))
+                    if len(sent) >= IN_FLIGHT:
+                        self._landed(*sent.pop(0), report, on_batch)
+            finally:  # each batch sent is settled (or retried alone) as it landed, whatever stopped the pass
+                while sent:
+                    self._landed(*sent.pop(0), report, on_batch)
         outbox_note(self.bank, report.stopped_by)
         return report
+
+    def _landed(self, items: list[_Item], sending: Future[list[str]], report: PushReport,
+                on_batch: Callable[[PushReport, int], None] | None) -> None:
+        """A batch's outcome, once its transaction ended: its cursors written, or its sessions sent again one by
+        one (the server refused a row), or the pass stopped (the server is away: the batch stays queued)."""
+        from psycopg import errors
+
+        try:
+            outcomes = sending.result()
+        except Unreachable as exc:
+            report.stopped_by = report.stopped_by or str(exc)
+            return
+        except errors.Error:
+            if report.stopped_by:
+                return
+            try:
+                if len(items) == 1:
+                    self._send(items, report)
+                else:
+                    for item in items:
+                        self._send([item], report)
+            except Unreachable as exc:
+                report.stopped_by = str(exc)
+                return
+        else:
+            self._settle(items, outcomes, report)
+        if on_batch is not None:
+            on_batch(report, len(items))
 
     # -- 1. read -------------------------------------------------------------------------------------
     def _read(self, queued: list[dict[str, Any]]) -> list[_Item]:
@@ -261,8 +301,13 @@ class Pusher:
         with conn.cursor().copy(f"COPY push_events ({', '.join(columns)}) FROM STDIN") as copy:
             for r in rows:
                 copy.write_row((*r[:10], bool(r[10]), *r[11:19], bool(r[19])))
+        # Rows there unchanged are left out first: ON CONFLICT ... WHERE would compute each one's search vector
+        # (the generated column) before finding it unchanged.
         return conn.execute(
-            f"INSERT INTO {SCHEMA}.events AS e ({', '.join(columns)}) SELECT {', '.join(columns)} FROM push_events "
+            f"INSERT INTO {SCHEMA}.events AS e ({', '.join(columns)}) SELECT {', '.join(columns)} FROM push_events p "
+            f"WHERE NOT EXISTS (SELECT 1 FROM {SCHEMA}.events x WHERE x.session_id = p.session_id AND x.uid = p.uid "
+            "AND (x.seq, x.content_hash, x.meta, x.recall, x.ts) IS NOT DISTINCT FROM "
+            "(p.seq, p.content_hash, p.meta, p.recall, p.ts)) "
             "ORDER BY session_id, uid ON CONFLICT (session_id, uid) DO UPDATE SET "
             f"{_EVENT_UPDATED} WHERE {_EVENT_DIFFERS}").rowcount
 
