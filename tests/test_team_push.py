@@ -24,6 +24,7 @@ import psycopg
 
 from harvester import __version__
 from harvester.bank import open_bank
+from harvester.parsers import HARNESSES
 from harvester.team.push import SESSION_COLUMNS
 from tests.daemon import FAST, Daemon, wait_for
 from tests.helpers import ClaudeSession, claude_dir, make_repo
@@ -553,7 +554,7 @@ def test_a_batch_lost_while_the_next_one_landed_costs_that_batch_alone(postgres_
 
     monkeypatch.setattr(pushing.Pusher, "_write", write)
     with open_bank(m.bank) as bank:
-        p = pusher(bank, config.load(m.env()), m.env())
+        p = pusher(bank, config.load(m.env(), harness_names=HARNESSES), m.env())
         assert p is not None
         first = p.push()
         assert first.stopped_by and first.sessions in (2, 4)  # the second batch landed; the third maybe not sent
