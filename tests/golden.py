@@ -136,6 +136,7 @@ LAYOUTS: dict[str, Layout] = {
     "devin": Layout("devin", _built("sessions.sql", "sessions.db", _link(".local/share/devin/cli"))),
     "dcode": Layout("dcode", _built("sessions.sql", "sessions.db", _env("DEEPAGENTS_HOME"))),
     "droid": Layout("droid", _link(".factory")),
+    "forge": Layout("forge", _built("forge.sql", ".forge.db", _env("FORGE_CONFIG"))),
     "cline": Layout("cline", _built("sessions.sql", "sessions.db", _env("CLINE_DATA_DIR")), hand="hand/sdk"),
     "cline-legacy": Layout("cline-legacy", _env("CLINE_DATA_DIR"), "cline", "hand/legacy"),
     "roo-code": Layout("roo-code", _link(".config/Code/User/globalStorage/rooveterinaryinc.roo-cline"), "cline",

@@ -72,6 +72,7 @@ PLACES = {
     "deepseek_tui": ".deepseek",
     "dcode": ".deepagents",
     "droid": ".factory",
+    "forge": ".forge",
     "warp": ".local/state/warp-terminal",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
@@ -81,7 +82,7 @@ DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql
              "store.sql": "store.db", "state.sql": "state.vscdb", "crush.sql": "crush.db",
              "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite",
              "threads.sql": "threads.db", "warp.sql": "warp.sqlite", "kiro-cli-data.sql": "data.sqlite3",
-             "db.sql": "db.sqlite", "amazon-q-data.sql": "data.sqlite3"}
+             "db.sql": "db.sqlite", "amazon-q-data.sql": "data.sqlite3", "forge.sql": ".forge.db"}
 
 
 def lay_out_every_store(home: Path, only: tuple[str, ...] = ()) -> None:
