@@ -121,6 +121,7 @@ LAYOUTS: dict[str, Layout] = {
     "gptme": Layout("gptme", _env("GPTME_LOGS_HOME")),
     "grok": Layout("grok", _env("GROK_HOME")),
     "hermes": Layout("hermes", _built("hermes-state.sql", "state.db", _env("HERMES_HOME"))),
+    "hermes-transcripts": Layout("hermes", _env("HERMES_HOME"), "hermes", "hand-transcripts"),
     "iflow": Layout("iflow", _link(".iflow")),  # no variable of iFlow's own moves it
     "junie": Layout("junie", _env("JUNIE_HOME")),
     "kimi": Layout("kimi", _env("KIMI_SHARE_DIR")),

@@ -59,6 +59,7 @@ PLACES = {
     "gptme": ".local/share/gptme/logs",
     "grok": ".grok",
     "hermes": ".hermes",
+    "hermes-transcripts": ".hermes/profiles/legacy",  # a profile of a build before state.db
     "iflow": ".iflow",
     "junie": ".junie",
     "kimi": ".kimi",
