@@ -158,6 +158,7 @@ LAYOUTS: dict[str, Layout] = {
     "prime-agent": Layout("prime-agent", _env("PRIME_AGENT_CODING_AGENT_DIR"), "pi/prime_agent"),
     "oh-my-pi": Layout("oh-my-pi", _env("PI_CODING_AGENT_DIR"), "pi/oh_my_pi"),
     "openhands": Layout("openhands", _env("OPENHANDS_CONVERSATIONS_DIR")),
+    "openhands-early": Layout("openhands", _env("OPENHANDS_CONVERSATIONS_DIR"), "openhands", "hand-early"),
     "openclaw": Layout("openclaw", _built("openclaw-agent.sql", "openclaw-agent.sqlite", _env("OPENCLAW_STATE_DIR")),
                        "pi/openclaw"),
     "warp": Layout("warp", _built("warp.sql", "warp.sqlite", _link(".local/state/warp-terminal"))),

@@ -46,6 +46,7 @@ PLACES = {
     "oh-my-pi": ".omp/agent",
     "openclaw": ".openclaw",
     "openhands": ".openhands/conversations",
+    "openhands-early": ".openhands/conversations",  # the early SDK's conversation beside the current ones
     "copilot_cli": ".copilot",
     "crush": "src/crush-demo",  # Crush keeps its database in each project: configured as a root below
     "cursor-cli": ".cursor",
