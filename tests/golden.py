@@ -152,6 +152,7 @@ LAYOUTS: dict[str, Layout] = {
     "trae": Layout("trae", _built("state.sql", "state.vscdb", _link(".config/Trae"))),
     "traex": Layout("traex", _link(".trae/cli")),  # no variable of TRAE CLI's own is known
     "zcode": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db"))),  # no variable moves it
+    "zcode-isotime": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db")), "zcode", "hand-isotime"),
     "vscode_copilot": Layout("vscode-copilot", _link(".config/Code/User")),
     "windsurf": Layout("windsurf", _link(".codeium/windsurf")),
     "pi": Layout("pi", _env("PI_CODING_AGENT_DIR"), "pi/pi"),
