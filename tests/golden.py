@@ -163,6 +163,8 @@ LAYOUTS: dict[str, Layout] = {
     "openclaw": Layout("openclaw", _built("openclaw-agent.sql", "openclaw-agent.sqlite", _env("OPENCLAW_STATE_DIR")),
                        "pi/openclaw"),
     "warp": Layout("warp", _built("warp.sql", "warp.sqlite", _link(".local/state/warp-terminal"))),
+    "warp-prompts": Layout("warp", _built("warp.sql", "warp.sqlite", _link(".local/state/warp-terminal")), "warp",
+                           "hand-prompts"),
     "zed": Layout("zed", _built("threads.sql", "threads.db", _link(".local/share/zed/threads"))),
 }
 
