@@ -137,6 +137,7 @@ LAYOUTS: dict[str, Layout] = {
     "devin": Layout("devin", _built("sessions.sql", "sessions.db", _link(".local/share/devin/cli"))),
     "dcode": Layout("dcode", _built("sessions.sql", "sessions.db", _env("DEEPAGENTS_HOME"))),
     "droid": Layout("droid", _link(".factory")),
+    "droid-idless": Layout("droid", _link(".factory"), "droid", "hand-idless"),
     "forge": Layout("forge", _built("forge.sql", ".forge.db", _env("FORGE_CONFIG"))),
     "cline": Layout("cline", _built("sessions.sql", "sessions.db", _env("CLINE_DATA_DIR")), hand="hand/sdk"),
     "cline-legacy": Layout("cline-legacy", _env("CLINE_DATA_DIR"), "cline", "hand/legacy"),
