@@ -76,6 +76,7 @@ PLACES = {
     "droid": ".factory",
     "forge": ".forge",
     "warp": ".local/state/warp-terminal",
+    "windsurf-chat": ".config/Windsurf",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
 }
