@@ -102,6 +102,7 @@ def _repositories(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, lis
 
 LAYOUTS: dict[str, Layout] = {
     "claude_code": Layout("claude-code", _env("CLAUDE_CONFIG_DIR")),
+    "openclaude": Layout("openclaude", _env("OPENCLAUDE_CONFIG_DIR")),
     "claude_cowork": Layout("claude-cowork", _link(".config/Claude/local-agent-mode-sessions")),
     "codebuff": Layout("codebuff", _link(".config/manicode")),  # no variable moves it
     "codex": Layout("codex", _env("CODEX_HOME")),

@@ -77,6 +77,7 @@ PLACES = {
     "forge": ".forge",
     "warp": ".local/state/warp-terminal",
     "windsurf-chat": ".config/Windsurf",
+    "openclaude": ".openclaude",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
 }
