@@ -131,6 +131,7 @@ LAYOUTS: dict[str, Layout] = {
     "kiro_cli_db": Layout("kiro-cli", _built("kiro-cli-data.sql", "data.sqlite3", _link(".local/share/kiro-cli")),
                           "kiro_cli", "hand/db"),
     "kimi_code": Layout("kimi-code", _env("KIMI_CODE_HOME")),
+    "kimi_work": Layout("kimi-work", _link(".config/kimi-desktop/daimon-share/daimon/runtime/kimi-code/home")),
     "mistral_vibe": Layout("mistral-vibe", _env("VIBE_HOME")),
     "antigravity": Layout("antigravity", _link(".gemini/antigravity-cli")),
     "deepseek_harness": Layout("deepseek-harness", _env("DSH_HOME")),

@@ -78,6 +78,7 @@ PLACES = {
     "warp": ".local/state/warp-terminal",
     "windsurf-chat": ".config/Windsurf",
     "openclaude": ".openclaude",
+    "kimi_work": ".config/kimi-desktop/daimon-share/daimon/runtime/kimi-code/home",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
 }
