@@ -79,6 +79,7 @@ PLACES = {
     "windsurf-chat": ".config/Windsurf",
     "openclaude": ".openclaude",
     "kimi_work": ".config/kimi-desktop/daimon-share/daimon/runtime/kimi-code/home",
+    "workbuddy": ".workbuddy",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
 }

@@ -52,6 +52,7 @@ from harvester.parsers import (
     vscode_copilot,
     warp,
     windsurf,
+    workbuddy,
     zed,
 )
 from harvester.parsers.base import Harness
@@ -140,6 +141,7 @@ HARNESSES: dict[str, Harness] = {
         Harness(droid.NAME, droid.roots, droid.SOURCES, droid.parse, "Factory Droid", droid.PROCESSES),
         Harness(forge.NAME, forge.roots, forge.SOURCES, forge.parse, "Forge", forge.PROCESSES),
         Harness(warp.NAME, warp.roots, warp.SOURCES, warp.parse, "Warp agent mode", warp.PROCESSES),
+        Harness(workbuddy.NAME, workbuddy.roots, workbuddy.SOURCES, workbuddy.parse, "WorkBuddy", workbuddy.PROCESSES),
         Harness(zed.NAME, zed.roots, zed.SOURCES, zed.parse, "Zed agent", zed.PROCESSES),
         Harness(opencode.ZCODE_NAME, opencode.zcode_roots, opencode.ZCODE_SOURCES, opencode.parse, "ZCode",
                 opencode.ZCODE_PROCESSES),
