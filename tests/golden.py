@@ -170,6 +170,7 @@ LAYOUTS: dict[str, Layout] = {
     "warp": Layout("warp", _built("warp.sql", "warp.sqlite", _link(".local/state/warp-terminal"))),
     "warp-prompts": Layout("warp", _built("warp.sql", "warp.sqlite", _link(".local/state/warp-terminal")), "warp",
                            "hand-prompts"),
+    "commandcode": Layout("commandcode", _link(".commandcode")),  # no variable moves it
     "workbuddy": Layout("workbuddy", _link(".workbuddy")),  # no variable moves it
     "zed": Layout("zed", _built("threads.sql", "threads.db", _link(".local/share/zed/threads"))),
 }
