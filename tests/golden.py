@@ -102,6 +102,7 @@ def _repositories(tree: Path, home: Path) -> tuple[dict[str, str], dict[str, lis
 
 LAYOUTS: dict[str, Layout] = {
     "claude_code": Layout("claude-code", _env("CLAUDE_CONFIG_DIR")),
+    "openclaude": Layout("openclaude", _env("OPENCLAUDE_CONFIG_DIR")),
     "claude_cowork": Layout("claude-cowork", _link(".config/Claude/local-agent-mode-sessions")),
     "codebuff": Layout("codebuff", _link(".config/manicode")),  # no variable moves it
     "codex": Layout("codex", _env("CODEX_HOME")),
@@ -121,6 +122,7 @@ LAYOUTS: dict[str, Layout] = {
     "gptme": Layout("gptme", _env("GPTME_LOGS_HOME")),
     "grok": Layout("grok", _env("GROK_HOME")),
     "hermes": Layout("hermes", _built("hermes-state.sql", "state.db", _env("HERMES_HOME"))),
+    "hermes-transcripts": Layout("hermes", _env("HERMES_HOME"), "hermes", "hand-transcripts"),
     "iflow": Layout("iflow", _link(".iflow")),  # no variable of iFlow's own moves it
     "junie": Layout("junie", _env("JUNIE_HOME")),
     "kimi": Layout("kimi", _env("KIMI_SHARE_DIR")),
@@ -129,6 +131,7 @@ LAYOUTS: dict[str, Layout] = {
     "kiro_cli_db": Layout("kiro-cli", _built("kiro-cli-data.sql", "data.sqlite3", _link(".local/share/kiro-cli")),
                           "kiro_cli", "hand/db"),
     "kimi_code": Layout("kimi-code", _env("KIMI_CODE_HOME")),
+    "kimi_work": Layout("kimi-work", _link(".config/kimi-desktop/daimon-share/daimon/runtime/kimi-code/home")),
     "mistral_vibe": Layout("mistral-vibe", _env("VIBE_HOME")),
     "antigravity": Layout("antigravity", _link(".gemini/antigravity-cli")),
     "deepseek_harness": Layout("deepseek-harness", _env("DSH_HOME")),
@@ -136,6 +139,8 @@ LAYOUTS: dict[str, Layout] = {
     "devin": Layout("devin", _built("sessions.sql", "sessions.db", _link(".local/share/devin/cli"))),
     "dcode": Layout("dcode", _built("sessions.sql", "sessions.db", _env("DEEPAGENTS_HOME"))),
     "droid": Layout("droid", _link(".factory")),
+    "droid-idless": Layout("droid", _link(".factory"), "droid", "hand-idless"),
+    "forge": Layout("forge", _built("forge.sql", ".forge.db", _env("FORGE_CONFIG"))),
     "cline": Layout("cline", _built("sessions.sql", "sessions.db", _env("CLINE_DATA_DIR")), hand="hand/sdk"),
     "cline-legacy": Layout("cline-legacy", _env("CLINE_DATA_DIR"), "cline", "hand/legacy"),
     "roo-code": Layout("roo-code", _link(".config/Code/User/globalStorage/rooveterinaryinc.roo-cline"), "cline",
@@ -150,15 +155,23 @@ LAYOUTS: dict[str, Layout] = {
     "trae": Layout("trae", _built("state.sql", "state.vscdb", _link(".config/Trae"))),
     "traex": Layout("traex", _link(".trae/cli")),  # no variable of TRAE CLI's own is known
     "zcode": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db"))),  # no variable moves it
+    "zcode-isotime": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db")), "zcode", "hand-isotime"),
     "vscode_copilot": Layout("vscode-copilot", _link(".config/Code/User")),
     "windsurf": Layout("windsurf", _link(".codeium/windsurf")),
+    "windsurf-chat": Layout("windsurf", _built("state.sql", "state.vscdb", _link(".config/Windsurf")), "windsurf",
+                            "hand-chat"),
     "pi": Layout("pi", _env("PI_CODING_AGENT_DIR"), "pi/pi"),
     "prime-agent": Layout("prime-agent", _env("PRIME_AGENT_CODING_AGENT_DIR"), "pi/prime_agent"),
     "oh-my-pi": Layout("oh-my-pi", _env("PI_CODING_AGENT_DIR"), "pi/oh_my_pi"),
     "openhands": Layout("openhands", _env("OPENHANDS_CONVERSATIONS_DIR")),
+    "openhands-early": Layout("openhands", _env("OPENHANDS_CONVERSATIONS_DIR"), "openhands", "hand-early"),
     "openclaw": Layout("openclaw", _built("openclaw-agent.sql", "openclaw-agent.sqlite", _env("OPENCLAW_STATE_DIR")),
                        "pi/openclaw"),
     "warp": Layout("warp", _built("warp.sql", "warp.sqlite", _link(".local/state/warp-terminal"))),
+    "warp-prompts": Layout("warp", _built("warp.sql", "warp.sqlite", _link(".local/state/warp-terminal")), "warp",
+                           "hand-prompts"),
+    "commandcode": Layout("commandcode", _link(".commandcode")),  # no variable moves it
+    "workbuddy": Layout("workbuddy", _link(".workbuddy")),  # no variable moves it
     "zed": Layout("zed", _built("threads.sql", "threads.db", _link(".local/share/zed/threads"))),
 }
 

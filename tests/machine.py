@@ -46,6 +46,7 @@ PLACES = {
     "oh-my-pi": ".omp/agent",
     "openclaw": ".openclaw",
     "openhands": ".openhands/conversations",
+    "openhands-early": ".openhands/conversations",  # the early SDK's conversation beside the current ones
     "copilot_cli": ".copilot",
     "crush": "src/crush-demo",  # Crush keeps its database in each project: configured as a root below
     "cursor-cli": ".cursor",
@@ -59,6 +60,7 @@ PLACES = {
     "gptme": ".local/share/gptme/logs",
     "grok": ".grok",
     "hermes": ".hermes",
+    "hermes-transcripts": ".hermes/profiles/legacy",  # a profile of a build before state.db
     "iflow": ".iflow",
     "junie": ".junie",
     "kimi": ".kimi",
@@ -72,7 +74,13 @@ PLACES = {
     "deepseek_tui": ".deepseek",
     "dcode": ".deepagents",
     "droid": ".factory",
+    "forge": ".forge",
     "warp": ".local/state/warp-terminal",
+    "windsurf-chat": ".config/Windsurf",
+    "openclaude": ".openclaude",
+    "kimi_work": ".config/kimi-desktop/daimon-share/daimon/runtime/kimi-code/home",
+    "workbuddy": ".workbuddy",
+    "commandcode": ".commandcode",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
 }
@@ -81,7 +89,7 @@ DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql
              "store.sql": "store.db", "state.sql": "state.vscdb", "crush.sql": "crush.db",
              "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite",
              "threads.sql": "threads.db", "warp.sql": "warp.sqlite", "kiro-cli-data.sql": "data.sqlite3",
-             "db.sql": "db.sqlite", "amazon-q-data.sql": "data.sqlite3"}
+             "db.sql": "db.sqlite", "amazon-q-data.sql": "data.sqlite3", "forge.sql": ".forge.db"}
 
 
 def lay_out_every_store(home: Path, only: tuple[str, ...] = ()) -> None:

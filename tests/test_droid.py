@@ -128,3 +128,15 @@ def test_real_runs_read_without_problems(tmp_path: Path, scenario: str) -> None:
     prompt = next(e["text"] for e in events if e["role"] == "user")
     assert prompt.startswith({"two_turns": "say hi", "thinking": "THINK", "tool_error": "READ_FILE"}[scenario])
     assert all(e["role"] == "system" for e in events[:7])  # Droid's system reminders come first
+
+
+def test_message_lines_without_ids_are_read(tmp_path: Path) -> None:
+    """fixtures/droid/hand-idless: cass's Factory fixtures' shape (no ``id``, string content). Before, every such
+    line was malformed and the session read empty."""
+    bank, problems = _scan(tmp_path, FIXTURES / "droid" / "hand-idless")
+    assert problems == 0
+    events = events_of(bank, "a7d3e1f0-0000-4000-8000-0000000001d1")
+    assert [(e["role"], e["kind"], e["text"][:12]) for e in events] == [
+        ("user", "text", "The login pa"), ("assistant", "text", "The redirect"), ("user", "text", "Thanks."),
+        ("user", "text", "Thanks.")]
+    assert session_of(bank, "a7d3e1f0-0000-4000-8000-0000000001d1")["cwd"] == "/Users/alice/project"

@@ -102,3 +102,21 @@ def test_unknown_roles_are_drift_and_bad_shapes_malformed() -> None:
                Record(2, b'{"content": "no role"}'), Record(3, b'not json')]
     batch = gptme.parse(ref, records, {})
     assert [(p.kind, p.line) for p in batch.problems] == [("unknown_type", 1), ("malformed", 2), ("malformed", 3)]
+
+
+def test_tool_role_lines_of_third_party_fixtures_are_tool_results() -> None:
+    """agentsview's gptme fixture (internal/parser/testdata/gptme, @538600744d1b) answers tools with
+    ``role: tool`` lines; gptme itself writes a tool's output as a ``system`` message (Message.role is
+    system/user/assistant in every release). Such lines are read as tool results, not dropped."""
+    ref = SourceRef(Path("/l/2026-06-13-hello/conversation.jsonl"), Path("/l"))
+    lines = [{"role": "user", "content": "Write hello.py", "timestamp": "2026-06-13T10:00:01"},
+             {"role": "assistant", "content": "Writing it.", "timestamp": "2026-06-13T10:00:05",
+              "metadata": {"model": "openrouter/anthropic/claude-sonnet-4-6"}},
+             {"role": "tool", "content": "Saved file: hello.py", "timestamp": "2026-06-13T10:00:06"},
+             {"role": "tool", "content": "Hello, World!", "call_id": "c7", "timestamp": "2026-06-13T10:00:13"}]
+    batch = gptme.parse(ref, [Record(i + 1, orjson.dumps(x)) for i, x in enumerate(lines)], {})
+    assert batch.problems == []
+    assert [(e.role, e.kind, e.text) for e in batch.events] == [
+        ("user", "text", "Write hello.py"), ("assistant", "text", "Writing it."),
+        ("tool", "tool_result", "Saved file: hello.py"), ("tool", "tool_result", "Hello, World!")]
+    assert batch.events[3].tool_call_id == "c7"

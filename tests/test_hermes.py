@@ -6,6 +6,8 @@ The store is kept as SQL text (``fixtures/hermes/hand/hermes-state.sql``); each 
 
 from __future__ import annotations
 
+import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -149,3 +151,63 @@ def test_unknown_roles_and_tables_are_drift(tmp_path: Path) -> None:
     odd = hermes.parse(None, [Record(1, b'{"table": "gateway_routing", "row": {}}')], {})  # type: ignore[arg-type]
     assert [p.kind for p in odd.problems] == ["unknown_type"]
     assert {e["text"] for e in events_of(bank, S1)} >= {"One test fails: test_parse_dates."}
+
+
+# The transcript files of builds before state.db held everything (and of installs that never had one):
+# fixtures/hermes/hand-transcripts, a $HERMES_HOME with sessions/ and no state.db.
+TRANSCRIPTS = FIXTURES / "hermes" / "hand-transcripts"
+GATEWAY, CLI = "20260403_153620_5a3e2ff1", "20260218_101500_ab12cd"
+
+
+def read_transcripts(tmp: Path, with_db: bool = False) -> tuple[Path, int]:
+    home = tmp / "hermes"
+    shutil.copytree(TRANSCRIPTS, home)
+    if with_db:
+        build(home)
+    return read(tmp)
+
+
+def test_gateway_transcripts_and_cli_snapshots_without_a_database(tmp_path: Path) -> None:
+    bank, problems = read_transcripts(tmp_path)
+    assert problems == 0
+    sessions = {s["native_id"]: s for s in sessions_of(bank)}
+    assert set(sessions) == {GATEWAY, CLI}  # the snapshot of the gateway session is redundant beside its .jsonl
+    assert (sessions[GATEWAY]["model"], sessions[GATEWAY]["meta"]["source"]) == ("anthropic/claude-sonnet-4", "telegram")
+    assert sessions[GATEWAY]["title"] == "Is the nightly backup job still running on the build box?"
+    assert sessions[GATEWAY]["started_at"] == "2026-04-03T15:36:20.118Z"
+    assert shape(bank, GATEWAY) == [(role, kind, text[:24]) for role, kind, text in [
+        ("user", "text", "Is the nightly backup job"), ("assistant", "thinking", "Check the cron log for th"),
+        ("assistant", "tool_call", "terminal: tail -n 5 /var/"), ("tool", "tool_result", '{"output": "2026-04-03 0'),
+        ("assistant", "text", "Yes: last night's backup "), ("user", "text", "And this alert from the d"),
+        ("assistant", "thinking", "The image shows disk usag"), ("assistant", "text", "The alert is the disk at ")]]
+    assert events_of(bank, GATEWAY)[5]["text"] == "And this alert from the dashboard?\n[image_url]"
+    assert (sessions[CLI]["model"], sessions[CLI]["meta"]["source"]) == ("nousresearch/hermes-4-70b", "cli")
+    assert sessions[CLI]["started_at"] == "2026-02-18T10:15:00.501Z"
+    events = events_of(bank, CLI)
+    assert [(e["role"], e["kind"]) for e in events] == [
+        ("user", "text"), ("assistant", "thinking"), ("assistant", "text"), ("assistant", "tool_call"),
+        ("tool", "tool_result"), ("assistant", "tool_call"), ("tool", "tool_result"), ("assistant", "text")]
+    assert events[6]["is_error"] and events[6]["tool_call_id"] == "call_c02"
+
+
+def test_transcripts_beside_a_database_are_left_to_it(tmp_path: Path) -> None:
+    """Builds with state.db wrote the gateway transcript too: the database is read, the files are not."""
+    bank, problems = read_transcripts(tmp_path, with_db=True)
+    assert problems == 0
+    assert not {GATEWAY, CLI} & {s["native_id"] for s in sessions_of(bank)}
+
+
+def test_a_transcript_appended_later_adds_only_the_new_lines(tmp_path: Path) -> None:
+    bank, _ = read_transcripts(tmp_path)
+    before = len(events_of(bank, GATEWAY))
+    with (tmp_path / "hermes" / "sessions" / f"{GATEWAY}.jsonl").open("a") as out:
+        out.write(json.dumps({"role": "user", "content": "Prune them.", "timestamp": "2026-04-03T15:41:00"}) + "\n")
+    bank, problems = read(tmp_path)
+    assert problems == 0 and len(events_of(bank, GATEWAY)) == before + 1
+
+
+def test_unknown_transcript_roles_are_drift() -> None:
+    from harvester.parsers.base import Record, SourceRef
+    ref = SourceRef(Path("/h/sessions/20260101_000000_abcdef.jsonl"), Path("/h"), "transcript")
+    batch = hermes.parse(ref, [Record(1, b'{"role": "narrator", "content": "x"}'), Record(2, b'[1]')], {})
+    assert [p.kind for p in batch.problems] == ["unknown_type", "malformed"]

@@ -337,3 +337,15 @@ def test_process_titles(name: str) -> None:
     from harvester.capture.liveness import _is_agent
 
     assert _is_agent(name, [name], openclaw.PROCESSES)
+
+
+def test_kimis_packaging_keeps_its_agents_in_kimi_openclaw(tmp_path: Path) -> None:
+    """Kimi's OpenClaw ("Kimi Claw") keeps the same agents folder in ~/.kimi_openclaw (agentsview's
+    AgentOpenClaw default dirs @ 538600744d1b): its sessions are OpenClaw's."""
+    home = tmp_path / "home"
+    sessions = home / ".kimi_openclaw" / "agents" / "work" / "sessions"
+    sessions.mkdir(parents=True)
+    shutil.copy(FIXTURES / "pi/openclaw/hand/agents/work/sessions/9e3a4f5b-6c7d-4e8f-a091-b2c3d4e5f607.jsonl", sessions)
+    report = scan(home, tmp_path / "bank.sqlite", (openclaw.NAME,), env={"HOME": str(home)})
+    assert report.harnesses[openclaw.NAME].problems == 0
+    assert [s["native_id"] for s in sessions_of(tmp_path / "bank.sqlite")] == ["9e3a4f5b-6c7d-4e8f-a091-b2c3d4e5f607"]

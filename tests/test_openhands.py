@@ -110,3 +110,16 @@ def test_real_runs_read_without_problems(scenario: str, tmp_path: Path) -> None:
         events = events_of(bank, sid)
         assert events and events[0]["role"] == "user"
         assert any(e["role"] == "assistant" for e in events)
+
+
+def test_the_early_sdks_event_files_without_an_id_in_their_name(tmp_path: Path) -> None:
+    """agent-sdk before 1.0 (state.py: ``event-{idx:05d}.json``, base_state with ``agent_finished`` flags):
+    fixtures/openhands/hand-early. Every event of it is read, in index order."""
+    bank, problems = _scan(tmp_path, FIXTURES / "openhands" / "hand-early")
+    assert problems == 0
+    events = events_of(bank, "e1b2c3d4e5f60718293a4b5c6d7e8f90")
+    assert [(e["role"], e["kind"]) for e in events] == [
+        ("user", "text"), ("system", "text"), ("assistant", "thinking"), ("assistant", "text"),
+        ("assistant", "tool_call"), ("tool", "tool_result"), ("assistant", "text")]
+    assert events[0]["text"].startswith("Fix the fa") and events[6]["text"].startswith("Fixed: the")
+    assert session_of(bank, "e1b2c3d4e5f60718293a4b5c6d7e8f90")["model"] == "litellm_proxy/claude-sonnet-4-20250514"

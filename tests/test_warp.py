@@ -145,3 +145,41 @@ def test_roots_per_os() -> None:
     assert mac[0] == home / "Library/Group Containers/2BBY89MBSN.dev.warp/Library/Application Support/dev.warp.Warp-Stable"
     assert home / "Library/Application Support/dev.warp.Warp-Stable" in mac
     assert warp.roots_for("win32", {"LOCALAPPDATA": "C:/L"}, home)[0] == Path("C:/L/warp/Warp/data")
+
+
+# Before agent_conversations (Warp builds up to 2025-06-09): the prompts in ai_queries are all there is
+# (ai_blocks' answers were dropped by a later migration, 2025-11-19): fixtures/warp/hand-prompts.
+OLD1, OLD2 = "b7e0c1aa-0000-4000-8000-0000000c0a01", "b7e0c1aa-0000-4000-8000-0000000c0a02"
+
+
+def test_a_database_before_agent_conversations_reads_its_prompts(tmp_path: Path) -> None:
+    db = tmp_path / "state" / "warp-terminal" / "warp.sqlite"
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    conn.executescript((FIXTURES / "warp" / "hand-prompts" / "warp.sql").read_text())
+    conn.commit()
+    conn.close()
+    bank, problems = read(tmp_path)
+    assert problems == 0
+    assert [e["text"] for e in events_of(bank, OLD1)] == [
+        "Why is the docker build so slow?", "Add a .dockerignore for node_modules then."]
+    assert [e["text"] for e in events_of(bank, OLD2)] == ["list the biggest files in this repo"]
+    first = session_of(bank, OLD1)
+    assert (first["cwd"], first["model"], first["started_at"]) == (CWD, "claude-3-7-sonnet", "2025-05-20T14:03:11.482Z")
+    assert first["meta"]["last_turn"] == "aborted" and first["title"] == "Why is the docker build so slow?"
+
+
+def test_prompts_of_conversations_from_before_tasks_are_read_beside_todays(tmp_path: Path) -> None:
+    """A database upgraded past 2025-06-09 keeps the older conversations' prompts in ai_queries, with no task."""
+    db = build_store(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO ai_queries (id, exchange_id, conversation_id, start_ts, input, working_directory, "
+                 "output_status, model_id) VALUES (90, 'ex-old', ?, '2025-04-02 08:00:00', ?, ?, '\"Completed\"', '')",
+                 (OLD2, '[{"Query":{"text":"what does git rerere do","context":[],"referenced_attachments":{}}}]', CWD))
+    conn.commit()
+    conn.close()
+    bank, problems = read(tmp_path)
+    assert problems == 0
+    assert [e["text"] for e in events_of(bank, OLD2)] == ["what does git rerere do"]
+    assert shape(bank, C1)[0] == ("user", "text")  # today's conversations still read from their tasks
+    assert len([e for e in events_of(bank, C1) if e["text"] == "Why does `make test` fail?"]) == 1

@@ -74,3 +74,41 @@ def test_rendered_note_for_a_capped_count() -> None:
                              "reason": "encrypted"}]}
     text = status_text({"bank": {"path": "/b", "size_bytes": 0}, "harnesses": [row], "recent_imports": []})
     assert "windsurf: present, not readable: 10,000+ files in /h/.codeium/windsurf/cascade/*.pb (encrypted)" in text
+
+
+# The editor's chat panel (before Cascade) kept its chats in the workspace's state.vscdb, where agentsview reads
+# them: fixtures/windsurf/hand-chat (laid out like ~/.config/Windsurf).
+CHAT = FIXTURES / "windsurf" / "hand-chat"
+TAB1, TAB2, SESSION = ("2b0e7c51-0000-4000-8000-00000000a001", "2b0e7c51-0000-4000-8000-00000000a002",
+                       "7d2f4a10-0000-4000-8000-00000000b001")
+
+
+def test_chat_panel_tabs_and_sessions_in_workspace_state_are_read(tmp_path: Path) -> None:
+    import sqlite3
+
+    from tests.helpers import events_of, session_of, sessions_of
+
+    home = tmp_path / "home"
+    shutil.copytree(CHAT, home / ".config" / "Windsurf")
+    for sql in (home / ".config" / "Windsurf").rglob("state.sql"):
+        conn = sqlite3.connect(sql.with_name("state.vscdb"))
+        conn.executescript(sql.read_text())
+        conn.commit()
+        conn.close()
+    bank = tmp_path / "bank.sqlite"
+    report = scan(home, bank, (windsurf.NAME,), env={"HOME": str(home)})
+    assert report.harnesses[windsurf.NAME].problems == 0
+    assert {s["native_id"] for s in sessions_of(bank)} == {TAB1, TAB2, SESSION}  # the empty tab is no session
+    assert [(e["role"], e["text"]) for e in events_of(bank, TAB1)] == [
+        ("user", "Why is CI red on main?"),
+        ("assistant", "The lint job fails: `ruff` flags an unused import in app/cli.py."),
+        ("user", "Remove it then."), ("assistant", "Removed `import os` from app/cli.py; the lint job passes locally.")]
+    assert [e["role"] for e in events_of(bank, TAB2)] == ["user", "assistant"]
+    assert events_of(bank, TAB2)[0]["text"] == "Explain the retry decorator"
+    assert [e["text"] for e in events_of(bank, SESSION)] == [
+        "Port parse_feed to asyncio.", "Use `aiohttp` for the fetch and `asyncio.gather` for the batch.",
+        "And the tests?", "Mark them with `pytest.mark.asyncio`. Add pytest-asyncio to the dev dependencies."]
+    first = session_of(bank, TAB1)
+    assert (first["cwd"], first["title"]) == ("/home/dev/src/demo-repo", "Why is CI red?")
+    assert session_of(bank, SESSION)["title"] == "Port the parser to asyncio"
+    assert session_of(bank, SESSION)["started_at"] == "2025-05-24T15:20:00.000Z"

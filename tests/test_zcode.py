@@ -49,3 +49,23 @@ def test_opencode_shaped_parts(bank: Path) -> None:
     assert shapes(events) == [("user", "text"), ("assistant", "thinking"), ("assistant", "tool_call"),
                               ("tool", "tool_result")]
     assert session_of(bank, B)["title"] == "Run the tests."  # no title: the first prompt
+
+
+def test_times_written_as_iso_text_read_every_part(tmp_path: Path) -> None:
+    """fixtures/zcode/hand-isotime: agentsview's schema and values (times as ISO text). Before, every part of
+    such a store was refused (its time is no number) and the session read empty."""
+    home = tmp_path / "home"
+    db = home / ".zcode" / "cli" / "db"
+    db.mkdir(parents=True)
+    conn = sqlite3.connect(db / "db.sqlite")
+    conn.executescript((FIXTURES / "zcode" / "hand-isotime" / "db.sql").read_text())
+    conn.commit()
+    conn.close()
+    report = scan(home, tmp_path / "bank.sqlite", (opencode.ZCODE_NAME,), env={"HOME": str(home)})
+    assert report.harnesses[opencode.ZCODE_NAME].problems == 0
+    events = events_of(tmp_path / "bank.sqlite", "sess_019f5575c3")
+    assert shapes(events) == [("user", "text"), ("assistant", "thinking"), ("assistant", "tool_call"),
+                              ("tool", "tool_result"), ("assistant", "text")]
+    assert events[-1]["text"].startswith("The session cookie")
+    session = session_of(tmp_path / "bank.sqlite", "sess_019f5575c3")
+    assert (session["started_at"], session["cwd"]) == ("2026-07-06T13:00:01.000Z", "/home/dev/src/demo-repo")

@@ -191,14 +191,15 @@ def _unknown(where: str, kind: str, name: str, valid: Sequence[str], within: str
 
 def _close_match(name: str, valid: Sequence[str]) -> str | None:
     """The valid name this one most likely meant: the only one it begins (``roo`` -> ``roo-code``,
-    which difflib finds too short to match), else difflib's closest, ignoring case."""
+    which difflib finds too short to match), else difflib's closest, ignoring case; among several it begins,
+    the closest of those (``claude`` -> ``claude-code``, not ``openclaude``, which only contains it)."""
     lowered = {choice.lower(): choice for choice in valid}
-    extended = [choice for low, choice in lowered.items() if name and low.startswith(name.lower())]
+    extended = [low for low in lowered if name and low.startswith(name.lower())]
     if len(extended) == 1:
-        return extended[0]
+        return lowered[extended[0]]
     import difflib  # here: only a mistake needs it
 
-    close = difflib.get_close_matches(name.lower(), lowered, n=1)
+    close = difflib.get_close_matches(name.lower(), extended or lowered, n=1)
     return lowered[close[0]] if close else None
 
 

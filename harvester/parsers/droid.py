@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, Problem, SessionPatch, Usage
+from harvester.model import Batch, Event, Problem, SessionPatch, Usage, record_uid
 from harvester.parsers.base import (
     Record,
     SourceRef,
@@ -90,6 +90,7 @@ class _Reader:
         self.batch = Batch(state=state)
         self.sid = ref.path.stem  # the file is named by the session id
         self.line = 0
+        self.raw = b""  # the record being read (a message without an id is keyed by it)
 
     @property
     def patch(self) -> SessionPatch:
@@ -112,7 +113,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
             if isinstance(settings, dict):
                 _settings(reader, settings)
     for record, data in json_objects(records, reader.batch.problems):
-        reader.line = record.line
+        reader.line, reader.raw = record.line, record.raw
         kind = data.get("type")
         handler = RECORDS.get(kind) if isinstance(kind, str) else None
         if handler is None:
@@ -176,7 +177,10 @@ def _session_start(reader: _Reader, data: dict) -> None:
 
 def _message(reader: _Reader, data: dict) -> None:
     message = data["message"]
-    role, uid = message["role"], str(data["id"])
+    # Droid's messages carry an id; the lines of a third-party reader's fixtures (cass) do not: those are
+    # keyed by their bytes and their line (the file is appended to, its lines keep their numbers).
+    role = message["role"]
+    uid = str(data["id"]) if data.get("id") is not None else record_uid(reader.raw, context=f"L{reader.line}")
     ts = iso_text(data.get("timestamp"))
     if ts:  # the bank keeps the first started_at it is given: the first message's
         reader.patch.updated_at = ts

@@ -48,7 +48,9 @@ _CALL_KEYS = ("command", "path", "file", "pattern", "query", "url", "code", "pro
 _TOOLCALL = re.compile(r"^@([^\r\n]+?)\(([\w\-:\.]+)\):\s*(?=\{)", re.MULTILINE)
 _THINK = re.compile(r"<think(?:ing)?>\n?(.*?)\n?</think(?:ing)?>\n?", re.DOTALL)
 _AUTO_REPLY = "<system>No tool call detected in last message"
-_ROLES = ("system", "user", "assistant")
+# "tool": not written by gptme (a tool's output is a system message with its call_id); third-party readers'
+# fixtures (agentsview's) answer tools so, and such a line is a tool result rather than drift.
+_ROLES = ("system", "user", "assistant", "tool")
 _VERSION = re.compile(r"\AYou are gptme v(\d[\w.+-]*)")  # prompts/__init__.py, the first system message
 
 
@@ -143,6 +145,12 @@ def _message(reader: _Reader, data: dict, uid: str) -> None:
         reader.batch.problems.append(Problem("unknown_type", reader.line, f"message role={role!r}"))
         return
     meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    if role == "tool":
+        call_id = data["call_id"] if isinstance(data.get("call_id"), str) else None
+        reader.emit(f"result:{call_id}" if call_id else uid, ts, role="tool", kind="tool_result", text=text,
+                    tool_name=(reader.state.get("tools") or {}).get(call_id) if call_id else None,
+                    tool_call_id=call_id)
+        return
     if role == "system":
         if data.get("pinned"):
             if m := _VERSION.match(text):

@@ -19,6 +19,12 @@ Format facts and their sources: ``fixtures/hermes/SOURCE.md``. In short:
   ends the session (``end_reason = 'compression'``) and continues it in a child session.
 - Watermarks: ``messages.id`` (never reused); for sessions, the newest of their start, end and last
   message, re-read a minute back so a title written just after a turn is seen.
+- Before ``state.db`` held every message, the gateway kept each session's transcript as
+  ``sessions/<id>.jsonl`` (a ``session_meta`` line: model, platform, tools; then the OpenAI-shaped messages,
+  each with an ISO ``timestamp``), and the CLI a whole-file snapshot ``sessions/session_<id>.json``
+  (``model``, ``platform``, ``session_start``, ``last_updated``, ``messages``). Both are read where no
+  ``state.db`` sits beside them (builds that had one wrote the transcript too: the database is read), the
+  snapshot only where no transcript of the same id exists.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterable, Mapping
-from pathlib import Path
+from datetime import datetime
+from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
@@ -38,6 +45,7 @@ from harvester.parsers.base import (
     SourceSpec,
     SqliteQuery,
     iso_ms,
+    iso_text,
     json_objects,
     render_call,
 )
@@ -88,9 +96,23 @@ QUERIES = (
     ),
 )
 
+
+
+def _db_beside(path: PurePath) -> PurePath:
+    return path.parent.parent / "state.db"
+
+
+def _db_or_transcript_beside(path: PurePath) -> tuple[PurePath, ...]:
+    return _db_beside(path), path.with_name(path.name.removeprefix("session_").removesuffix(".json") + ".jsonl")
+
+
 SOURCES = (
     SourceSpec("state.db", "sqlite", "db", watch=False, queries=QUERIES),
     SourceSpec("profiles/*/state.db", "sqlite", "db", watch=False, queries=QUERIES),
+    SourceSpec("sessions/*.jsonl", "jsonl", "transcript", shadowed_by=_db_beside),
+    SourceSpec("profiles/*/sessions/*.jsonl", "jsonl", "transcript", shadowed_by=_db_beside),
+    SourceSpec("sessions/session_*.json", "json", "snapshot", shadowed_by=_db_or_transcript_beside),
+    SourceSpec("profiles/*/sessions/session_*.json", "json", "snapshot", shadowed_by=_db_or_transcript_beside),
 )
 
 
@@ -124,6 +146,8 @@ class _Reader:
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
     """Stateless: each row brings what it needs (the queries say whether a prompt is the first, a row a copy)."""
+    if ref is not None and ref.variant in ("transcript", "snapshot"):
+        return _parse_file(ref, records, state)
     reader = _Reader()
     for record, data in json_objects(records, reader.batch.problems):
         reader.line = record.line
@@ -283,3 +307,64 @@ def _iso(value: Any) -> str | None:
 def _first_line(text: str) -> str:
     first = text.strip().splitlines()[0]
     return first if len(first) <= 80 else first[:79] + "…"
+
+
+def _parse_file(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
+    """A gateway transcript (one message a line) or a CLI snapshot (one document): each message becomes the
+    row the database would hold, keyed by its place (``m:<line>``, ``m:<index>``), and is read as one."""
+    reader = _Reader()
+    sid = ref.path.name.removeprefix("session_").removesuffix(".jsonl").removesuffix(".json")
+    prompted = bool(state.get("prompted"))
+    for record, data in json_objects(records, reader.batch.problems):
+        reader.line = record.line
+        if ref.variant == "snapshot":
+            _snapshot_session(reader, sid, data)
+            messages = [(i + 1, m) for i, m in enumerate(data.get("messages") or [])]
+        else:
+            messages = [(record.line, data)]
+        for place, message in messages:
+            if not isinstance(message, dict):
+                reader.problem("malformed", "message is not an object")
+                continue
+            if message.get("role") == "session_meta":
+                _meta_line(reader, sid, message)
+                continue
+            row = _row_of(sid, place, message, first_prompt=not prompted and message.get("role") == "user")
+            prompted = prompted or message.get("role") == "user"
+            _message(reader, row)
+    for turn_sid, turn in reader.turns.items():
+        reader.batch.session(turn_sid).note(last_turn=turn)
+    reader.batch.state = {"prompted": True} if prompted and ref.variant == "transcript" else {}
+    return reader.batch
+
+
+def _meta_line(reader: _Reader, sid: str, meta: dict) -> None:
+    patch = reader.batch.session(sid)
+    patch.model = _text(meta.get("model")) or patch.model
+    patch.started_at = patch.started_at or iso_text(meta.get("timestamp"))
+    if _text(meta.get("platform")):
+        patch.note(source=meta["platform"])
+
+
+def _snapshot_session(reader: _Reader, sid: str, doc: dict) -> None:
+    patch = reader.batch.session(sid)
+    patch.model = _text(doc.get("model"))
+    patch.started_at = iso_text(doc.get("session_start"))
+    patch.updated_at = iso_text(doc.get("last_updated"))
+    if _text(doc.get("platform")):
+        patch.note(source=doc["platform"])
+
+
+def _row_of(sid: str, place: int, message: dict, first_prompt: bool) -> dict[str, Any]:
+    """A transcript message as the ``messages`` row ``_message`` reads (content parts and tool calls as the
+    JSON text the database keeps; the ISO time as epoch seconds)."""
+    content, calls = message.get("content"), message.get("tool_calls")
+    when = iso_text(message.get("timestamp"))
+    seconds = datetime.fromisoformat(when.replace("Z", "+00:00")).timestamp() if when else None
+    return {"session_id": sid, "id": place, "role": message.get("role"),
+            "content": orjson.dumps(content).decode() if isinstance(content, list) else content,
+            "tool_calls": orjson.dumps(calls).decode() if isinstance(calls, list) else None,
+            "tool_call_id": message.get("tool_call_id"), "tool_name": message.get("tool_name") or message.get("name"),
+            "reasoning": message.get("reasoning") if isinstance(message.get("reasoning"), str) else None,
+            "reasoning_content": message.get("reasoning_content"), "finish_reason": message.get("finish_reason"),
+            "timestamp": seconds, "first_prompt": first_prompt}

@@ -142,17 +142,24 @@ KILO_SOURCES = (
 # ZCode's database: only the columns two readers of real stores agree on (fixtures/zcode/SOURCE.md). No
 # time_updated is known on message or part, so a row is read again while its session's time_updated
 # (or its message's time_created) is past the watermark: a session touched is read whole, uids dedupe.
-_ZCODE_MARK = "MAX(COALESCE(s.time_updated, 0), COALESCE(m.time_created, 0))"
+# Times are epoch milliseconds, or ISO 8601 text in the shape a reader's fixtures keep (agentsview's TEXT
+# columns): text that starts like a date is turned into milliseconds here, so both read alike.
+_ZCODE_MS = ("(CASE WHEN {0} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' "
+             "THEN CAST(ROUND((julianday({0}) - 2440587.5) * 86400000) AS INTEGER) ELSE {0} END)")
+_ZCODE_MARK = (f"MAX(COALESCE({_ZCODE_MS.format('s.time_updated')}, 0), "
+               f"COALESCE({_ZCODE_MS.format('m.time_created')}, 0))")
 ZCODE_QUERIES = (
     SqliteQuery(
         "session",
-        "SELECT s.id, s.directory, s.title, s.time_created, s.time_updated FROM session s "
-        f"WHERE s.time_updated >= {_SINCE} ORDER BY s.time_updated, s.id",
+        f"SELECT s.id, s.directory, s.title, {_ZCODE_MS.format('s.time_created')} AS time_created, "
+        f"{_ZCODE_MS.format('s.time_updated')} AS time_updated FROM session s "
+        f"WHERE {_ZCODE_MS.format('s.time_updated')} >= {_SINCE} ORDER BY 5, s.id",
         "time_updated", ordered=True,
     ),
     SqliteQuery(
         "message",
-        f"SELECT m.id, m.session_id, m.time_created, {_SLIM.format('m.data')} AS data, {_ZCODE_MARK} AS mark, "
+        f"SELECT m.id, m.session_id, {_ZCODE_MS.format('m.time_created')} AS time_created, "
+        f"{_SLIM.format('m.data')} AS data, {_ZCODE_MARK} AS mark, "
         "(SELECT l.id FROM message l WHERE l.session_id = m.session_id "
         "ORDER BY l.time_created DESC, l.id DESC LIMIT 1) = m.id AS is_last "
         f"FROM message m LEFT JOIN session s ON s.id = m.session_id WHERE {_ZCODE_MARK} >= {_SINCE} "
@@ -161,7 +168,7 @@ ZCODE_QUERIES = (
     ),
     SqliteQuery(
         "part",
-        f"SELECT p.id, p.message_id, p.session_id, p.data, m.time_created AS message_time, "
+        f"SELECT p.id, p.message_id, p.session_id, p.data, {_ZCODE_MS.format('m.time_created')} AS message_time, "
         f"{_SLIM.format('m.data')} AS message, {_ZCODE_MARK} AS mark, "
         "(SELECT f.id FROM message f WHERE f.session_id = p.session_id "
         "ORDER BY f.time_created, f.id LIMIT 1) AS first_message "

@@ -5,7 +5,8 @@ Format facts and their sources: ``fixtures/openhands/SOURCE.md``. In short:
 - A conversation is a folder: ``base_state.json`` (the conversation's state, REWRITTEN whole on every
   change: agent and LLM config, workspace, ``execution_status``, token stats per LLM response) and
   ``events/event-<index, 5+ digits>-<event id>.json``, one immutable JSON document per event, never
-  rewritten (``openhands/sdk/conversation/persistence_const.py``, ``event_store.py``).
+  rewritten (``openhands/sdk/conversation/persistence_const.py``, ``event_store.py``); the SDK before 1.0
+  named them ``event-<index>.json`` and kept ``agent_finished``-style flags in ``base_state.json``.
 - The source is ``base_state.json``; the event files are its related documents, in index order. Each
   change re-reads the conversation; event ids are the uids, so a re-read adds only new events.
 - Events carry ``kind`` (the pydantic class name), ``id``, ``timestamp`` (naive local time, written by
@@ -47,7 +48,9 @@ PROCESSES = ("openhands",)
 # A tool call's line shows the first of these arguments that holds text: file_editor's path, terminal's command.
 _CALL_KEYS = ("path", "command", "pattern", "query", "url", "prompt", "description")
 # EVENT_NAME_RE of persistence_const.py: the index has at least five digits; sort by its value.
-_EVENT_FILE = re.compile(r"^event-(\d{5,})-[0-9a-fA-F-]{8,}\.json$")
+# event-<index>-<event id>.json since agent-sdk 1.0; event-<index>.json before (the early state.py). The id part
+# is taken as any name (the SDK's ids are uuids; a reader's own fixtures name them otherwise).
+_EVENT_FILE = re.compile(r"^event-(\d{5,})(?:-[A-Za-z0-9_-]+)?\.json$")
 # Kinds with nothing for a transcript: the system prompt (tens of KB, the same every conversation), state
 # updates (the same facts as base_state.json), hook runs, raw LLM logs and streaming tokens.
 SKIPPED = frozenset({"SystemPromptEvent", "ConversationStateUpdateEvent", "HookExecutionEvent",

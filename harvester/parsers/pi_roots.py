@@ -50,9 +50,10 @@ def omp_roots(env: Mapping[str, str], home: Path) -> list[Path]:
 
 
 def openclaw_roots(env: Mapping[str, str], home: Path) -> list[Path]:
-    """``OPENCLAW_STATE_DIR`` (legacy ``CLAWDBOT_STATE_DIR``), else ``~/.openclaw`` or a state dir of
-    its earlier names; ``OPENCLAW_HOME`` replaces the home directory."""
+    """``OPENCLAW_STATE_DIR`` (legacy ``CLAWDBOT_STATE_DIR``), else ``~/.openclaw``, a state dir of its
+    earlier names, or Kimi's packaging's (``~/.kimi_openclaw``); ``OPENCLAW_HOME`` replaces the home directory."""
     base = _absolute(env.get("OPENCLAW_HOME"), home) or home
     state = _absolute(env.get("OPENCLAW_STATE_DIR") or env.get("CLAWDBOT_STATE_DIR"), home)
     return _dedup([state / "agents" if state else None,
-                    *(base / d / "agents" for d in (".openclaw", ".clawdbot", ".moldbot", ".moltbot"))])
+                    *(base / d / "agents" for d in (".openclaw", ".clawdbot", ".moldbot", ".moltbot",
+                                                    ".kimi_openclaw"))])

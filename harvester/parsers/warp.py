@@ -14,6 +14,11 @@ Format facts and their sources: ``fixtures/warp/SOURCE.md``. In short:
   history) gives each conversation's last exchange's ``output_status``: the turn state.
 - uids are the messages' own ids; events are placed by the message's timestamp, so the tasks of one
   conversation (a subtask is a row of its own) interleave in time order.
+- Before 2025-06-09 (``create_agent_conversations_table``) Warp kept no transcript table: ``ai_queries`` holds
+  each exchange's prompt (``input`` ``[{"Query": {"text"}}]``), working directory, model and status, and the
+  answers went to ``ai_blocks`` (dropped with its rows by ``remove_persisted_ai_blocks``, 2025-11-19). The
+  prompts of conversations from before that date with no task are read (``prompt``), in a database of that
+  era too (``prompt_v0``, where ``agent_tasks`` does not exist): the user's side of those conversations.
 """
 
 from __future__ import annotations
@@ -67,6 +72,12 @@ def roots_for(platform: str, env: Mapping[str, str], home: Path) -> list[Path]:
     return [root for base in bases for root in (base, base / "tui")]
 
 
+# The migration that created agent_conversations and agent_tasks (2025-06-09-013710): builds since keep every
+# agent conversation as tasks.
+_TASKS_SINCE = "2025-06-09"
+# The conversation's first exchange: its prompt names the conversation, its time starts it.
+_FIRST = ("(SELECT MIN(o.id) FROM ai_queries o WHERE o.conversation_id = q.conversation_id) = q.id AS first_prompt, "
+          "(SELECT MIN(o.start_ts) FROM ai_queries o WHERE o.conversation_id = q.conversation_id) AS first_query")
 # last_modified_at is CURRENT_TIMESTAMP (seconds), set by a trigger after the row's write: 10 s back.
 _SINCE = ":since = 0 OR {0} >= datetime(:since, '-10 seconds')"
 QUERIES = (
@@ -77,13 +88,27 @@ QUERIES = (
         "WHERE q.conversation_id = c.conversation_id ORDER BY q.start_ts DESC, q.id DESC LIMIT 1) AS last_model, "
         "(SELECT MIN(q.start_ts) FROM ai_queries q WHERE q.conversation_id = c.conversation_id) AS first_query "
         f"FROM agent_conversations c WHERE {_SINCE.format('c.last_modified_at')} ORDER BY c.last_modified_at, c.id",
-        "last_modified_at", ordered=True,
+        "last_modified_at", ordered=True, optional=True,  # from 2025-06-09
     ),
     SqliteQuery(
         "task",
         "SELECT id, conversation_id, task_id, hex(task) AS task, last_modified_at FROM agent_tasks "
         f"WHERE {_SINCE.format('last_modified_at')} ORDER BY last_modified_at, id",
-        "last_modified_at", ordered=True,
+        "last_modified_at", ordered=True, optional=True,  # from 2025-06-09
+    ),
+    # Prompts of the conversations from before agent_tasks (a conversation begun since has its task, which
+    # holds the prompt too: not read from here, so nothing is read twice, whatever a poll sees first).
+    SqliteQuery(
+        "prompt",
+        f"SELECT q.*, {_FIRST} FROM ai_queries q WHERE q.start_ts < '{_TASKS_SINCE}' AND NOT EXISTS (SELECT 1 FROM "
+        "agent_tasks t WHERE t.conversation_id = q.conversation_id) AND q.id >= :since ORDER BY q.id",
+        "id", ordered=True, optional=True,
+    ),
+    SqliteQuery(
+        "prompt_v0",
+        f"SELECT q.*, {_FIRST} FROM ai_queries q WHERE NOT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'agent_tasks') "
+        "AND q.id >= :since ORDER BY q.id",
+        "id", ordered=True, optional=True,
     ),
 )
 SOURCES = (SourceSpec("warp.sqlite", "sqlite", "db", watch=False, queries=QUERIES),)
@@ -200,6 +225,8 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
             _conversation(reader, row)
         elif table == "task":
             _task(reader, row)
+        elif table in ("prompt", "prompt_v0"):
+            _prompt(reader, row)
         else:
             reader.problem("unknown_type", f"table={table!r}")
     # In time order: the bank takes a new session's events in the order given (a subtask's row, saved
@@ -249,6 +276,37 @@ def _conversation(reader: _Reader, row: dict) -> None:
         facts["unlisted"] = True
     if facts:
         patch.note(**facts)
+
+
+def _prompt(reader: _Reader, row: dict) -> None:
+    """One exchange of a conversation from before agent_tasks: its prompt (the answer is not kept)."""
+    sid = row["conversation_id"]
+    patch = reader.batch.session(sid)
+    ts = iso_text(row.get("start_ts"))
+    patch.started_at = iso_text(row.get("first_query")) or ts
+    patch.updated_at = ts
+    if row.get("working_directory") and not patch.cwd:
+        patch.cwd = row["working_directory"]
+    if row.get("model_id") and row["model_id"] != "auto":
+        patch.model = row["model_id"]
+    status = _json(row.get("output_status"))
+    if status in TURN_STATES:
+        patch.note(last_turn=TURN_STATES[status])
+    inputs = _json(row.get("input"))
+    texts = [item["Query"]["text"] for item in inputs or [] if isinstance(item, dict)
+             and isinstance(item.get("Query"), dict) and isinstance(item["Query"].get("text"), str)] \
+        if isinstance(inputs, list) else []
+    if not texts and inputs:
+        kinds = [next(iter(item), None) if isinstance(item, dict) else None for item in inputs] \
+            if isinstance(inputs, list) else [type(inputs).__name__]
+        reader.problem("unknown_type", f"ai_queries input={kinds[0]!r}")
+        return
+    text = "\n".join(texts)
+    if text.strip():
+        reader.batch.events.append(Event(sid, f"query:{row.get('exchange_id') or row.get('id')}", "user", "text",
+                                         text, ts=ts, place=ts or ""))
+        if row.get("first_prompt"):
+            patch.offer_title(text.strip().splitlines()[0][:200], "first-prompt")
 
 
 def _task(reader: _Reader, row: dict) -> None:
