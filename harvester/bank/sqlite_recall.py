@@ -78,11 +78,13 @@ class SqliteRecall:
 
     def scoped_sessions(self, scope: Scope, limit: int = 10, harness: str | None = None, since: str | None = None,
                         skip_live_of: str | None = None, recent_since: str | None = None,
-                        listed: bool = False, until: str | None = None) -> list[dict[str, Any]]:
+                        listed: bool = False, until: str | None = None, state: str | None = None,
+                        offset: int = 0) -> list[dict[str, Any]]:
         """Sessions of ``scope``, newest first: of those active since ``since`` (written to at or after it) and
-        until ``until`` (started before it). ``skip_live_of``: leave out that harness's sessions that are
-        still being written (live, or updated since ``recent_since``): the calling agent's own. ``listed``:
-        only what a list of them shows (LISTED_COLUMNS; a bank's thousands of sessions read 4x quicker)."""
+        until ``until`` (started before it), in ``state`` when given, from the ``offset``-th (a page of them).
+        ``skip_live_of``: leave out that harness's sessions that are still being written (live, or updated since
+        ``recent_since``): the calling agent's own. ``listed``: only what a list of them shows (LISTED_COLUMNS; a
+        bank's thousands of sessions read 4x quicker)."""
         where, args = scope.sql()
         clauses = [where]
         if harness:
@@ -94,13 +96,16 @@ class SqliteRecall:
         if until:
             clauses.append("coalesce(s.started_at, s.updated_at, s.last_imported_at) < ?")
             args.append(until)
+        if state:
+            clauses.append("s.state = ?")
+            args.append(state)
         if skip_live_of:
             clauses.append("NOT (s.harness = ? AND (s.state = 'live' OR coalesce(s.updated_at, '') >= ?))")
             args += [skip_live_of, recent_since or "9999"]
         # The order is the index sessions_recent's (migration 7): no sort of every session.
         sql = (f"SELECT {_LISTED if listed else _S_COLUMNS} FROM sessions s WHERE {' AND '.join(clauses)} "
-               "ORDER BY coalesce(s.updated_at, s.started_at, s.last_imported_at) DESC, s.id DESC LIMIT ?")
-        rows = _rows(self.conn.execute(sql, [*args, limit]))
+               "ORDER BY coalesce(s.updated_at, s.started_at, s.last_imported_at) DESC, s.id DESC LIMIT ? OFFSET ?")
+        rows = _rows(self.conn.execute(sql, [*args, limit, offset]))
         return rows if listed else [_session_dict(r) for r in rows]
 
     def first_and_last(self, session_pk: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:

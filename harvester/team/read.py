@@ -130,7 +130,8 @@ class TeamReader:
     # -- sessions ------------------------------------------------------------------------------------
     def scoped_sessions(self, scope: Scope, limit: int = 10, harness: str | None = None, since: str | None = None,
                         skip_live_of: str | None = None, recent_since: str | None = None,
-                        listed: bool = False, until: str | None = None) -> list[dict[str, Any]]:
+                        listed: bool = False, until: str | None = None, state: str | None = None,
+                        offset: int = 0) -> list[dict[str, Any]]:
         where, args = self._scope(scope)
         clauses = [where]
         if harness:
@@ -142,12 +143,15 @@ class TeamReader:
         if until:
             clauses.append("coalesce(s.started_at, s.updated_at, s.last_imported_at) < %s")
             args.append(until)
+        if state:
+            clauses.append("s.state = %s")
+            args.append(state)
         if skip_live_of:
             clauses.append("NOT (s.harness = %s AND (s.state = 'live' OR coalesce(s.updated_at, '') >= %s))")
             args += [skip_live_of, recent_since or "9999"]
         columns = ", ".join(f"s.{c}" for c in _LISTED) if listed else _S
         rows = self._rows(f"SELECT {columns} FROM {_FROM} WHERE {' AND '.join(clauses)} "
-                          f"ORDER BY {_RECENT} DESC, s.id DESC LIMIT %s", [*args, min(limit, 2**62)])
+                          f"ORDER BY {_RECENT} DESC, s.id DESC LIMIT %s OFFSET %s", [*args, min(limit, 2**62), offset])
         if listed:
             for row in rows:
                 row["updated_local"] = _local_minute(row["updated_at"] or row["started_at"])

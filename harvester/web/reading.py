@@ -147,22 +147,9 @@ class LocalSource:
                       state: str | None, offset: int, limit: int) -> list[dict[str, Any]]:
         """Sessions of ``scope``, newest first (the order of the index sessions_recent, as
         SqliteRecall.scoped_sessions), from ``offset``, at most ``limit``; of one ``state`` when given."""
-        from harvester.bank.sqlite_read import _rows, _session_dict
-        from harvester.bank.sqlite_recall import _S_COLUMNS
-
-        where, args = scope.sql()
-        clauses = [where]
-        for clause, value in (("s.harness = ?", harness), ("s.state = ?", state),
-                              ("coalesce(s.updated_at, s.started_at, s.last_imported_at) >= ?", since),
-                              ("coalesce(s.started_at, s.updated_at, s.last_imported_at) < ?", until)):
-            if value:
-                clauses.append(clause)
-                args.append(value)
         with self.bank() as bank:
-            rows = _rows(bank.conn.execute(
-                f"SELECT {_S_COLUMNS} FROM sessions s WHERE {' AND '.join(clauses)} ORDER BY coalesce(s.updated_at, "
-                "s.started_at, s.last_imported_at) DESC, s.id DESC LIMIT ? OFFSET ?", [*args, limit, offset]))
-        return [_session_dict(r) for r in rows]
+            return bank.scoped_sessions(scope, limit, harness=harness, since=since, until=until, state=state,
+                                        offset=offset)
 
     def usage_of(self, pks: list[int]) -> dict[int, tuple[str, str]]:
         """Each session's tokens and cost as a listing shows them (``1.2M``, ``$3.40``), from the bank's usage
@@ -264,13 +251,10 @@ class TeamSource:
 
     def sessions_page(self, scope: Scope, harness: str | None, since: str | None, until: str | None,
                       state: str | None, offset: int, limit: int) -> list[dict[str, Any]]:
-        """As LocalSource.sessions_page, through the team reader (a state is filtered here: it has no such filter)."""
+        """As LocalSource.sessions_page, through the team reader."""
         with self.bank() as reader:
-            rows = reader.scoped_sessions(scope, offset + limit if not state else 2**62, harness=harness, since=since,
-                                          until=until)
-        if state:
-            rows = [r for r in rows if r["state"] == state]
-        return rows[offset: offset + limit]
+            return reader.scoped_sessions(scope, limit, harness=harness, since=since, until=until, state=state,
+                                          offset=offset)
 
     def usage_of(self, pks: list[int]) -> dict[int, tuple[str, str]]:
         """Each session's tokens (summed over its events; the team bank keeps no usage table: its cost is
