@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from harvester.bank.migrations_usage import USAGE_TIERS
@@ -153,6 +154,23 @@ def responses(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int]
            f"FROM usage u {'JOIN sessions s ON s.id = u.session_id ' if joined else ''}"
            f"WHERE {condition} AND u.ts IS NOT NULL ORDER BY u.ts")
     return conn.execute(sql, args).fetchall()
+
+
+def last_gap_end(conn: sqlite3.Connection, where: Filter, gap_seconds: float, until: str) -> str | None:
+    """The time of the latest counted response at or before ``until`` that comes more than ``gap_seconds`` after
+    the one before it (None: no such response, or the first of all). Walked back from ``until`` along the
+    usage_time index, so it reads only the responses since that gap."""
+    condition, args, joined = where.where()
+    sql = (f"SELECT u.ts FROM usage u {'JOIN sessions s ON s.id = u.session_id ' if joined else ''}"
+           f"WHERE {condition} AND u.ts IS NOT NULL AND u.ts <= ? ORDER BY u.ts DESC")
+    later: datetime | None = None
+    later_ts = None
+    for (ts,) in conn.execute(sql, [*args, until]):
+        when = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        if later is not None and (later - when).total_seconds() > gap_seconds:
+            return later_ts
+        later, later_ts = when, ts
+    return None
 
 
 def session_facts(conn: sqlite3.Connection, pks: Sequence[int]) -> dict[int, dict[str, Any]]:
