@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, tzinfo
+from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from harvester.usage import query
@@ -77,20 +77,22 @@ def active_block(conn: sqlite3.Connection, request: Request, book: PriceBook,
 
     A response more than five hours after the one before it always starts a block (harvester/usage/blocks.py),
     so the blocks from the latest such response at or before ``now`` on are the ones the whole history gives,
-    and every block before it ended (its last response is over five hours before ``now``): none is active. The
-    responses since that gap are all it reads (tests/test_usage_active_block.py proves the two equal)."""
+    and every block before it ended (its last response is over five hours before ``now``): none is active. So
+    too when no response came in the five hours before ``now``: every block before ``now`` has ended, and a
+    response after it (a clock ahead) starts a block of its own. The responses since that gap are all it reads
+    (tests/test_usage_active_block.py proves the block the whole history's)."""
     from harvester.usage.blocks import BLOCK, blocks
 
     days = Days(request.zone)
     start, end = days.bounds(request.since, request.until)
     now = now or datetime.now().astimezone()
     where = query.Filter(start, end, request.harnesses, request.models, request.scope)
-    until = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:23] + "Z"
-    gap_end = query.last_gap_end(conn, where, BLOCK.total_seconds(), until)
+    gap_end = query.last_gap_end(conn, where, BLOCK.total_seconds(), now)
     if gap_end is not None:
         where = replace(where, start=gap_end)
     prices = book.lookup(query.models(conn))
-    found = blocks(query.responses(conn, where, tiers_of(prices)), days, prices, request.cost, now)
+    found = blocks(query.responses(conn, where, tiers_of(prices), by_time=gap_end is not None), days, prices,
+                   request.cost, now)
     return next((b.as_json(now) for b in found if b.active), None)
 
 

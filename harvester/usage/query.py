@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from harvester.bank.migrations_usage import USAGE_TIERS
@@ -145,29 +145,34 @@ def groups(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], d
     return out
 
 
-def responses(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int]) -> list[tuple]:
+def responses(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], by_time: bool = False) -> list[tuple]:
     """Every counted response in time order (the billing blocks need each one's time): (ts, harness, model, tier,
-    in, out, cache read, cache write, of it 1h, reasoning, recorded cost)."""
+    in, out, cache read, cache write, of it 1h, reasoning, recorded cost). ``by_time``: read along the usage_time
+    index (for a short stretch of time, which the planner cannot know: it would sort all of one agent's)."""
     condition, args, joined = where.where()
     sql = (f"SELECT u.ts, u.harness, u.model, {tier_sql(thresholds)}, u.tokens_in, u.tokens_out, "
            "u.tokens_cache_read, u.tokens_cache_write, u.tokens_cache_write_1h, u.tokens_reasoning, u.cost "
-           f"FROM usage u {'JOIN sessions s ON s.id = u.session_id ' if joined else ''}"
+           f"FROM usage u {'INDEXED BY usage_time ' if by_time else ''}{'JOIN sessions s ON s.id = u.session_id ' if joined else ''}"
            f"WHERE {condition} AND u.ts IS NOT NULL ORDER BY u.ts")
     return conn.execute(sql, args).fetchall()
 
 
-def last_gap_end(conn: sqlite3.Connection, where: Filter, gap_seconds: float, until: str) -> str | None:
-    """The time of the latest counted response at or before ``until`` that comes more than ``gap_seconds`` after
-    the one before it (None: no such response, or the first of all). Walked back from ``until`` along the
-    usage_time index, so it reads only the responses since that gap."""
+def last_gap_end(conn: sqlite3.Connection, where: Filter, gap_seconds: float, now: datetime) -> str | None:
+    """Where the latest gap of more than ``gap_seconds`` between ``where``'s responses ends, walking back from
+    ``now``: the time of the latest response at or before ``now`` that comes that long after the one before it;
+    or ``now``'s own time (milliseconds, as the usage table writes it) when the latest response at or before it
+    is at least that long before ``now`` (no response after that one is then before ``now``); None when there is
+    no gap (or no response) to find. Walked back along the usage_time index (named: on one agent's responses the
+    planner would rather sort all of that agent's), so it reads only the responses since that gap."""
+    until = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:23] + "Z"
     condition, args, joined = where.where()
-    sql = (f"SELECT u.ts FROM usage u {'JOIN sessions s ON s.id = u.session_id ' if joined else ''}"
+    sql = (f"SELECT u.ts FROM usage u INDEXED BY usage_time {'JOIN sessions s ON s.id = u.session_id ' if joined else ''}"
            f"WHERE {condition} AND u.ts IS NOT NULL AND u.ts <= ? ORDER BY u.ts DESC")
-    later: datetime | None = None
-    later_ts = None
+    later, later_ts = now, until
     for (ts,) in conn.execute(sql, [*args, until]):
         when = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-        if later is not None and (later - when).total_seconds() > gap_seconds:
+        since = (later - when).total_seconds()
+        if since > gap_seconds or (later is now and since >= gap_seconds):
             return later_ts
         later, later_ts = when, ts
     return None
