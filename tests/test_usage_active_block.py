@@ -1,7 +1,8 @@
-"""The active five-hour block read from the last gap only (harvester.usage.answer.active_block, which
-harvester.usage.api.current_block and the web viewer call) is the block the whole history gives: generated
+"""The active five-hour block read from its own start only, found walking back to the last gap of over five hours
+(harvester.usage.answer.active_block, which harvester.usage.api.current_block and the web viewer call), is the
+block the whole history gives: generated
 histories of bursts, gaps of over five hours, responses exactly five hours apart and blocks running over their
-edge, each asked at moments around its last response; and it reads no response from before that gap."""
+edge, each asked at moments around its last response; and it reads and prices no response but its own."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def test_the_active_block_from_the_last_gap_is_the_whole_historys(
         assert _ts(block.start) == whole["start"] and _ts(block.end) == whole["end"]
 
 
-def test_the_current_block_reads_only_the_responses_since_the_last_gap(
+def test_the_current_block_reads_and_prices_only_its_own_responses(
         bank: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
     # Ten days of a response every hour, a gap of six hours, then an agent at work around the clock for three days:
     # the block running now starts at the first response after the gap plus a multiple of five hours.
@@ -99,9 +100,10 @@ def test_the_current_block_reads_only_the_responses_since_the_last_gap(
     monkeypatch.setattr(query, "responses", counted)
     now = times[-1] + timedelta(minutes=3)
     block = api.current_block(bank, now=now)
-    assert read == [3 * 72 + 1]  # the responses from the gap's end on, none of the ten days before
+    assert block is not None
+    assert read == [block.responses] and block.responses < 16  # its own responses, none of the days before
     after_gap = times[241]
-    assert block is not None and block.start == after_gap.replace(minute=0, second=0, microsecond=0) + timedelta(
+    assert block.start == after_gap.replace(minute=0, second=0, microsecond=0) + timedelta(
         hours=5 * ((now - after_gap.replace(minute=0, second=0, microsecond=0)) // timedelta(hours=5)))
     monkeypatch.setattr(query, "responses", responses)
     whole = _whole(bank, Request("blocks"), now)

@@ -157,25 +157,29 @@ def responses(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int]
     return conn.execute(sql, args).fetchall()
 
 
-def last_gap_end(conn: sqlite3.Connection, where: Filter, gap_seconds: float, now: datetime) -> str | None:
-    """Where the latest gap of more than ``gap_seconds`` between ``where``'s responses ends, walking back from
-    ``now``: the time of the latest response at or before ``now`` that comes that long after the one before it;
-    or ``now``'s own time (milliseconds, as the usage table writes it) when the latest response at or before it
-    is at least that long before ``now`` (no response after that one is then before ``now``); None when there is
-    no gap (or no response) to find. Walked back along the usage_time index (named: on one agent's responses the
-    planner would rather sort all of that agent's), so it reads only the responses since that gap."""
-    until = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:23] + "Z"
+def utc_ms(when: datetime) -> str:
+    """``when`` as the usage table writes times (UTC, milliseconds, Z): compared as text, as the table's are."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:23] + "Z"
+
+
+def times_since_gap(conn: sqlite3.Connection, where: Filter, gap_seconds: float, now: datetime) -> list[str]:
+    """The times of ``where``'s responses at or before ``now``, oldest first, from the latest that comes more than
+    ``gap_seconds`` after the one before it (or from the first of all); none when the latest of them is at least
+    ``gap_seconds`` before ``now`` (or there is none). Walked back from ``now`` along the usage_time index (named:
+    on one agent's responses the planner would rather sort all of that agent's), so it reads only those."""
     condition, args, joined = where.where()
     sql = (f"SELECT u.ts FROM usage u INDEXED BY usage_time {'JOIN sessions s ON s.id = u.session_id ' if joined else ''}"
            f"WHERE {condition} AND u.ts IS NOT NULL AND u.ts <= ? ORDER BY u.ts DESC")
-    later, later_ts = now, until
-    for (ts,) in conn.execute(sql, [*args, until]):
+    later, times = now, []
+    for (ts,) in conn.execute(sql, [*args, utc_ms(now)]):
         when = datetime.fromisoformat(ts.replace("Z", "+00:00"))
         since = (later - when).total_seconds()
         if since > gap_seconds or (later is now and since >= gap_seconds):
-            return later_ts
-        later, later_ts = when, ts
-    return None
+            break
+        later = when
+        times.append(ts)
+    times.reverse()
+    return times
 
 
 def session_facts(conn: sqlite3.Connection, pks: Sequence[int]) -> dict[int, dict[str, Any]]:
