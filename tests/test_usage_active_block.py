@@ -1,8 +1,8 @@
 """The active five-hour block read from its own start only, found walking back to the last gap of over five hours
 (harvester.usage.answer.active_block, which harvester.usage.api.current_block and the web viewer call), is the
-block the whole history gives: generated
-histories of bursts, gaps of over five hours, responses exactly five hours apart and blocks running over their
-edge, each asked at moments around its last response; and it reads and prices no response but its own."""
+block the whole history gives: generated histories of bursts, gaps of over five hours, responses exactly five
+hours apart and blocks running over their edge, for every agent, one agent or one repository, each asked at
+moments around its responses; and it reads and prices no response but its own."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from harvester.bank import open_bank
+from harvester.bank.scope import Scope
 from harvester.usage import api, query
 from harvester.usage.answer import Request, active_block, answer
 from harvester.usage.prices import load_book
@@ -35,10 +36,17 @@ STEPS = st.one_of(st.integers(0, 120_000), st.integers(0, FIVE_HOURS_MS),
 @pytest.fixture(scope="module")
 def bank() -> Iterator[sqlite3.Connection]:
     with tempfile.TemporaryDirectory() as tmp, open_bank(Path(tmp) / "bank.sqlite") as opened:
+        opened.conn.executemany(  # two repositories' sessions, for a scope
+            "INSERT INTO sessions (id, harness, native_id, bank_id, first_imported_at, last_imported_at) "
+            "VALUES (?, 'claude-code', ?, ?, '2026-11-02', '2026-11-02')", [(1, "s1", "repo-a"), (2, "s2", "repo-b")])
+        opened.conn.commit()
         yield opened.conn
 
 
-def _history(conn: sqlite3.Connection, first_ms: int, steps: list[int], harnesses: list[str]) -> list[datetime]:
+def _history(conn: sqlite3.Connection, first_ms: int, steps: list[int], harnesses: list[str],
+             sessions: list[int] | None = None) -> list[datetime]:
+    """A response after each of ``steps`` (milliseconds), by turns of ``harnesses``, in ``sessions`` (1: in
+    repo-a, 2: in repo-b; by default 1)."""
     conn.execute("DELETE FROM usage")
     at = ORIGIN + timedelta(milliseconds=first_ms)
     times = []
@@ -46,8 +54,8 @@ def _history(conn: sqlite3.Connection, first_ms: int, steps: list[int], harnesse
         at += timedelta(milliseconds=step)
         times.append(at)
         conn.execute("INSERT INTO usage (event_id, session_id, harness, response, ts, model, tokens_in, tokens_out, "
-                     "counted) VALUES (?, 1, ?, ?, ?, 'claude-sonnet-4-5', ?, ?, 1)",
-                     (n + 1, harnesses[n % len(harnesses)], f"r{n}", _ts(at), 1000 + n, 10 * n))
+                     "counted) VALUES (?, ?, ?, ?, ?, 'claude-sonnet-4-5', ?, ?, 1)",
+                     (n + 1, sessions[n % len(sessions)] if sessions else 1, harnesses[n % len(harnesses)], f"r{n}", _ts(at), 1000 + n, 10 * n))
     conn.commit()
     return times
 
@@ -61,21 +69,27 @@ def _whole(conn: sqlite3.Connection, request: Request, now: datetime) -> dict[st
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Another repository's response starts a block (07:00, 09:00, 12:00, 12:30) where repo-a's do not: the walk must
+# keep to the scope's responses, or it reads repo-a's from 12:30 and misses its running block.
+@example(first_ms=0, steps=[0, 2 * 3600_000, 3 * 3600_000, 1800_000], harnesses=["claude-code"], sessions=[2, 1, 1, 2],
+         asked=None, repo="repo-a", after_last_ms=600_000, of=3)
 @given(first_ms=st.sampled_from([0, 1, 59 * 60_000]), steps=st.lists(STEPS, min_size=1, max_size=30),
        harnesses=st.sampled_from([["claude-code"], ["claude-code", "codex"]]),
-       asked=st.sampled_from(["claude-code", None]),
+       sessions=st.lists(st.sampled_from([1, 2]), min_size=1, max_size=30),
+       asked=st.sampled_from(["claude-code", None]), repo=st.sampled_from(["repo-a", None]),
        after_last_ms=st.one_of(st.integers(-FIVE_HOURS_MS, 2 * FIVE_HOURS_MS),
                                st.sampled_from([0, 1, -1, FIVE_HOURS_MS, FIVE_HOURS_MS - 1, FIVE_HOURS_MS + 1])),
        of=st.integers(0, 29))
 def test_the_active_block_from_the_last_gap_is_the_whole_historys(
-        bank: sqlite3.Connection, first_ms: int, steps: list[int], harnesses: list[str], asked: str | None,
-        after_last_ms: int, of: int) -> None:
-    times = _history(bank, first_ms, steps, harnesses)
+        bank: sqlite3.Connection, first_ms: int, steps: list[int], harnesses: list[str], sessions: list[int],
+        asked: str | None, repo: str | None, after_last_ms: int, of: int) -> None:
+    times = _history(bank, first_ms, steps, harnesses, sessions)
     now = times[of % len(times)] + timedelta(milliseconds=after_last_ms)  # any response's, later ones after it too
-    request = Request("blocks", harnesses=(asked,) if asked else ())
+    scope = Scope(repo, bank_id=repo) if repo else None
+    request = Request("blocks", harnesses=(asked,) if asked else (), scope=scope)
     whole = _whole(bank, request, now)
     assert active_block(bank, request, load_book(), now) == whole
-    block = api.current_block(bank, now=now, harnesses=request.harnesses)
+    block = api.current_block(bank, now=now, harnesses=request.harnesses, scope=scope)
     assert (block is None) == (whole is None)
     if block is not None and whole is not None:
         assert (block.total_tokens, block.responses, block.cost_usd) == (
