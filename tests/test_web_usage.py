@@ -8,8 +8,10 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 
@@ -78,3 +80,45 @@ def test_the_usage_page_charts_daily_cost_lists_sessions_by_cost_and_the_current
     page.wait_for_url("**/session?**")
     assert spent["session"] in page.locator("dl.facts").inner_text()
     page.close()
+
+
+def test_the_current_block_is_the_whole_historys_after_days_of_work_around_the_clock(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    # A response every twenty minutes for over two days up to a minute ago, no gap: the block running now is
+    # chained from the first response, out of step with one chained from the first since the local midnight two
+    # days back (the viewer once read only those).
+    from datetime import datetime, timedelta
+
+    from tests.test_usage_options import _claude_at
+
+    tmp = tmp_path_factory.mktemp("web-usage-clock")
+    home, path = tmp / "home", tmp / "bank.sqlite"
+    now = datetime.now(UTC).replace(microsecond=0)
+    cut = datetime.now().astimezone().replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=2)
+    times = [now - timedelta(minutes=1)]
+
+    def hour_of(when: datetime) -> datetime:
+        return when.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+    while times[-1] > cut - timedelta(minutes=40) or (hour_of(cut) - hour_of(times[-1])) % timedelta(hours=5) == (
+            timedelta(0)):
+        times.append(times[-1] - timedelta(minutes=20))
+    times.reverse()
+    _claude_at(home, "/work/app", "clock", times)
+    scan(home, path)
+    env = env_for(home, path, tmp / "config.toml")
+    cli = subprocess.run([sys.executable, "-m", "harvester", "usage", "blocks", "--json"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    active = [b for b in json.loads(cli.stdout)["blocks"] if b["active"]]
+    assert len(active) == 1, cli.stderr
+    viewer = Viewer(env)
+    try:
+        with httpx.Client(follow_redirects=True, timeout=60) as http:
+            http.get(viewer.url)  # the token, for the cookie
+            shown = http.get(f"{viewer.base}/usage").text
+    finally:
+        viewer.stop()
+    card = shown[shown.index('id="block"'):][:600]
+    start = active[0]["start"].replace("T", " ")[:16]
+    assert f"{start} to {active[0]['end'][11:16]} UTC" in card, card
+    assert f"{active[0]['total_tokens']:,} tokens" in card, card

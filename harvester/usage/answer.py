@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +69,33 @@ def answer(conn: sqlite3.Connection, request: Request, book: PriceBook, now: dat
         period = period_of(request.report)
         rows = build(groups, lambda g, day: period(day), part_of, prices, request.cost)
     return {**head, "rows": [_row_json(row, request) for row in rows], "totals": grand_total(rows).as_json()}
+
+
+def active_block(conn: sqlite3.Connection, request: Request, book: PriceBook,
+                 now: datetime | None = None) -> dict[str, Any] | None:
+    """The ``blocks`` report's active block (its JSON), or None, read from the start of the last block before
+    ``now`` only.
+
+    A response that starts a block in the whole history starts the same blocks after it from the responses after
+    it alone, and when it is at or before ``now`` every block before it has ended (the one just before ended
+    before it, or its last response is over five hours before it): none of them is active. A response more than
+    five hours after the one before it always starts a block, as the first response does
+    (harvester/usage/blocks.py); so the responses' times are walked back from ``now`` to the latest such one, the
+    blocks chained forward from it on those times alone, and the responses read and priced from the start of the
+    last of them on. When no response came in the five hours before ``now``, every block before ``now`` has
+    ended, and the first response after ``now`` (a clock ahead) starts a block: those after ``now`` are read.
+    tests/test_usage_active_block.py proves the block the whole history's."""
+    from harvester.usage.blocks import BLOCK, blocks, last_block_start
+
+    days = Days(request.zone)
+    start, end = days.bounds(request.since, request.until)
+    now = now or datetime.now().astimezone()
+    where = query.Filter(start, end, request.harnesses, request.models, request.scope)
+    times = query.times_since_gap(conn, where, BLOCK.total_seconds(), now)
+    where = replace(where, start=last_block_start(times) if times else query.utc_ms(now))
+    prices = book.lookup(query.models(conn))
+    found = blocks(query.responses(conn, where, tiers_of(prices), by_time=True), days, prices, request.cost, now)
+    return next((b.as_json(now) for b in found if b.active), None)
 
 
 def tiers_of(prices: dict[str, ModelPrices | None]) -> list[int]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from harvester.usage.answer import Request, answer
+from harvester.usage.answer import Request, active_block, answer
 
 if TYPE_CHECKING:
     from harvester.bank.scope import Scope
@@ -132,9 +132,12 @@ def sessions_by_cost(bank: Bank, limit: int = 20, since: date | None = None, unt
 def current_block(bank: Bank, now: datetime | None = None, harnesses: tuple[str, ...] = (),
                   scope: Scope | None = None) -> ActiveBlock | None:
     """The active five-hour block (every agent's responses together, as ccusage counts Claude's windows), or
-    None when no response came in the last five hours."""
-    data = report(bank, Request("blocks", harnesses=harnesses, scope=scope), now=now)
-    active = next((b for b in data["blocks"] if b["active"]), None)
+    None when no response came in the last five hours. The very block ``harvester usage blocks`` marks active,
+    read from the last gap of over five hours between responses only (not the whole history)."""
+    from harvester.usage.prices import load_book
+
+    with open_usage(bank) as conn:
+        active = active_block(conn, Request("blocks", harnesses=harnesses, scope=scope), load_book(), now=now)
     if active is None:
         return None
     burn, projection = active["burn_rate"] or {}, active["projection"] or {}

@@ -80,7 +80,7 @@ def blocks(responses: list[tuple], days: Days, prices: dict[str, ModelPrices | N
         when = _parse(ts)
         if current is not None:
             assert current.last is not None
-            if when - current.start > BLOCK or when - current.last > BLOCK:
+            if _starts_block(when, current.start, current.last):
                 _close(current, now)
                 out.append(current)
                 if when - current.last > BLOCK:
@@ -98,6 +98,26 @@ def blocks(responses: list[tuple], days: Days, prices: dict[str, ModelPrices | N
         _close(current, now)
         out.append(current)
     return out
+
+
+def _starts_block(when: datetime, start: datetime, last: datetime) -> bool:
+    """Whether a response at ``when`` starts a new block after the one that started at ``start`` and last had one
+    at ``last``."""
+    return when - start > BLOCK or when - last > BLOCK
+
+
+def last_block_start(times: list[str]) -> str:
+    """The time of the response that starts the last block of ``times`` (the times of responses in time order,
+    the first starting a block), by the rule :func:`blocks` follows."""
+    first = times[0]
+    start = last = _parse(first)
+    start = start.replace(minute=0, second=0, microsecond=0)
+    for ts in times[1:]:
+        when = _parse(ts)
+        if _starts_block(when, start, last):
+            first, start = ts, when.replace(minute=0, second=0, microsecond=0)
+        last = when
+    return first
 
 
 def _close(block: Block, now: datetime) -> None:

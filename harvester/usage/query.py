@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from harvester.bank.migrations_usage import USAGE_TIERS
@@ -144,15 +145,41 @@ def groups(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], d
     return out
 
 
-def responses(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int]) -> list[tuple]:
+def responses(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], by_time: bool = False) -> list[tuple]:
     """Every counted response in time order (the billing blocks need each one's time): (ts, harness, model, tier,
-    in, out, cache read, cache write, of it 1h, reasoning, recorded cost)."""
+    in, out, cache read, cache write, of it 1h, reasoning, recorded cost). ``by_time``: read along the usage_time
+    index (for a short stretch of time, which the planner cannot know: it would sort all of one agent's)."""
     condition, args, joined = where.where()
     sql = (f"SELECT u.ts, u.harness, u.model, {tier_sql(thresholds)}, u.tokens_in, u.tokens_out, "
            "u.tokens_cache_read, u.tokens_cache_write, u.tokens_cache_write_1h, u.tokens_reasoning, u.cost "
-           f"FROM usage u {'JOIN sessions s ON s.id = u.session_id ' if joined else ''}"
+           f"FROM usage u {'INDEXED BY usage_time ' if by_time else ''}{'JOIN sessions s ON s.id = u.session_id ' if joined else ''}"
            f"WHERE {condition} AND u.ts IS NOT NULL ORDER BY u.ts")
     return conn.execute(sql, args).fetchall()
+
+
+def utc_ms(when: datetime) -> str:
+    """``when`` as the usage table writes times (UTC, milliseconds, Z): compared as text, as the table's are."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:23] + "Z"
+
+
+def times_since_gap(conn: sqlite3.Connection, where: Filter, gap_seconds: float, now: datetime) -> list[str]:
+    """The times of ``where``'s responses at or before ``now``, oldest first, from the latest that comes more than
+    ``gap_seconds`` after the one before it (or from the first of all); none when the latest of them is at least
+    ``gap_seconds`` before ``now`` (or there is none). Walked back from ``now`` along the usage_time index (named:
+    on one agent's responses the planner would rather sort all of that agent's), so it reads only those."""
+    condition, args, joined = where.where()
+    sql = (f"SELECT u.ts FROM usage u INDEXED BY usage_time {'JOIN sessions s ON s.id = u.session_id ' if joined else ''}"
+           f"WHERE {condition} AND u.ts IS NOT NULL AND u.ts <= ? ORDER BY u.ts DESC")
+    later, times = now, []
+    for (ts,) in conn.execute(sql, [*args, utc_ms(now)]):
+        when = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        since = (later - when).total_seconds()
+        if since > gap_seconds or (later is now and since >= gap_seconds):
+            break
+        later = when
+        times.append(ts)
+    times.reverse()
+    return times
 
 
 def session_facts(conn: sqlite3.Connection, pks: Sequence[int]) -> dict[int, dict[str, Any]]:

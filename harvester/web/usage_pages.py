@@ -21,10 +21,6 @@ from harvester.web.reading import Unavailable
 from harvester.web.transcript import one_line
 
 DAYS = (7, 30, 90, 365)
-# The current block is made from the responses of the last days only: api.current_block reads every response the
-# bank holds (3 s on a million-event bank) to chain the blocks from the first; two days back, a block still running
-# is the one the whole history gives unless an agent answered around the clock for two days.
-BLOCK_DAYS = 2
 
 
 def routes() -> list[Route]:
@@ -52,9 +48,8 @@ def usage(request: Request) -> Response:
     try:
         # The days' reports are kept until the bank changes (or the day does); the block, which time ends, is not.
         rows, dear = local.memo(f"usage {since} {agent}", reports)
-        with local.bank() as bank:
-            blocks = api.report(bank.conn, api.Request("blocks", since=date.today() - timedelta(days=BLOCK_DAYS),
-                                                   harnesses=harnesses))["blocks"]
+        with local.bank() as bank:  # the block `harvester usage blocks` marks active, read from its own start
+            block = api.current_block(bank.conn, harnesses=harnesses)
     except Unavailable as exc:
         return unavailable(request, exc)
     all_days = [(since + timedelta(days=n)).isoformat() for n in range(days)]
@@ -72,15 +67,11 @@ def usage(request: Request) -> Response:
                  "bank_id": one_line(s.bank_id, 80), "tokens": s.total_tokens, "cost": _money(s.cost_usd),
                  "subagents": s.subagents, "href": session_link(s.harness, s.session)} for s in dear]
     shown_block: dict[str, Any] | None = None
-    block = next((b for b in blocks if b["active"]), None)  # `harvester usage blocks --json`'s fields
-    if block is not None:
-        burn, projection = block.get("burn_rate") or {}, block.get("projection") or {}
-        remaining = projection.get("remaining_minutes")
-        shown_block = {"start": one_line(block["start"], 40).replace("T", " ")[:16],
-                       "end": one_line(block["end"], 40)[11:16], "tokens": block["total_tokens"],
-                       "cost": _money(block["cost_usd"]), "per_hour": _money(burn.get("cost_per_hour_usd")),
-                       "projected": _money(projection.get("cost_usd")),
-                       "remaining": remaining if remaining is not None else "-"}
+    if block is not None and block.start is not None and block.end is not None:
+        shown_block = {"start": block.start.strftime("%Y-%m-%d %H:%M"), "end": block.end.strftime("%H:%M"),
+                       "tokens": block.total_tokens, "cost": _money(block.cost_usd),
+                       "per_hour": _money(block.cost_per_hour_usd), "projected": _money(block.projected_cost_usd),
+                       "remaining": block.remaining_minutes if block.remaining_minutes is not None else "-"}
     total = sum(v for v in values.values())
     return page(request, "usage.html", {
         "title": "Usage", "chart": chart, "table": table[:200], "sessions": sessions, "block": shown_block,
