@@ -112,13 +112,15 @@ def test_session_is_ended_or_abandoned_when_its_agent_exits(
             line["message"]["stop_reason"] = "end_turn"
             lines.append(orjson.dumps(line) + b"\n")
         s.write(*lines)
-        wait_for(lambda: daemon.state(s.id) == "live", 5, "the session to be live")
+        # Bounds, not speeds: a fresh clone's CI installs the agents beside the tests, and a first start there
+        # compiles every module (it took over 5 s once).
+        wait_for(lambda: daemon.state(s.id) == "live", 30, "the session to be live")
         time.sleep(1.5)  # past recent_minutes: only the agent process keeps it live now
         assert daemon.state(s.id) == "live"
     finally:
         agent.kill()
         agent.wait()
-    wait_for(lambda: daemon.state(s.id) == expected, 3, f"the session to be {expected}")
+    wait_for(lambda: daemon.state(s.id) == expected, 15, f"the session to be {expected}")
     assert daemon.stop() == 0
 
 
