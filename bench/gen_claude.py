@@ -312,6 +312,11 @@ def write_session(w: Writing, projects: Path, cwd: str, listings: list[Template]
     rng = w.rng
     session = ClaudeSession(w, cwd, listings)
     session.write(turns=max(1, min(120, int(rng.lognormvariate(2.0, 0.9)))), resumed=rng.random() < 0.25)
+    return save_session(session, projects, cwd)
+
+
+def save_session(session: ClaudeSession, projects: Path, cwd: str) -> int:
+    """A written session's file and its subagents' under ``projects``, as Claude Code lays them out; the bytes."""
     folder = projects / slug(cwd)
     folder.mkdir(parents=True, exist_ok=True)
     data = b"\n".join(session.lines) + b"\n"

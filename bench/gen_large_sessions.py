@@ -57,19 +57,7 @@ def write_long_session(w: Writing, projects: Path, cwd: str, target: int,
         session.turn(first=turn == 0)
         size += sum(len(line) + 1 for line in session.lines[before:])
         turn += 1
-    folder = projects / gen_claude.slug(cwd)
-    folder.mkdir(parents=True, exist_ok=True)
-    data = b"\n".join(session.lines) + b"\n"
-    (folder / f"{session.sid}.jsonl").write_bytes(data)
-    written = len(data)
-    if session.subagents:
-        sub = folder / session.sid / "subagents"
-        sub.mkdir(parents=True, exist_ok=True)
-        for agent_id, lines, meta in session.subagents:
-            (sub / f"agent-{agent_id}.jsonl").write_bytes(lines)
-            (sub / f"agent-{agent_id}.meta.json").write_bytes(meta)
-            written += len(lines)
-    return written
+    return gen_claude.save_session(session, projects, cwd)
 
 
 def generate(home: Path, megabytes: float, files: int = 8, seed: int = 7) -> dict:
