@@ -334,7 +334,8 @@ class Service(Watching):
             self.last_activity = _now()
         log.info("reconciled", seconds=round(time.monotonic() - started, 3), events=report.events_added,
                  sources=sum(h.sources for h in report.harnesses.values()))
-        self._arm_watches()
+        if self._arm_watches():  # a root made while this reconcile read the others: read it whole too
+            self._queue_job("reconcile", self.reconcile)
         if report.events_added:
             self._release_memory()
 
@@ -366,7 +367,7 @@ class Service(Watching):
                 if processes is None:  # a look at every process of the machine: only when a session is open
                     processes = agent_processes(self.harnesses)
                 self._check_page(harness, page, [p for p in processes if p.harness == harness.name])
-        self._arm_watches()  # a root that appeared since, a watched root that went away
+        self._on_roots_changed()  # a root that appeared since (read whole), a watched root that went away
 
     def _check_page(self, harness: Harness, sessions: list[dict[str, Any]], running: list[AgentProcess]) -> None:
         assert self.bank is not None

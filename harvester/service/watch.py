@@ -100,16 +100,33 @@ class Watching:
 
     def _on_roots_changed(self) -> None:
         """Re-arm the watches; a root that newly exists is read in full."""
-        before = {w.path for w in self._watches.values() if w.recursive}
-        self._arm_watches()
-        if {w.path for w in self._watches.values() if w.recursive} - before:
+        if self._arm_watches():
             self.reconcile()
 
-    def _arm_watches(self) -> None:
+    def _arm_watches(self) -> set[str]:
         """A recursive watch on every root that exists, and a shallow one on the nearest existing
-        parent of every root that does not (to see it appear)."""
+        parent of every root that does not (to see it appear). Returns the roots newly watched recursively:
+        what was written in them before their watch was in place sent no event the service saw, so the caller
+        reads them whole (every caller: a root is new to the watches once, whichever caller finds it).
+
+        Watch first, look after: an agent may make its store between the look at what exists and the watch on
+        the nearest parent being in place, and no event would ever say so. So the look is taken again once the
+        watches are armed, until two looks agree (a store made a few directories deep takes a look a level)."""
         if self.observer is None:
-            return
+            return set()
+        before = {w.path for w in self._watches.values() if w.recursive}
+        wanted = self._wanted_watches()
+        for _ in range(8):
+            self._schedule(wanted)
+            again = self._wanted_watches()
+            if again == wanted:
+                break
+            wanted = again
+        self._watched = (sorted(w.path for w in self._watches.values() if w.recursive),
+                         sorted(w.path for w in self._watches.values() if not w.recursive))
+        return {w.path for w in self._watches.values() if w.recursive} - before
+
+    def _wanted_watches(self) -> set[tuple[str, bool]]:
         wanted: set[tuple[str, bool]] = set()
         for harness in self.harnesses:
             if harness.roots_in_repositories:
@@ -121,6 +138,9 @@ class Watching:
                     parent = _nearest_existing(root)
                     if parent is not None:
                         wanted.add((str(parent), False))
+        return wanted
+
+    def _schedule(self, wanted: set[tuple[str, bool]]) -> None:
         for key in list(self._watches):
             if key not in wanted:
                 with contextlib.suppress(KeyError, OSError):
@@ -133,8 +153,6 @@ class Watching:
                 log.warning("cannot watch", path=path, error=str(exc))
                 continue
             self._watches[(path, recursive)] = Watch(path, recursive, handle)
-        self._watched = (sorted(w.path for w in self._watches.values() if w.recursive),
-                         sorted(w.path for w in self._watches.values() if not w.recursive))
 
     def _candidate_roots(self, harness: Harness) -> list[Path]:
         return [*harness.roots(self.env, self.home), *self.settings.roots.get(harness.name, [])]
