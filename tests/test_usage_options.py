@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harvester.cli import cli
 from tests.helpers import FIXTURES, claude_dir, make_repo, scan
@@ -52,6 +55,9 @@ def test_model_takes_part_of_a_name_or_a_glob_and_repeats(captured: Path) -> Non
     assert usage(captured, "--model", "opus*")["rows"] == []  # a glob is the whole name
     assert usage(captured, "--model", "opus", "--model", "fake-mode?")["totals"] == everything
     assert usage(captured, "--harness", "claude-code", "--harness", "codex")["totals"] == everything
+    # Case does not matter (model ids are lower-case, a person types what a dashboard shows), in a part or a glob.
+    assert usage(captured, "--model", "OPUS")["totals"] == claude
+    assert usage(captured, "--model", "Claude-*")["totals"] == claude
 
 
 def test_here_is_the_repository_of_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -177,3 +183,16 @@ def test_json_field_names_are_the_documented_ones(captured: Path, tmp_path: Path
     page = (FIXTURES.parent / "docs" / "usage.md").read_text()
     assert {name for name in every if f"`{name}`" not in page} == set(), "fields docs/usage.md does not name"
     assert orjson.loads(orjson.dumps(daily)) == daily
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="aBc-_.%1*?[]^\\!", max_size=8), st.text(alphabet="abC-_.%1*?[]^\\!", max_size=10))
+def test_model_matches_the_same_ids_as_a_glob_here_and_as_a_regex_on_the_team_bank(name: str, model: str) -> None:
+    """--model is SQLite's GLOB locally and PostgreSQL's ``~*`` on the team bank (its POSIX regex, of which these
+    constructs read as Python's do): one id matches both or neither."""
+    from harvester.usage.query import model_glob, model_regex
+
+    conn = sqlite3.connect(":memory:")
+    here = conn.execute("SELECT lower(?) GLOB ?", (model, model_glob(name))).fetchone()[0] == 1
+    assert here == (re.search(model_regex(name), model, re.IGNORECASE) is not None), (model_glob(name),
+                                                                                        model_regex(name))

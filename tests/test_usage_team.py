@@ -68,5 +68,12 @@ def test_team_usage_adds_every_machine_once_by_host(postgres_server: Any, tmp_pa
     for key in ("input_tokens", "output_tokens", "cache_read_tokens", "total_tokens"):
         assert data["totals"][key] == local["alpha"][key] + local["beta"][key], key
     assert data["totals"]["cost_usd"] == pytest.approx(local["alpha"]["cost_usd"] + local["beta"]["cost_usd"])
+    # --model means on the team bank what it means locally: a part of the name or a glob of all of it, any case.
+    for model, responses in (("SONNET", 4), ("claude-*-4-5-????????", 4), ("sonnet*", 0), ("claude_sonnet", 0)):
+        local_answer = _harvester(alpha, "usage", "--json", "--timezone", "UTC", "--model", model)
+        team_answer = _harvester(alpha, "usage", "--team", "--json", "--timezone", "UTC", "--model", model)
+        counted = [orjson.loads(answer.stdout)["totals"]["responses"] if orjson.loads(answer.stdout)["rows"] else 0
+                   for answer in (team_answer, local_answer)]
+        assert counted == [responses, responses - 1 if responses else 0], (model, counted)
     text = _harvester(alpha, "usage", "--team", "--timezone", "UTC", "--by", "host")
     assert text.returncode == 0 and "└ beta" in text.stdout, text.stdout + text.stderr

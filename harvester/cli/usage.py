@@ -79,7 +79,7 @@ def _breakdowns(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("--until", callback=_day, metavar="DAY", help="Up to this day, included.")
 @click.option("--harness", "harnesses", type=HarnessChoice(), multiple=True, help="Only this agent (repeatable).")
 @click.option("--model", "models", multiple=True, metavar="NAME",
-              help="Only models whose name holds NAME, or matches it as a glob (repeatable).")
+              help="Only models whose name holds NAME, or matches it as a glob (repeatable); any case.")
 @where_option
 @click.option("--all", "all_repos", is_flag=True, help="Every repository (the default).")
 @click.option("--by", callback=_breakdowns, metavar="FIELDS", help="Break each row down by harness, model, repo "

@@ -9,6 +9,7 @@ Reads only; the bank's rows are read as they are committed.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,58 @@ if TYPE_CHECKING:
 REQUEST_INPUT = "(u.tokens_in + u.tokens_cache_read + u.tokens_cache_write)"
 SUMS = ("count(*), sum(u.tokens_in), sum(u.tokens_out), sum(u.tokens_cache_read), sum(u.tokens_cache_write), "
         "sum(u.tokens_cache_write_1h), sum(u.tokens_reasoning), sum(u.cost), min(u.ts), max(u.ts)")
+
+
+def _model_pattern(name: str) -> list[tuple[str, str]]:
+    """``--model NAME`` read as a glob of a whole model id (a name without ``*``, ``?`` or ``[`` is a part of one),
+    lower-cased (ids are lower-case; a person types what a dashboard shows, ``Opus``), as (kind, text) tokens:
+    ``*`` any run, ``?`` one character, ``[...]`` a class (``^`` first negates, as in SQLite's GLOB), else a
+    literal (an unclosed ``[`` included)."""
+    name = name.lower()
+    if not any(c in name for c in "*?["):
+        return [("*", ""), *(("lit", c) for c in name), ("*", "")]
+    tokens, i = [], 0
+    while i < len(name):
+        c = name[i]
+        if c in "*?":
+            tokens.append((c, ""))
+        elif c == "[":
+            start = i + 1 + (name[i + 1:i + 2] == "^")
+            end = name.find("]", start + (name[start:start + 1] == "]"))
+            if end == -1:
+                tokens.append(("lit", c))
+            else:
+                tokens.append(("class", name[i + 1:end]))
+                i = end
+        else:
+            tokens.append(("lit", c))
+        i += 1
+    return tokens
+
+
+def model_glob(name: str) -> str:
+    """``--model NAME`` as a GLOB over lower-cased model ids (see :func:`_model_pattern`)."""
+    parts = {"*": "*", "?": "?"}
+    return "".join(parts.get(kind) or (f"[{text}]" if kind == "class" else f"[{text}]" if text in "*?[" else text)
+                   for kind, text in _model_pattern(name))
+
+
+def model_regex(name: str) -> str:
+    """The same as an anchored POSIX regular expression, for PostgreSQL's ``~*`` (the team bank): the same ids match
+    there as here (an ``ILIKE`` would read ``_`` and ``%`` in a name as wildcards). Inside a class, ``[`` and ``\\``
+    are escaped (POSIX reads ``[.`` ``[:`` ``[=`` there as collating elements and classes)."""
+    out = []
+    for kind, text in _model_pattern(name):
+        if kind == "*":
+            out.append(".*")
+        elif kind == "?":
+            out.append(".")
+        elif kind == "class":
+            negated, body = text.startswith("^"), text[text.startswith("^"):]
+            out.append("[" + "^" * negated + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
+        else:
+            out.append(re.escape(text))
+    return "^" + "".join(out) + "$"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +108,8 @@ class Filter:
             clauses.append(f"u.harness IN ({', '.join('?' * len(self.harnesses))})")
             args += self.harnesses
         if self.models:
-            clauses.append("(" + " OR ".join("u.model GLOB ?" for _ in self.models) + ")")
-            args += [m if any(c in m for c in "*?[") else f"*{m}*" for m in self.models]
+            clauses.append("(" + " OR ".join("lower(u.model) GLOB ?" for _ in self.models) + ")")
+            args += [model_glob(m) for m in self.models]
         if self.sessions:
             clauses.append(f"u.session_id IN ({', '.join('?' * len(self.sessions))})")
             args += self.sessions
