@@ -93,3 +93,29 @@ def test_serve_team_without_a_team_bank_says_so(tmp_path: Path) -> None:
     env = env_for(tmp_path, tmp_path / "bank.sqlite", tmp_path / "config.toml")
     said = subprocess.run([*_harvester(), "serve", "--team"], env=env, capture_output=True, text=True, timeout=60)
     assert said.returncode == 1 and "--team: no team bank is set" in said.stderr
+
+
+def test_the_usage_page_under_team_is_the_team_banks_usage(team: dict[str, Any]) -> None:
+    """This machine (alpha) never ran an agent: its usage is nothing; the page under --team is every machine's, the
+    figure `harvester usage --team` gives for the same days, with the teammate's session among the dearest."""
+    import json
+    from datetime import date, timedelta
+
+    settings = settings_for({"HOME": str(team["alpha"]), "HARVESTER_TEAM_BANK": team["url"],
+                            "HARVESTER_HOST_NAME": "alpha-host"}, bank=str(team["alpha"] / "bank.sqlite"))
+    source, local = TeamSource(settings), LocalSource(str(settings.bank))
+    since = (date.today() - timedelta(days=89)).isoformat()
+    cli = subprocess.run([*_harvester(), "usage", "--team", "--json", "--since", since], env=team["env"],
+                         capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    totals = json.loads(cli.stdout)["totals"]
+    assert totals["responses"] >= 1 and totals["cost_usd"] > 0
+    with TestClient(create_app(Served(source, local, settings, "127.0.0.1", PORT, "tok")),
+                    base_url=f"http://127.0.0.1:{PORT}") as c:
+        c.cookies.set(cookie_name(PORT), "tok")
+        shown = c.get("/usage", params={"days": "90"})
+        assert shown.status_code == 200 and "of the team bank" in shown.text
+        assert re.search(r'id="usage-total">([^<]+)<', shown.text)[1] == f"${totals['cost_usd']:,.2f}"
+        dear = shown.text.split('id="dear-sessions"', 1)[1]
+        assert f"why does {PHRASE} run out?" in unescape(dear) and f"id={team['session']}" in unescape(dear)
+    source.close()

@@ -1,7 +1,9 @@
 """The usage reports as plain functions, for a program that shows them (the web viewer, issue 28): each takes a
 bank's path (or an open connection to one) and returns dataclasses whose fields are the ``--json`` names
 (docs/usage.md), so a page and ``harvester usage --json`` can never say different things: the rows are the
-very ones :func:`harvester.usage.answer.answer` makes for the command.
+very ones :func:`harvester.usage.answer.answer` makes for the command. A team bank's reader
+(:class:`harvester.team.read.TeamReader`) may stand for the bank: the rows are then ``harvester usage --team``'s
+(harvester/usage/team.py), every machine's.
 
 Read-only, and safe beside a running service: a path is opened with the bank's read-only way
 (``open_bank(readonly=True)``: a ``mode=ro`` connection that writes nothing into the bank or beside it, and
@@ -24,6 +26,7 @@ from harvester.usage.answer import Request, active_block, answer
 
 if TYPE_CHECKING:
     from harvester.bank.scope import Scope
+    from harvester.team.read import TeamReader
 
 Bank = str | os.PathLike[str] | sqlite3.Connection
 
@@ -101,15 +104,24 @@ def open_usage(bank: Bank) -> Iterator[sqlite3.Connection]:
         opened.close()
 
 
-def report(bank: Bank, request: Request, now: datetime | None = None) -> dict[str, Any]:
-    """Any report, exactly as ``harvester usage --json`` prints it (``request``: :class:`Request`)."""
+def _is_team(bank: Bank | TeamReader) -> bool:
+    return not isinstance(bank, (str, os.PathLike, sqlite3.Connection))
+
+
+def report(bank: Bank | TeamReader, request: Request, now: datetime | None = None) -> dict[str, Any]:
+    """Any report, exactly as ``harvester usage --json`` prints it (``request``: :class:`Request`); of a team bank's
+    reader, as ``harvester usage --team --json``."""
     from harvester.usage.prices import load_book
 
-    with open_usage(bank) as conn:
+    if _is_team(bank):
+        from harvester.usage.team import answer_team
+
+        return answer_team(bank, request, load_book())  # type: ignore[arg-type]
+    with open_usage(bank) as conn:  # type: ignore[arg-type]
         return answer(conn, request, load_book(), now=now)
 
 
-def daily_costs(bank: Bank, since: date | None = None, until: date | None = None, zone: tzinfo | None = None,
+def daily_costs(bank: Bank | TeamReader, since: date | None = None, until: date | None = None, zone: tzinfo | None = None,
                 harnesses: tuple[str, ...] = (), models: tuple[str, ...] = (), scope: Scope | None = None,
                 cost: str = "auto") -> list[DayCost]:
     """Each day's cost by agent and model, oldest day first (``zone``: None is the system's; ``scope``: None is
@@ -118,7 +130,7 @@ def daily_costs(bank: Bank, since: date | None = None, until: date | None = None
     return [_made(DayCost, part, day=row["date"]) for row in data["rows"] for part in row.get("breakdown", [])]
 
 
-def sessions_by_cost(bank: Bank, limit: int = 20, since: date | None = None, until: date | None = None,
+def sessions_by_cost(bank: Bank | TeamReader, limit: int = 20, since: date | None = None, until: date | None = None,
                      harnesses: tuple[str, ...] = (), scope: Scope | None = None,
                      cost: str = "auto") -> list[SessionCost]:
     """The dearest sessions first (a subagent's responses in the session that started it); sessions whose cost
@@ -129,15 +141,20 @@ def sessions_by_cost(bank: Bank, limit: int = 20, since: date | None = None, unt
     return found[:limit]
 
 
-def current_block(bank: Bank, now: datetime | None = None, harnesses: tuple[str, ...] = (),
+def current_block(bank: Bank | TeamReader, now: datetime | None = None, harnesses: tuple[str, ...] = (),
                   scope: Scope | None = None) -> ActiveBlock | None:
     """The active five-hour block (every agent's responses together, as ccusage counts Claude's windows), or
     None when no response came in the last five hours. The very block ``harvester usage blocks`` marks active,
     read from the last gap of over five hours between responses only (not the whole history)."""
     from harvester.usage.prices import load_book
 
-    with open_usage(bank) as conn:
-        active = active_block(conn, Request("blocks", harnesses=harnesses, scope=scope), load_book(), now=now)
+    request = Request("blocks", harnesses=harnesses, scope=scope)
+    if _is_team(bank):  # the team bank's blocks are read whole, as `harvester usage blocks --team` reads them
+        found = report(bank, request, now)["blocks"]
+        active = next((b for b in found if b["active"]), None)
+    else:
+        with open_usage(bank) as conn:  # type: ignore[arg-type]
+            active = active_block(conn, request, load_book(), now=now)
     if active is None:
         return None
     burn, projection = active["burn_rate"] or {}, active["projection"] or {}

@@ -1,7 +1,7 @@
 """The usage pages (``harvester usage`` as pages): each day's cost by agent and model as a chart, the sessions by
 cost, the current five-hour block. Read through :mod:`harvester.usage.api` on the viewer's own read-only connection
-(under its lock), so a page and ``harvester usage --json`` never say different things. The local bank's usage: the
-team bank's is ``harvester usage --team``'s.
+(under its lock), so a page and ``harvester usage --json`` never say different things. Under ``--team`` the team
+bank's, as ``harvester usage --team`` reports it (read at every request: the team bank has no change clock).
 
 Imported by harvester/web/app.py only when :mod:`harvester.usage` is there (this import fails otherwise)."""
 
@@ -38,18 +38,22 @@ def usage(request: Request) -> Response:
     agent = harness_param(request, q.get("agent"))
     harnesses = (agent,) if agent else ()
     since = date.today() - timedelta(days=days - 1)
-    local = request.app.state.local
+    source = request.app.state.source
+    team = source.team
+    if not team:
+        source = request.app.state.local
 
     def reports() -> tuple[list[Any], list[Any]]:
-        with local.bank() as bank:
-            return (api.daily_costs(bank.conn, since=since, harnesses=harnesses),
-                    api.sessions_by_cost(bank.conn, limit=20, since=since, harnesses=harnesses))
+        with source.bank() as bank:
+            read = bank if team else bank.conn  # the team bank's reader, or the local bank's connection
+            return (api.daily_costs(read, since=since, harnesses=harnesses),
+                    api.sessions_by_cost(read, limit=20, since=since, harnesses=harnesses))
 
     try:
         # The days' reports are kept until the bank changes (or the day does); the block, which time ends, is not.
-        rows, dear = local.memo(f"usage {since} {agent}", reports)
-        with local.bank() as bank:  # the block `harvester usage blocks` marks active, read from its own start
-            block = api.current_block(bank.conn, harnesses=harnesses)
+        rows, dear = reports() if team else source.memo(f"usage {since} {agent}", reports)
+        with source.bank() as bank:  # the block `harvester usage blocks` marks active, read from its own start
+            block = api.current_block(bank if team else bank.conn, harnesses=harnesses)
     except Unavailable as exc:
         return unavailable(request, exc)
     all_days = [(since + timedelta(days=n)).isoformat() for n in range(days)]
@@ -76,4 +80,4 @@ def usage(request: Request) -> Response:
     return page(request, "usage.html", {
         "title": "Usage", "chart": chart, "table": table[:200], "sessions": sessions, "block": shown_block,
         "days": days, "day_choices": DAYS, "by": by, "agent": agent, "harnesses": request.app.state.harnesses,
-        "total": f"${total:,.2f}", "unpriced": unpriced})
+        "total": f"${total:,.2f}", "unpriced": unpriced, "of": "the team bank" if team else "this machine's bank"})
