@@ -272,6 +272,29 @@ def test_a_field_no_qwen_version_wrote_is_drift_once_per_read() -> None:
     assert [e.text for e in batch.events] == ["hi", "hi", "hi"]
 
 
+def test_a_field_no_opencode_version_wrote_on_a_part_is_drift_once_per_read() -> None:
+    """opencode's parts (MessageV2: text, tool, step-finish ...) and a tool part's state are checked field by field
+    as Codex's response items are (``PART_FIELDS`` in harvester/parsers/opencode_parts.py)."""
+    from pathlib import PurePath
+
+    from harvester.parsers import opencode
+    from harvester.parsers.base import Record, SourceRef
+
+    message = orjson.dumps({"role": "assistant", "modelID": "m", "time": {"created": 1}}).decode()
+    text = {"type": "text", "text": "hi", "time": {"start": 1}, "glow": 1}
+    tool = {"type": "tool", "callID": "c", "tool": "bash", "state": {
+        "status": "completed", "input": {"command": "ls"}, "output": "a", "title": "ls", "metadata": {},
+        "time": {"start": 1, "end": 2}, "exitSignal": 9}}
+    rows = [{"table": "part", "row": {"id": f"prt_{n}", "message_id": "msg_1", "session_id": "ses_1",
+                                      "data": orjson.dumps(part).decode(), "message": message, "message_time": 1}}
+            for n, part in enumerate([text, text, tool, {"type": "step-start", "snapshot": "abc"}])]
+    ref = SourceRef(PurePath("/o/opencode.db"), PurePath("/o"), "db")
+    batch = opencode.parse(ref, [Record(i + 1, orjson.dumps(r)) for i, r in enumerate(rows)], {})
+    assert sorted((p.kind, p.detail) for p in batch.problems) == [
+        ("unknown_field", "text part fields: glow"), ("unknown_field", "tool part state completed fields: exitSignal")]
+    assert [e.text for e in batch.events if e.kind == "text"] == ["hi", "hi"]
+
+
 # -- every field of every variant, any value: reading never stops (as tests/test_parser_properties.py does for the
 # hand-written stores, on these trees' records) ------------------------------------------------------------------
 @pytest.fixture(scope="module")
