@@ -7,8 +7,8 @@ texts a reader must keep from it), scans the tree with harvester and syncs it wi
 installed on first use into bench/out/agentsview-venv as bench/bench_backfill.py does), then counts the texts each
 holds: harvester's in its events, agentsview's anywhere in its database (messages, tool calls, any text column).
 agentsview is pointed at the tree by its own variables (``CODEX_SESSIONS_DIR``, ``OPENCODE_DIR``,
-``QWEN_PROJECTS_DIR``, ``GEMINI_DIR``, ``TRAEX_SESSIONS_DIR``) with a throwaway ``HOME`` and data dir, offline. Not a test: nothing here
-runs in the suite.
+``QWEN_PROJECTS_DIR``, ``GEMINI_DIR``, ``TRAEX_SESSIONS_DIR``, ``HERMES_SESSIONS_DIR``) with a throwaway ``HOME``
+and data dir, offline. Not a test: nothing here runs in the suite.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from tests.test_format_variants import CASES, Case, kept, read_case  # noqa: E40
 # agentsview's variable for each agent's store, and the folder of the tree it names.
 AGENTSVIEW_DIRS = {"codex": ("CODEX_SESSIONS_DIR", "sessions"), "opencode": ("OPENCODE_DIR", ""),
                    "qwen-code": ("QWEN_PROJECTS_DIR", "projects"), "gemini-cli": ("GEMINI_DIR", ""),
-                   "traex": ("TRAEX_SESSIONS_DIR", "sessions")}
+                   "traex": ("TRAEX_SESSIONS_DIR", "sessions"), "hermes": ("HERMES_SESSIONS_DIR", "sessions")}
 
 
 def _texts(db: Path) -> list[str]:
@@ -60,7 +60,7 @@ def agentsview_kept(case: Case, tmp: Path) -> tuple[int, str]:
         "AGENTSVIEW_NO_DAEMON": "1", "AGENTSVIEW_NO_BROWSER": "1", "AGENTSVIEW_DISABLE_UPDATE_CHECK": "1",
         "AGENTSVIEW_TELEMETRY_ENABLED": "0", "DO_NOT_TRACK": "1",
     }
-    env = {k: v for k, v in env.items() if not k.startswith(("GEMINI_", "QWEN_", "TRAE")) or k == variable}
+    env = {k: v for k, v in env.items() if not k.startswith(("GEMINI_", "QWEN_", "TRAE", "HERMES_")) or k == variable}
     done = subprocess.run([str(agentsview_binary()), "sync"], env=env, capture_output=True, text=True, timeout=300)
     db = tmp / "agentsview-data" / "sessions.db"
     texts = _texts(db) if db.exists() else []

@@ -148,6 +148,8 @@ LAYOUTS: dict[str, Layout] = {
     "kilo-code": Layout("kilo-code", _link(".config/Code/User/globalStorage/kilocode.kilo-code"), "cline",
                         "hand/kilo"),
     "crush": Layout("crush", _built("crush.sql", "crush.db", lambda tree, home: ({}, {"crush": [tree]}))),
+    "opencode_go": Layout("opencode-go", _built("opencode.sql", "opencode.db",
+                                                lambda tree, home: ({}, {"opencode-go": [tree]}))),
     "cursor-cli": Layout("cursor-cli", _built("store.sql", "store.db", _env("CURSOR_CONFIG_DIR")), "cursor/cli"),
     "cursor": Layout("cursor", _built("state.sql", "state.vscdb", _cursor_ide), "cursor/ide"),
     "cursor-transcripts": Layout("cursor-cli", _built("store.sql", "store.db", _env("CURSOR_CONFIG_DIR")),

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+
 from tests.golden import LAYOUTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,6 +51,7 @@ PLACES = {
     "openhands-early": ".openhands/conversations",  # the early SDK's conversation beside the current ones
     "copilot_cli": ".copilot",
     "crush": "src/crush-demo",  # Crush keeps its database in each project: configured as a root below
+    "opencode_go": "src/opencode-go-demo",  # likewise the Go opencode
     "cursor-cli": ".cursor",
     "cursor": ".config/Cursor",
     "cursor-transcripts": ".cursor",
@@ -106,6 +109,21 @@ def lay_out_every_store(home: Path, only: tuple[str, ...] = ()) -> None:
             conn.executescript(text.read_text())
             conn.commit()
             conn.close()
+
+
+def roots_in_repositories(home: Path) -> dict[str, list[str]]:
+    """The configured roots of the agents that keep their history in each repository (Aider, Crush, the Go
+    opencode), as laid out by :func:`lay_out_every_store`: a user names them in ``[roots]``."""
+    src = home / "src"
+    return {"aider": sorted({str(p.parent) for p in src.rglob(".aider.chat.history.md")}),
+            "crush": sorted({str(p.parent.parent) for p in src.rglob(".crush/crush.db")}),
+            "opencode-go": sorted({str(p.parent.parent) for p in src.rglob(".opencode/opencode.db")})}
+
+
+def roots_config(home: Path) -> str:
+    """:func:`roots_in_repositories` as a config.toml ``[roots]`` table."""
+    return "[roots]\n" + "".join(f'"{name}" = {orjson.dumps(paths).decode()}\n'
+                                   for name, paths in roots_in_repositories(home).items())
 
 
 def harvester_env(tmp: Path) -> dict[str, str]:

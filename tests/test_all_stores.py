@@ -17,7 +17,7 @@ import pytest
 
 from harvester.parsers import HARNESSES
 from tests.golden import LAYOUTS, expected_path
-from tests.machine import PLACES, harvester_cli, lay_out_every_store
+from tests.machine import PLACES, harvester_cli, lay_out_every_store, roots_config
 
 
 @pytest.fixture(scope="module")
@@ -25,10 +25,7 @@ def status(tmp_path_factory: pytest.TempPathFactory) -> dict:
     tmp = tmp_path_factory.mktemp("machine")
     home = tmp / "home"
     lay_out_every_store(home)
-    repositories = sorted({str(p.parent) for p in (home / "src").rglob(".aider.chat.history.md")})
-    projects = sorted({str(p.parent.parent) for p in (home / "src").rglob(".crush/crush.db")})  # Crush's, likewise
-    (tmp / "config.toml").write_text("[roots]\naider = " + orjson.dumps(repositories).decode() + "\ncrush = "
-                                     + orjson.dumps(projects).decode() + "\n")
+    (tmp / "config.toml").write_text(roots_config(home))
     scanned = harvester_cli(tmp, "scan", "--json")
     assert scanned.returncode == 0, scanned.stderr
     shown = harvester_cli(tmp, "status", "--json")

@@ -27,7 +27,7 @@ from harvester.config import DEFAULT_BANK_ID_TEMPLATE
 from harvester.model import MAX_EVENT_TEXT
 from harvester.parsers import HARNESSES
 from tests.helpers import ClaudeSession, bank_rows, sessions_of
-from tests.machine import harvester_cli, lay_out_every_store
+from tests.machine import harvester_cli, lay_out_every_store, roots_config
 
 SECRET = "ghp_" + "Z7x9Qw2Er4Ty6Ui8Op0As1Df3Gh5Jk7Lz9Xc"  # a GitHub token: the redactor knows its shape
 
@@ -41,10 +41,7 @@ def _sessions(bank: Path) -> list[dict]:
 def _every_store(tmp: Path) -> Path:
     home = tmp / "home"
     lay_out_every_store(home)
-    repositories = sorted({str(p.parent) for p in (home / "src").rglob(".aider.chat.history.md")})
-    projects = sorted({str(p.parent.parent) for p in (home / "src").rglob(".crush/crush.db")})  # Crush's, likewise
-    (tmp / "config.toml").write_text("[roots]\naider = " + orjson.dumps(repositories).decode() + "\ncrush = "
-                                     + orjson.dumps(projects).decode() + "\n")
+    (tmp / "config.toml").write_text(roots_config(home))
     return home
 
 

@@ -18,7 +18,7 @@ from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of, sh
 
 HAND = FIXTURES / "forge" / "hand"
 PREFIX = "4f0c2b6e-8a1d-4e57-9c3b-1d2e3f4a5b0"
-C1, C2, C3, C5 = (f"{PREFIX}{n}" for n in (1, 2, 3, 5))
+C1, C2, C3, C4, C5 = (f"{PREFIX}{n}" for n in (1, 2, 3, 4, 5))
 CWD = "/home/dev/src/demo-repo"
 
 
@@ -54,6 +54,7 @@ def test_every_conversation_with_a_context_is_a_session(store: tuple[Path, Path]
         C1: (CWD, "Windows path separator in test_split", "claude-sonnet-4-5"),
         C2: (CWD, "List workspace crates", "anthropic/claude-sonnet-4"),
         C3: (CWD, "Generate a commit message for the staged changes", "gpt-5"),
+        C4: (CWD, "Find call sites the Config to Settings rename missed", "gpt-5"),
     }  # C5 has no context yet: nothing to read
     assert session_of(bank, C1)["started_at"] == "2026-03-02T09:14:05.120Z"
     assert session_of(bank, C1)["updated_at"] == "2026-03-02T09:16:44.801Z"
@@ -109,6 +110,32 @@ def test_legacy_tool_values_subagent_reports_images_commands_and_compaction(stor
     assert sage == "No missed call sites: the rename is complete."
     assert events[9]["meta"] == {"conversation_id": f"{PREFIX}4"}
     assert fetch.startswith("# serde\n") and "NOTES.md" in fetch and "serde notes" in fetch
+
+
+def test_the_sub_agents_conversation_is_its_callers_subagent(store: tuple[Path, Path]) -> None:
+    """A sub-agent runs in a conversation of its own that names no parent (agent_executor.rs); the caller's tool
+    result (``ai``) names it."""
+    _, bank = store
+    sub = session_of(bank, C4)
+    assert (sub["parent_native_id"], sub["parent_kind"], sub["cwd"]) == (C3, "subagent", CWD)
+    assert shapes(events_of(bank, C4)) == [("system", "text"), ("user", "text"), ("assistant", "tool_call"),
+                                           ("tool", "tool_result"), ("assistant", "text")]
+    assert events_of(bank, C4)[1]["text"] == "Find call sites the Config to Settings rename missed"
+    assert session_of(bank, C3)["parent_native_id"] is None
+
+
+def test_a_task_call_continuing_a_session_names_its_subagent() -> None:
+    """The ``task`` tool's ``session_id`` continues an existing sub-agent conversation (tool_registry.rs): that
+    conversation is the caller's subagent even before the call's result is saved."""
+    context = {"messages": [{"text": {"role": "Assistant", "content": "", "tool_calls": [
+        {"name": "task", "call_id": "c1", "arguments": {"tasks": ["go on"], "agent_id": "sage", "session_id": "kid"}}]}}]}
+    rows = [{"table": "conversation", "row": {"conversation_id": "dad", "context": orjson.dumps(context).decode(),
+                                              "created_at": "2026-03-01 10:00:00", "updated": "2026-03-01 10:00:00"}}]
+    batch = forge.parse(SourceRef(PurePath("/f/.forge.db"), PurePath("/f")),
+                        [Record(1, orjson.dumps(r)) for r in rows], {})
+    kid = batch.sessions["kid"]
+    assert (kid.parent_native_id, kid.parent_kind) == ("dad", "subagent")
+    assert batch.sessions["dad"].parent_native_id is None
 
 
 def test_a_saved_conversation_adds_only_what_is_new(store: tuple[Path, Path], tmp_path: Path) -> None:

@@ -62,6 +62,7 @@ class Case:
     sessions: int = 1
     fields: tuple[str, ...] = field(default=())  # details of unknown_field problems it must report
     cwd: str | None = None  # every session's working directory, when the variant records one
+    events: int | None = None  # how many events in all, where a reader could read one message twice
 
 
 CASES: dict[str, Case] = {
@@ -141,6 +142,20 @@ CASES: dict[str, Case] = {
         "src/health.rs:12: sleep(Duration::from_secs(30))",
         "The handler sleeps 30 seconds before answering; the probe gives up after 10.",
     ), cwd="/home/user/code/api"),
+    # Hermes current builds: what the store refused, diverted into sessions/<id>.jsonl beside state.db (the rest
+    # of a turn, and a session the replacement store never knew); the gateway's copy of a stored session is not
+    # read twice (11 events: 3 rows and 2 diverted lines, 4 diverted lines, 2 rows).
+    "hermes/diverted": Case("hermes", "hermes/variants/diverted", _env("HERMES_HOME"), (
+        "Why does the nightly export stop at 10,000 rows?",
+        "LIMIT 10000",
+        "src/export/query.py:88:    sql += ' LIMIT 10000'",
+        "src/export/query.py line 88 appends LIMIT 10000 to every export query; remove it or page the export.",
+        "Rotate the staging API key and tell me where it is used.",
+        "rg -l STAGING_API_KEY",
+        "deploy/staging.env\\nservices/billing/config.py",
+        "It is read in deploy/staging.env and services/billing/config.py.",
+        "Yes: the 07:55 staging deploy passed its checks.",
+    ), sessions=3, events=11),
     # cass's Gemini fixture: a whole-document session whose answers are typed "model" (Gemini writes "gemini").
     "gemini-cli/cass": Case("gemini-cli", "gemini_cli/variants/cass", _dot_gemini, (
         "Which port does the dev server listen on?",
@@ -176,6 +191,7 @@ def test_every_text_of_the_variant_is_kept(name: str, tmp_path: Path) -> None:
     case = CASES[name]
     events, problems, sessions = read_case(case, tmp_path)
     assert sessions == case.sessions
+    assert case.events is None or len(events) == case.events
     assert [t for t in case.texts if t not in kept(case, events)] == []
     assert sorted(d for k, d in problems if k == "unknown_type") == sorted(case.drift)
     assert sorted(d for k, d in problems if k == "unknown_field") == sorted(case.fields)
@@ -254,6 +270,29 @@ def test_a_field_no_qwen_version_wrote_is_drift_once_per_read() -> None:
     batch = qwen_code.parse(ref, [Record(i + 1, line) for i, line in enumerate(lines)], {})
     assert [(p.kind, p.line, p.detail) for p in batch.problems] == [("unknown_field", 1, "user record fields: replyTo")]
     assert [e.text for e in batch.events] == ["hi", "hi", "hi"]
+
+
+def test_a_field_no_opencode_version_wrote_on_a_part_is_drift_once_per_read() -> None:
+    """opencode's parts (MessageV2: text, tool, step-finish ...) and a tool part's state are checked field by field
+    as Codex's response items are (``PART_FIELDS`` in harvester/parsers/opencode_parts.py)."""
+    from pathlib import PurePath
+
+    from harvester.parsers import opencode
+    from harvester.parsers.base import Record, SourceRef
+
+    message = orjson.dumps({"role": "assistant", "modelID": "m", "time": {"created": 1}}).decode()
+    text = {"type": "text", "text": "hi", "time": {"start": 1}, "glow": 1}
+    tool = {"type": "tool", "callID": "c", "tool": "bash", "state": {
+        "status": "completed", "input": {"command": "ls"}, "output": "a", "title": "ls", "metadata": {},
+        "time": {"start": 1, "end": 2}, "exitSignal": 9}}
+    rows = [{"table": "part", "row": {"id": f"prt_{n}", "message_id": "msg_1", "session_id": "ses_1",
+                                      "data": orjson.dumps(part).decode(), "message": message, "message_time": 1}}
+            for n, part in enumerate([text, text, tool, {"type": "step-start", "snapshot": "abc"}])]
+    ref = SourceRef(PurePath("/o/opencode.db"), PurePath("/o"), "db")
+    batch = opencode.parse(ref, [Record(i + 1, orjson.dumps(r)) for i, r in enumerate(rows)], {})
+    assert sorted((p.kind, p.detail) for p in batch.problems) == [
+        ("unknown_field", "text part fields: glow"), ("unknown_field", "tool part state completed fields: exitSignal")]
+    assert [e.text for e in batch.events if e.kind == "text"] == ["hi", "hi"]
 
 
 # -- every field of every variant, any value: reading never stops (as tests/test_parser_properties.py does for the

@@ -211,3 +211,18 @@ def test_unknown_transcript_roles_are_drift() -> None:
     ref = SourceRef(Path("/h/sessions/20260101_000000_abcdef.jsonl"), Path("/h"), "transcript")
     batch = hermes.parse(ref, [Record(1, b'{"role": "narrator", "content": "x"}'), Record(2, b'[1]')], {})
     assert [p.kind for p in batch.problems] == ["unknown_type", "malformed"]
+
+
+def test_a_file_diverted_beside_the_database_is_a_source_of_its_own(tmp_path: Path) -> None:
+    """A scan and the service's file events agree: beside state.db a session file is the diverted reading, not
+    skipped as the gateway's copy would be (the first source kind that matches it is shadowed there)."""
+    from harvester.capture.sources import discover, match
+    from harvester.parsers import HARNESSES
+
+    (tmp_path / "sessions").mkdir()
+    diverted = tmp_path / "sessions" / "20261120_101000_beef01.jsonl"
+    diverted.write_text('{"role": "user", "content": "hi"}\n')
+    assert match(HARNESSES["hermes"], tmp_path, diverted).spec.variant == "transcript"
+    (tmp_path / "state.db").write_bytes(b"")
+    assert match(HARNESSES["hermes"], tmp_path, diverted).spec.variant == "diverted"
+    assert [f.spec.variant for f in discover(HARNESSES["hermes"], [tmp_path]) if f.path == diverted] == ["diverted"]

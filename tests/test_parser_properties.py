@@ -31,7 +31,7 @@ from harvester.capture.validate import repair
 from harvester.parsers import HARNESSES
 from harvester.parsers.base import Record, SourceRef
 from tests.helpers import scan
-from tests.machine import lay_out_every_store
+from tests.machine import lay_out_every_store, roots_in_repositories
 
 # Harnesses with sources to read (a harness may only report a store it cannot read: Windsurf's).
 READ = sorted(name for name, harness in HARNESSES.items() if harness.sources)
@@ -65,12 +65,11 @@ def calls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Call]]:
             return parse(ref, records, state)
         return parse_and_note
 
-    repositories = [p.parent for p in (home / "src").rglob(".aider.chat.history.md")]
-    projects = [p.parent.parent for p in (home / "src").rglob(".crush/crush.db")]  # Crush's, likewise
+    roots = {name: [Path(p) for p in paths] for name, paths in roots_in_repositories(home).items()}
     try:
         for name in originals:
             HARNESSES[name] = replace(originals[name], parse=recording(name))
-        scan(home, tmp / "bank.sqlite", extra_roots={"aider": repositories, "crush": projects})
+        scan(home, tmp / "bank.sqlite", extra_roots=roots)
     finally:
         HARNESSES.update(originals)
     return seen

@@ -25,7 +25,7 @@ from harvester.parsers.base import Harness, SourceSpec
 from tests.daemon import Daemon, wait_for
 from tests.golden import LAYOUTS, expected_path
 from tests.helpers import ClaudeSession
-from tests.machine import PLACES, harvester_cli, lay_out_every_store
+from tests.machine import PLACES, harvester_cli, lay_out_every_store, roots_in_repositories
 
 WRONG_TYPES = [
     {"type": 5, "timestamp": {"x": 1}, "cwd": 12, "sessionId": [], "id": {}, "role": [], "content": 3},
@@ -147,8 +147,7 @@ def poisoned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     tmp = tmp_path_factory.mktemp("poisoned")
     home = tmp / "home"
     lay_out_every_store(home)
-    roots = {"aider": sorted({str(p.parent) for p in (home / "src").rglob(".aider.chat.history.md")}),
-             "crush": sorted({str(p.parent.parent) for p in (home / "src").rglob(".crush/crush.db")})}
+    roots = roots_in_repositories(home)
     sources = poison_every_harness(home, roots)
     (tmp / "config.toml").write_text("[roots]\n" + "".join(f"{name} = {orjson.dumps(paths).decode()}\n"
                                                             for name, paths in roots.items()))

@@ -162,7 +162,7 @@ def match(harness: Harness, root: Path, path: Path) -> Found | None:
     for spec in harness.sources:
         if path.name not in spec.ignore and _glob_match(rel.parts, tuple(spec.pattern.split("/"))):
             if shadowed(spec, path):
-                return None
+                continue  # as a scan does: a later spec may read the file where this one does not (Hermes)
             return Found(path, root, spec)
     return None
 

@@ -97,6 +97,7 @@ class _Reader:
         self.line = 0
         self.cwd = str(ref.path.parent.parent)  # <project>/.crush/crush.db
         self.drifted: set[str] = set()
+        self.finish_part_ends = False
 
     def patch(self, sid: str) -> SessionPatch:
         patch = self.batch.session(sid)
@@ -109,8 +110,11 @@ class _Reader:
             self.batch.problems.append(Problem("unknown_type", self.line, detail))
 
 
-def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
+def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any], *, finish_part_ends: bool = False) -> Batch:
+    """``finish_part_ends``: a message with a finish part is finished even without ``finished_at`` (opencode,
+    Crush's ancestor, writes a summary message whole with its finish part and never sets the column)."""
     reader = _Reader(ref)
+    reader.finish_part_ends = finish_part_ends
     reader.batch.state = state
     for record, data in json_objects(records, reader.batch.problems):
         reader.line = record.line
@@ -206,7 +210,8 @@ def _message(reader: _Reader, row: dict) -> None:
         elif ptype == "finish":
             last_finish = data.get("reason")
     if role == "assistant":
-        done = row.get("finished_at") is not None and last_finish not in (None, "tool_use")
+        done = ((row.get("finished_at") is not None or reader.finish_part_ends)
+                and last_finish not in (None, "tool_use"))
         state = ("failed" if last_finish == "error" else "aborted" if last_finish == "canceled"
                  else "complete" if done else "open")
         patch.note(last_turn=state)

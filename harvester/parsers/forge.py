@@ -13,8 +13,9 @@ Format facts and their sources: ``fixtures/forge/SOURCE.md``. In short:
   ``raw_content`` (``{"Text": …}`` or ``{"Command": {name, …}}``), ``tool_calls`` (``name``, ``call_id``,
   ``arguments``), ``reasoning_details`` (``text``), ``model`` and ``droppable`` (context Forge adds and drops on
   compaction: todo lists, piped input, attachments). A ``ToolResult``'s ``output.values`` are ``text``,
-  ``ai`` (a sub-agent's report, naming its conversation), ``image``, ``empty``, and the ``markdown``,
-  ``fileDiff`` and ``pair`` values builds of early 2026 wrote.
+  ``ai`` (a sub-agent's report, naming its conversation: the child session, linked as the caller's
+  subagent, as is the conversation a ``task`` call's ``session_id`` continues), ``image``, ``empty``, and the
+  ``markdown``, ``fileDiff`` and ``pair`` values builds of early 2026 wrote.
 - No message carries an id or a time. An event is keyed by what it says (its role, text and call ids) and how
   many times the conversation said it before: a compaction that replaces old messages by a summary frame
   leaves the events already read, adds the summary, and a re-save adds only what is new.
@@ -44,6 +45,8 @@ from harvester.parsers.base import (
 
 NAME = "forge"
 PROCESSES = ("forge",)
+# 2: a sub-agent's conversation is linked to its caller's (its parent, kind subagent).
+VERSION = 2
 
 
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -174,10 +177,20 @@ def _text(conv: _Conversation, message: dict, usage: Any) -> None:
         if isinstance(arguments, str):  # an unparsed argument string (ToolCallArguments::Unparsed)
             with contextlib.suppress(orjson.JSONDecodeError):
                 arguments = orjson.loads(arguments)
+        if call.get("name") == "task" and isinstance(arguments, dict) and arguments.get("session_id"):
+            _subagent(conv, arguments["session_id"])  # continues that sub-agent's conversation
         call_id = str(call.get("call_id") or f"{uid}:{call.get('name')}")
         conv.emit(f"call:{call_id}", "assistant", "tool_call", render_call(call.get("name"), arguments, _CALL_KEYS),
                   tool_name=call.get("name"), tool_input=arguments, tool_call_id=call_id, model=model,
                   usage=None if content.strip() else _usage(usage))
+
+
+def _subagent(conv: _Conversation, child: Any) -> None:
+    """A sub-agent runs in a conversation of its own that names no parent (agent_executor.rs): its caller's
+    ``task`` call or ``ai`` result is the only link, so the caller's reading marks the child."""
+    if isinstance(child, str) and child and child != conv.cid:
+        patch = conv.batch.session(child)
+        patch.parent_native_id, patch.parent_kind = conv.cid, "subagent"
 
 
 def _user(conv: _Conversation, uid: str, message: dict, content: str) -> None:
@@ -224,6 +237,7 @@ def _values(conv: _Conversation, value: Any, meta: dict[str, Any]) -> list[str]:
     if kind == "ai" and isinstance(inner, dict):
         if inner.get("conversation_id"):
             meta["conversation_id"] = inner["conversation_id"]
+            _subagent(conv, inner["conversation_id"])
         return [str(inner.get("value") or "")]
     if kind == "image":
         return ["[image]"]

@@ -25,6 +25,11 @@ Format facts and their sources: ``fixtures/hermes/SOURCE.md``. In short:
   (``model``, ``platform``, ``session_start``, ``last_updated``, ``messages``). Both are read where no
   ``state.db`` sits beside them (builds that had one wrote the transcript too: the database is read), the
   snapshot only where no transcript of the same id exists.
+- Current builds write ``sessions/<id>.jsonl`` beside ``state.db`` only for what the store refused (replaced or
+  damaged under a live process: ``divert_session_transcript_jsonl``): bare messages, no ``session_meta`` line,
+  none of them in the database. Those are read (``diverted``, keyed ``d:<line>`` apart from the rows'
+  ``m:<id>``); a file that opens with ``session_meta`` is a gateway transcript whose messages the database
+  holds: not read again.
 """
 
 from __future__ import annotations
@@ -111,6 +116,9 @@ SOURCES = (
     SourceSpec("profiles/*/state.db", "sqlite", "db", watch=False, queries=QUERIES),
     SourceSpec("sessions/*.jsonl", "jsonl", "transcript", shadowed_by=_db_beside),
     SourceSpec("profiles/*/sessions/*.jsonl", "jsonl", "transcript", shadowed_by=_db_beside),
+    # The same files where a state.db sits beside them: what a current build diverted there (below).
+    SourceSpec("sessions/*.jsonl", "jsonl", "diverted"),
+    SourceSpec("profiles/*/sessions/*.jsonl", "jsonl", "diverted"),
     SourceSpec("sessions/session_*.json", "json", "snapshot", shadowed_by=_db_or_transcript_beside),
     SourceSpec("profiles/*/sessions/session_*.json", "json", "snapshot", shadowed_by=_db_or_transcript_beside),
 )
@@ -146,7 +154,7 @@ class _Reader:
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
     """Stateless: each row brings what it needs (the queries say whether a prompt is the first, a row a copy)."""
-    if ref is not None and ref.variant in ("transcript", "snapshot"):
+    if ref is not None and ref.variant in ("transcript", "snapshot", "diverted"):
         return _parse_file(ref, records, state)
     reader = _Reader()
     for record, data in json_objects(records, reader.batch.problems):
@@ -209,7 +217,7 @@ def _message(reader: _Reader, row: dict) -> None:
         return
     if row.get("kept_copy"):
         return  # compaction re-inserted a message already read
-    uid, ts = f"m:{mid}", _iso(row.get("timestamp"))
+    uid, ts = f"{'d' if row.get('diverted') else 'm'}:{mid}", _iso(row.get("timestamp"))
     content = _content(row.get("content"))
     meta: dict[str, Any] = {}
     if not row.get("active", 1) and not row.get("compacted"):
@@ -262,7 +270,7 @@ def _assistant(reader: _Reader, row: dict, sid: str, uid: str, ts: str | None, c
 
 def _tool_result(reader: _Reader, row: dict, sid: str, ts: str | None, content: str, meta: dict[str, Any]) -> None:
     call_id = _text(row.get("tool_call_id"))
-    uid = f"result:{call_id}" if call_id else f"m:{row['id']}"
+    uid = f"result:{call_id}" if call_id else f"{'d' if row.get('diverted') else 'm'}:{row['id']}"
     reader.emit(sid, uid, ts, role="tool", kind="tool_result", text=content, tool_name=_text(row.get("tool_name")),
                 tool_call_id=call_id, is_error=_is_error(content), meta=meta or None)
     reader.turns[sid] = "open"
@@ -315,8 +323,13 @@ def _parse_file(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]
     reader = _Reader()
     sid = ref.path.name.removeprefix("session_").removesuffix(".jsonl").removesuffix(".json")
     prompted = bool(state.get("prompted"))
+    diverted = ref.variant == "diverted"
+    copy = bool(state.get("gateway_copy"))  # a diverted-place file that is the gateway's copy of the rows
     for record, data in json_objects(records, reader.batch.problems):
         reader.line = record.line
+        if diverted and (copy or (record.line == 1 and data.get("role") == "session_meta")):
+            copy = True
+            continue
         if ref.variant == "snapshot":
             _snapshot_session(reader, sid, data)
             messages = [(i + 1, m) for i, m in enumerate(data.get("messages") or [])]
@@ -330,11 +343,13 @@ def _parse_file(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]
                 _meta_line(reader, sid, message)
                 continue
             row = _row_of(sid, place, message, first_prompt=not prompted and message.get("role") == "user")
+            row["diverted"] = diverted
             prompted = prompted or message.get("role") == "user"
             _message(reader, row)
     for turn_sid, turn in reader.turns.items():
         reader.batch.session(turn_sid).note(last_turn=turn)
-    reader.batch.state = {"prompted": True} if prompted and ref.variant == "transcript" else {}
+    reader.batch.state = ({"prompted": True} if prompted and ref.variant != "snapshot" else {}) | (
+        {"gateway_copy": True} if copy else {})
     return reader.batch
 
 

@@ -45,6 +45,7 @@ from harvester.parsers.base import (
     json_objects,
     render_call,
 )
+from harvester.parsers.opencode_parts import check_part
 from harvester.parsers.opencode_storage import Rows, legacy_rows, project_storage_related, storage_related
 
 OPENCODE_NAME = "opencode"
@@ -205,9 +206,16 @@ class _Reader:
         self.pending: list[tuple[tuple, Event]] = []
         self.titled: set[str] = set()  # sessions offered their first prompt's line in this batch
         self.line = 0
+        self.fields_seen: set[str] = set()
 
     def problem(self, kind: ProblemKind, detail: str) -> None:
         self.batch.problems.append(Problem(kind, self.line, detail))
+
+    def field_drift(self, detail: str) -> None:
+        """Fields no opencode version was seen writing: one problem per kind of part and read."""
+        if detail not in self.fields_seen:
+            self.fields_seen.add(detail)
+            self.problem("unknown_field", detail)
 
     def event(self, key: tuple, session: str, uid: str, role: Role, kind: Kind, text: str, **fields: Any) -> None:
         # Placed (Event.place) in the order this sort gives: a large database is read in pages, messages
@@ -387,6 +395,7 @@ def _part(reader: _Reader, row: dict) -> None:
         reader.problem("malformed", f"{row['id']}: part of a message that is not there")
         return
     part = _Part(reader, row)
+    check_part(part.data, reader.field_drift)
     ptype = part.data.get("type")
     handler = PART_HANDLERS.get(ptype) if isinstance(ptype, str) else None
     if handler is None:
