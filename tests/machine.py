@@ -81,6 +81,7 @@ PLACES = {
     "kimi_work": ".config/kimi-desktop/daimon-share/daimon/runtime/kimi-code/home",
     "workbuddy": ".workbuddy",
     "commandcode": ".commandcode",
+    "zencoder": ".zencoder/sessions",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
 }

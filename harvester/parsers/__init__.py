@@ -55,6 +55,7 @@ from harvester.parsers import (
     windsurf,
     workbuddy,
     zed,
+    zencoder,
 )
 from harvester.parsers.base import Harness
 
@@ -148,6 +149,7 @@ HARNESSES: dict[str, Harness] = {
         Harness(warp.NAME, warp.roots, warp.SOURCES, warp.parse, "Warp agent mode", warp.PROCESSES),
         Harness(workbuddy.NAME, workbuddy.roots, workbuddy.SOURCES, workbuddy.parse, "WorkBuddy", workbuddy.PROCESSES),
         Harness(zed.NAME, zed.roots, zed.SOURCES, zed.parse, "Zed agent", zed.PROCESSES),
+        Harness(zencoder.NAME, zencoder.roots, zencoder.SOURCES, zencoder.parse, "Zencoder", zencoder.PROCESSES),
         Harness(opencode.ZCODE_NAME, opencode.zcode_roots, opencode.ZCODE_SOURCES, opencode.parse, "ZCode",
                 opencode.ZCODE_PROCESSES),
     )
