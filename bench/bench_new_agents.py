@@ -29,7 +29,7 @@ from tests.golden import LAYOUTS  # noqa: E402
 from tests.helpers import scan  # noqa: E402
 
 # Layout key (tests/golden.py) -> agentsview's variable for the agent's store.
-CASES = {"zencoder": "ZENCODER_DIR"}
+CASES = {"zencoder": "ZENCODER_DIR", "cortex": "CORTEX_DIR"}
 
 
 def ours(key: str, tmp: Path) -> tuple[int, int, int]:

@@ -82,6 +82,7 @@ PLACES = {
     "workbuddy": ".workbuddy",
     "commandcode": ".commandcode",
     "zencoder": ".zencoder/sessions",
+    "cortex": ".snowflake/cortex/conversations",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
 }
