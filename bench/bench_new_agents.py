@@ -28,8 +28,8 @@ from harvester.bank import open_bank  # noqa: E402
 from tests.golden import LAYOUTS  # noqa: E402
 from tests.helpers import scan  # noqa: E402
 
-# Layout key (tests/golden.py) -> agentsview's variable for the agent's store.
-CASES = {"zencoder": "ZENCODER_DIR", "cortex": "CORTEX_DIR"}
+# Layout key (tests/golden.py) -> agentsview's variable for the agent's store, and the folder of the tree it names.
+CASES = {"zencoder": ("ZENCODER_DIR", ""), "cortex": ("CORTEX_DIR", ""), "qclaw": ("QCLAW_DIR", "agents")}
 
 
 def ours(key: str, tmp: Path) -> tuple[int, int, int]:
@@ -59,7 +59,8 @@ def theirs(key: str, tmp: Path) -> tuple[int, int, int] | str:
     home = tmp / "home"
     home.mkdir()
     env = base_env() | {
-        "HOME": str(home), "AGENTSVIEW_DATA_DIR": str(tmp / "data"), CASES[key]: str(tree),
+        "HOME": str(home), "AGENTSVIEW_DATA_DIR": str(tmp / "data"),
+        CASES[key][0]: str(tree / CASES[key][1] if CASES[key][1] else tree),
         "AGENTSVIEW_NO_DAEMON": "1", "AGENTSVIEW_NO_BROWSER": "1", "AGENTSVIEW_DISABLE_UPDATE_CHECK": "1",
         "AGENTSVIEW_TELEMETRY_ENABLED": "0", "DO_NOT_TRACK": "1",
     }

@@ -173,6 +173,7 @@ LAYOUTS: dict[str, Layout] = {
     "commandcode": Layout("commandcode", _link(".commandcode")),  # no variable moves it
     "workbuddy": Layout("workbuddy", _link(".workbuddy")),  # no variable moves it
     "cortex": Layout("cortex", _link(".snowflake/cortex/conversations")),  # no variable moves it
+    "qclaw": Layout("qclaw", _link(".qclaw")),  # no variable moves it
     "zencoder": Layout("zencoder", _link(".zencoder/sessions")),  # no variable moves it
     "zed": Layout("zed", _built("threads.sql", "threads.db", _link(".local/share/zed/threads"))),
 }

@@ -83,6 +83,7 @@ PLACES = {
     "commandcode": ".commandcode",
     "zencoder": ".zencoder/sessions",
     "cortex": ".snowflake/cortex/conversations",
+    "qclaw": ".qclaw",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
 }
