@@ -29,7 +29,8 @@ from tests.golden import LAYOUTS  # noqa: E402
 from tests.helpers import scan  # noqa: E402
 
 # Layout key (tests/golden.py) -> agentsview's variable for the agent's store, and the folder of the tree it names.
-CASES = {"zencoder": ("ZENCODER_DIR", ""), "cortex": ("CORTEX_DIR", ""), "qclaw": ("QCLAW_DIR", "agents")}
+CASES = {"zencoder": ("ZENCODER_DIR", ""), "cortex": ("CORTEX_DIR", ""), "qclaw": ("QCLAW_DIR", "agents"),
+         "shelley": ("SHELLEY_DIR", "")}
 
 
 def ours(key: str, tmp: Path) -> tuple[int, int, int]:
