@@ -75,3 +75,27 @@ def test_a_message_whose_llm_data_is_not_json_is_reported() -> None:
     row = {"table": "message", "row": {"message_id": "a", "conversation_id": "c", "type": "agent", "llm_data": "{cut"}}
     batch = shelley.parse(ref, [Record(1, orjson.dumps(row))], {})
     assert [p.kind for p in batch.problems] == ["malformed"]
+
+
+def test_a_database_of_the_first_schema_reads(tmp_path: Path) -> None:
+    """Before migrations 006-031 there is no cwd, parent, model nor model_name column: the rows read all the same."""
+    store = tmp_path / "home" / ".config" / "shelley"
+    store.mkdir(parents=True)
+    conn = sqlite3.connect(store / "shelley.db")
+    conn.executescript(
+        "CREATE TABLE conversations (conversation_id TEXT PRIMARY KEY, slug TEXT, user_initiated BOOLEAN NOT NULL "
+        "DEFAULT TRUE, created_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, updated_at DATETIME NOT NULL DEFAULT "
+        "CURRENT_TIMESTAMP);"
+        "CREATE TABLE messages (message_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, sequence_id INTEGER NOT "
+        "NULL, type TEXT NOT NULL, llm_data TEXT, user_data TEXT, usage_data TEXT, created_at DATETIME NOT NULL "
+        "DEFAULT CURRENT_TIMESTAMP);"
+        "INSERT INTO conversations VALUES ('c-old', 'old-one', 1, '2026-01-02 10:00:00', '2026-01-02 10:01:00');"
+        "INSERT INTO messages VALUES ('m1', 'c-old', 1, 'user', '{\"Role\":0,\"Content\":[{\"Type\":2,\"Text\":\"hi\"}]}',"
+        " NULL, NULL, '2026-01-02 10:00:01');")
+    conn.commit()
+    conn.close()
+    bank = tmp_path / "bank.sqlite"
+    report = scan(tmp_path / "home", bank, (NAME,), env={"HOME": str(tmp_path / "home")})
+    assert report.harnesses[NAME].problems == 0
+    assert [(e["role"], e["text"]) for e in events_of(bank, "c-old")] == [("user", "hi")]
+    assert session_of(bank, "c-old")["title"] == "old-one"

@@ -1,7 +1,7 @@
-"""Cortex Code (Snowflake's CLI): ``~/.snowflake/cortex/conversations/<uuid>.json`` (+ ``<uuid>.history.jsonl``).
+"""Cortex Code (Snowflake's CLI): ``~/.snowflake/cortex/conversations/<uuid>.json`` (+ ``.history.jsonl``).
 
-Format facts and their sources: ``fixtures/cortex/SOURCE.md`` (closed source: Snowflake's docs for the place, a
-third-party reader's facts for the shapes). In short: one JSON document a session, rewritten whole, with its
+Format facts and their sources: ``fixtures/cortex/SOURCE.md`` (closed source: Snowflake's docs for the place,
+a third-party reader's facts for the shapes). In short: one JSON document a session, rewritten whole, with its
 metadata (``session_id``, ``title``, ``working_directory``, ``git_root``, ``git_branch``, ``connection_name``,
 ``created_at``, ``last_updated``) and its ``history``: messages (``role`` user/assistant, ``id``,
 ``user_sent_time``, ``content`` blocks: ``text`` (``internalOnly`` or a ``<system-reminder>`` marks text the
@@ -38,7 +38,7 @@ _DEFAULT_TITLE = "Chat for session:"  # the title the CLI gives a session before
 
 
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
-    return [home / ".snowflake" / "cortex" / "conversations"]  # no variable of Cortex Code's is known to move it
+    return [home / ".snowflake" / "cortex" / "conversations"]  # no variable of Cortex Code's moves it
 
 
 def _document(path: PurePath) -> PurePath:
@@ -88,7 +88,8 @@ def _loads(raw: bytes | None) -> dict | None:
 def _session(batch: Batch, stem: str, meta: dict) -> str:
     sid = meta["session_id"] if isinstance(meta.get("session_id"), str) and meta["session_id"] else stem
     patch = batch.session(sid)
-    cwd = next((meta[k] for k in ("working_directory", "git_root") if isinstance(meta.get(k), str) and meta[k]), None)
+    cwd = next((meta[k] for k in ("working_directory", "git_root") if isinstance(meta.get(k), str) and meta[k]),
+               None)
     if cwd:
         patch.cwd = cwd
     patch.started_at = iso_text(meta.get("created_at"))
@@ -98,7 +99,8 @@ def _session(batch: Batch, stem: str, meta: dict) -> str:
         patch.offer_title(title.strip(), "ai")
     if isinstance(meta.get("git_branch"), str) and meta["git_branch"]:
         patch.git = GitFacts(branch=meta["git_branch"])
-    facts = {k: meta[k] for k in ("connection_name", "session_type") if isinstance(meta.get(k), str) and meta[k]}
+    facts = {k: meta[k] for k in ("connection_name", "session_type")
+             if isinstance(meta.get(k), str) and meta[k]}
     if facts:
         patch.note(**facts)
     return sid
@@ -110,7 +112,8 @@ def _guarded(batch: Batch, line: int, sid: str, message: dict, raw: bytes, state
     try:
         _message(batch, line, sid, uid, message, state)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        batch.problems.append(Problem("malformed", line, f"message of unexpected shape: {describe_error(exc)}"))
+        batch.problems.append(Problem("malformed", line,
+                                      f"message of unexpected shape: {describe_error(exc)}"))
 
 
 def _message(batch: Batch, line: int, sid: str, uid: str, message: dict, state: dict[str, Any]) -> None:
@@ -147,8 +150,9 @@ def _message(batch: Batch, line: int, sid: str, uid: str, message: dict, state: 
         elif kind == "tool_result" and isinstance(block.get("tool_result"), dict):
             result = block["tool_result"]
             call_id = str(result.get("tool_use_id") or sub)
-            batch.events.append(Event(sid, f"result:{call_id}", "tool", "tool_result", _result_text(result.get("content")),
-                                      ts=ts, tool_name=result.get("name") if isinstance(result.get("name"), str) else None,
+            name = result.get("name") if isinstance(result.get("name"), str) else None
+            batch.events.append(Event(sid, f"result:{call_id}", "tool", "tool_result",
+                                      _result_text(result.get("content")), ts=ts, tool_name=name,
                                       tool_call_id=call_id, is_error=result.get("status") in ("error", "failed")))
         else:
             batch.problems.append(Problem("unknown_type", line, f"content block type={kind!r}"))
@@ -157,8 +161,8 @@ def _message(batch: Batch, line: int, sid: str, uid: str, message: dict, state: 
 def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
-    texts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)] if isinstance(
-        content, list) else []
+    blocks = content if isinstance(content, list) else []
+    texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
     if texts:
         return "\n".join(texts)
     return "" if content is None else orjson.dumps(content).decode()

@@ -1,12 +1,13 @@
-"""QClaw (Tencent's packaging of OpenClaw): OpenClaw's agents folder in ``~/.qclaw/agents``, read by its parser.
+"""QClaw (Tencent's packaging of OpenClaw): OpenClaw's agents folder in ``~/.qclaw/agents``, OpenClaw's parser.
 
 Format facts and their sources: ``fixtures/qclaw/SOURCE.md``. In short: QClaw runs OpenClaw with its state dir
-at ``~/.qclaw`` (its ``openclaw.json`` there), so its sessions are OpenClaw's: ``agents/<agent>/sessions/<id>.jsonl``
-(pi's JSONL tree; the agent database of OpenClaw 2026.8.1+ and its cold archives, should QClaw's OpenClaw be
-that recent). Unlike the OpenClaw harness, the transcripts OpenClaw moves aside (``<id>.jsonl.reset.<time>`` on
-``/reset``, ``<id>.jsonl.deleted.<time>`` when a session is deleted, ``<id>.jsonl.full.bak``) are read too, as
-the session their header names: agentsview keeps them, and an archive is the only copy of a history reset or
-deleted before harvester read it. Entry ids are the uids, so an archive of a history already read adds nothing.
+at ``~/.qclaw`` (its ``openclaw.json`` there), so its sessions are OpenClaw's:
+``agents/<agent>/sessions/<id>.jsonl`` (pi's JSONL tree; the agent database of OpenClaw 2026.8.1+ and its cold
+archives, should QClaw's OpenClaw be that recent). Unlike the OpenClaw harness, the transcripts OpenClaw moves
+aside (``<id>.jsonl.reset.<time>`` on ``/reset``, ``<id>.jsonl.deleted.<time>`` when a session is deleted,
+``<id>.jsonl.full.bak``) are read too, as the session their header names: agentsview keeps them, and an archive
+is the only copy of a history reset or deleted before harvester read it. Entry ids are the uids, so an archive
+of a history already read adds nothing.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Shelley (exe.dev's coding agent, boldsoftware/shelley): ``~/.config/shelley/shelley.db``, one SQLite database.
+"""Shelley (exe.dev's coding agent, boldsoftware/shelley): ``~/.config/shelley/shelley.db``, one database.
 
 Format facts and their sources: ``fixtures/shelley/SOURCE.md`` (upstream source). In short:
 
@@ -44,9 +44,9 @@ NAME = "shelley"
 PROCESSES = ("shelley",)
 _CALL_KEYS = ("command", "path", "file_path", "pattern", "query", "url", "prompt")
 TEXT, THINKING, REDACTED, TOOL_USE, TOOL_RESULT, SERVER_TOOL_USE, SEARCH_RESULTS, SEARCH_RESULT = range(2, 10)
-NOTICES = frozenset({"error", "gitinfo", "warning", "modelchange"})  # shown to the user, never sent to the model
+NOTICES = frozenset({"error", "gitinfo", "warning", "modelchange"})  # shown to the user, not sent to the model
 TYPES = frozenset({"user", "agent", "tool", "system", "slug"}) | NOTICES
-TITLED_KEPT = 64  # conversations remembered as titled by their first prompt (past them, the slug's title wins)
+TITLED_KEPT = 64  # conversations remembered as titled by their first prompt (past them, the slug's wins)
 
 
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -56,9 +56,9 @@ def roots(env: Mapping[str, str], home: Path) -> list[Path]:
 # Columns later migrations added: a natural join with a row of NULLs names them either way (the table's own
 # column where it has one, the NULL where it lacks it).
 _CONVERSATION = (
-    "SELECT CAST(c.updated_at AS TEXT) AS changed, c.conversation_id, c.slug, c.user_initiated, c.created_at, "
-    "c.updated_at, cwd, parent_conversation_id, model, archived FROM conversations c NATURAL LEFT JOIN "
-    "(SELECT NULL AS cwd, NULL AS parent_conversation_id, NULL AS model, NULL AS archived) "
+    "SELECT CAST(c.updated_at AS TEXT) AS changed, c.conversation_id, c.slug, c.user_initiated, "
+    "c.created_at, c.updated_at, cwd, parent_conversation_id, model, archived FROM conversations c "
+    "NATURAL LEFT JOIN (SELECT NULL AS cwd, NULL AS parent_conversation_id, NULL AS model, NULL AS archived) "
     "WHERE CAST(c.updated_at AS TEXT) >= :since ORDER BY changed, c.conversation_id"
 )
 _MESSAGE = (
@@ -88,7 +88,8 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
             else:
                 batch.problems.append(Problem("unknown_type", record.line, f"table={table!r}"))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            batch.problems.append(Problem("malformed", record.line, f"row of unexpected shape: {describe_error(exc)}"))
+            batch.problems.append(Problem("malformed", record.line,
+                                          f"row of unexpected shape: {describe_error(exc)}"))
     return batch
 
 
@@ -119,8 +120,11 @@ def _message(batch: Batch, line: int, row: dict, state: dict[str, Any]) -> None:
     usage, model = _usage(row.get("usage_data"))
     model = row["model_name"] if isinstance(row.get("model_name"), str) and row["model_name"] else model
     user_data = _json(row.get("user_data"))
-    if kind == "gitinfo" and isinstance(user_data, dict) and (user_data.get("Branch") or user_data.get("Commit")):
-        batch.session(sid).git = GitFacts(branch=user_data.get("Branch") or None, commit=user_data.get("Commit") or None)
+    if kind == "gitinfo" and isinstance(user_data, dict):  # the repository's state: its branch and commit
+        branch, commit = (user_data.get(k) if isinstance(user_data.get(k), str) and user_data[k] else None
+                          for k in ("Branch", "Commit"))
+        if branch or commit:
+            batch.session(sid).git = GitFacts(branch=branch, commit=commit)
     start = len(batch.events)
     llm = _json(row.get("llm_data"))
     if llm is None and isinstance(row.get("llm_data"), str) and row["llm_data"].strip() not in ("", "null"):
@@ -135,7 +139,8 @@ def _message(batch: Batch, line: int, row: dict, state: dict[str, Any]) -> None:
             batch.events.append(Event(sid, uid, role, event_kind, text, ts=ts, meta={"type": kind}))
     if usage is not None or model:
         if len(batch.events) == start:  # a row that only carries a call's usage (the slug's, an error's)
-            batch.events.append(Event(sid, uid, "system", "meta", f"{kind}: model call", ts=ts, meta={"type": kind}))
+            batch.events.append(Event(sid, uid, "system", "meta", f"{kind}: model call", ts=ts,
+                                      meta={"type": kind}))
         batch.events[start].usage = usage
         for event in batch.events[start:]:
             event.model = model if event.role == "assistant" or event is batch.events[start] else None
@@ -175,8 +180,9 @@ def _block(batch: Batch, line: int, sid: str, uid: str, kind: str, ts: str | Non
                                   tool_input=tool_input, tool_call_id=call_id))
     elif content in (TOOL_RESULT, SEARCH_RESULTS):
         call_id = str(block.get("ToolUseID") or uid)
-        batch.events.append(Event(sid, f"result:{call_id}", "tool", "tool_result", _result_text(block.get("ToolResult")),
-                                  ts=ts, tool_call_id=call_id, is_error=block.get("ToolError") is True))
+        batch.events.append(Event(sid, f"result:{call_id}", "tool", "tool_result",
+                                  _result_text(block.get("ToolResult")), ts=ts, tool_call_id=call_id,
+                                  is_error=block.get("ToolError") is True))
     else:
         batch.problems.append(Problem("unknown_type", line, f"content type={content!r}"))
 
@@ -225,7 +231,9 @@ def _usage(raw: Any) -> tuple[Usage | None, str | None]:
 
     model = data["model"] if isinstance(data.get("model"), str) and data["model"] else None
     cost = data.get("cost_usd")
-    cost = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 < cost < 1e9 else None
-    usage = Usage(input=count("input_tokens"), output=count("output_tokens"), cache_read=count("cache_read_input_tokens"),
-                  cache_write=count("cache_creation_input_tokens"), cost=cost)
+    if not (isinstance(cost, int | float) and not isinstance(cost, bool) and 0 < cost < 1e9):
+        cost = None
+    usage = Usage(input=count("input_tokens"), output=count("output_tokens"),
+                  cache_read=count("cache_read_input_tokens"), cache_write=count("cache_creation_input_tokens"),
+                  cost=float(cost) if cost is not None else None)
     return (usage if any(usage.as_dict().values()) else None), model

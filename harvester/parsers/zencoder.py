@@ -5,9 +5,9 @@ In short: the first line is the session's header (``id``, ``parentId``, ``creati
 ``updatedAt``, ``modelId``), every later line a message by ``role``: ``system`` (its ``content`` text, which
 names the working directory), ``user`` (text blocks with a ``tag``: none or ``user-input`` is what was typed,
 any other tag text the agent added; ``skill`` blocks), ``assistant`` (``text``, ``reasoning``, ``tool-call``
-blocks: ``toolCallId``, ``toolName``, ``input``), ``tool`` (``tool-result`` blocks: ``toolCallId``, ``content``
-blocks with ``text``, ``isError``; a subagent's result names its session in ``<session-id>``), ``finish``
-(``reason``) and ``permission`` (nothing for a transcript). A header whose ``creationReason`` is a
+blocks: ``toolCallId``, ``toolName``, ``input``), ``tool`` (``tool-result`` blocks: ``toolCallId``,
+``content`` blocks with ``text``, ``isError``; a subagent's result names its session in ``<session-id>``),
+``finish`` (``reason``) and ``permission`` (nothing for a transcript). A header whose ``creationReason`` is a
 continuation names the session it continues.
 """
 
@@ -64,7 +64,8 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
         try:
             _message(batch, record.line, sid, uid, ts, line, state)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            batch.problems.append(Problem("malformed", record.line, f"message of unexpected shape: {describe_error(exc)}"))
+            batch.problems.append(Problem("malformed", record.line,
+                                          f"message of unexpected shape: {describe_error(exc)}"))
     return batch
 
 
@@ -80,11 +81,13 @@ def _header(batch: Batch, stem: str, line: dict, state: dict[str, Any]) -> None:
         patch.model = state["model"] = line["modelId"]
     reason, parent = line.get("creationReason"), line.get("parentId")
     if isinstance(parent, str) and parent and parent != sid and reason in _CONTINUATIONS:
-        patch.parent_native_id, patch.parent_kind = parent, "fork"  # a continuation: the parent's work goes on here
+        # A continuation: the parent's work goes on here (the model has no continuation kind).
+        patch.parent_native_id, patch.parent_kind = parent, "fork"
         patch.note(creation_reason=reason)
 
 
-def _message(batch: Batch, line_no: int, sid: str, uid: str, ts: str | None, line: dict, state: dict[str, Any]) -> None:
+def _message(batch: Batch, line_no: int, sid: str, uid: str, ts: str | None, line: dict,
+             state: dict[str, Any]) -> None:
     role, content = line.get("role"), line.get("content")
     if role == "system":
         if isinstance(content, str) and content.strip():
@@ -151,8 +154,9 @@ def _assistant(batch: Batch, line_no: int, sid: str, uid: str, ts: str | None, c
             name = block.get("toolName") if isinstance(block.get("toolName"), str) else None
             call_id = str(block.get("toolCallId") or sub)
             batch.events.append(Event(sid, f"call:{call_id}", "assistant", "tool_call",
-                                      render_call(name, block.get("input"), _CALL_KEYS), ts=ts, tool_name=name,
-                                      tool_input=block.get("input"), tool_call_id=call_id, model=model))
+                                      render_call(name, block.get("input"), _CALL_KEYS), ts=ts,
+                                      tool_name=name, tool_input=block.get("input"), tool_call_id=call_id,
+                                      model=model))
         else:
             batch.problems.append(Problem("unknown_type", line_no, f"assistant block type={kind!r}"))
 
@@ -174,9 +178,9 @@ def _tool(batch: Batch, line_no: int, sid: str, uid: str, ts: str | None, conten
                 added.append(text)  # a reminder the agent put beside the output
             elif text:
                 shown.append(text)
+        name = block.get("toolName") if isinstance(block.get("toolName"), str) else None
         batch.events.append(Event(sid, f"result:{call_id}", "tool", "tool_result", "\n".join(shown), ts=ts,
-                                  tool_name=block.get("toolName") if isinstance(block.get("toolName"), str) else None,
-                                  tool_call_id=call_id, is_error=block.get("isError") is True))
+                                  tool_name=name, tool_call_id=call_id, is_error=block.get("isError") is True))
         if added:
-            batch.events.append(Event(sid, f"result:{call_id}:added", "system", "text", "\n".join(added), ts=ts,
-                                      meta={"injected": True}))
+            batch.events.append(Event(sid, f"result:{call_id}:added", "system", "text", "\n".join(added),
+                                      ts=ts, meta={"injected": True}))
