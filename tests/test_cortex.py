@@ -11,7 +11,8 @@ from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 NAME = "cortex"
 WHOLE, SPLIT = "3f2a9c1e-0000-4000-8000-0000000000c1", "3f2a9c1e-0000-4000-8000-0000000000c2"
-# What agentsview keeps of both sessions (its cortex.go; each found in agentsview 0.46.1's database): harvester must keep them too.
+# What agentsview keeps of both sessions (its cortex.go; each found in agentsview 0.46.1's database):
+# harvester must keep them too.
 KEPT = ("Which ten customers brought the most revenue last quarter?", "I'll look at the orders table first.",
         "ls models/marts", "fct_orders.sql\ndim_customers.sql", "GROUP BY 1 ORDER BY 2 DESC LIMIT 10",
         "1042 | 981220.50", "Customer 1042 leads", "Rename the revenue column to net_revenue",

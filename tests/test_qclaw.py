@@ -10,7 +10,8 @@ from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 NAME = "qclaw"
 LIVE, RESET = "5a6b7c8d-0000-4000-8000-0000000000q1", "5a6b7c8d-0000-4000-8000-0000000000q0"
-# What agentsview keeps of both sessions (its qclaw.go; each found in agentsview 0.46.1's database): harvester must keep them too.
+# What agentsview keeps of both sessions (its qclaw.go; each found in agentsview 0.46.1's database):
+# harvester must keep them too.
 KEPT = ("帮我看看 demo-repo 最近一次构建为什么失败", "Read the last CI log first.", "gh run view --log-failed",
         "npm ERR! missing script: build:prod", "没有 build:prod 脚本", "list the open pull requests",
         "Two open pull requests")

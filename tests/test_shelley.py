@@ -12,7 +12,8 @@ from tests.helpers import FIXTURES, events_of, scan, session_of
 
 NAME = "shelley"
 MAIN, CHILD = "cs1a2b3c4d", "cs5e6f7a8b"
-# What agentsview keeps of both conversations (its shelley.go; each found in agentsview 0.46.1's database): harvester must keep them too.
+# What agentsview keeps of both conversations (its shelley.go; each found in agentsview 0.46.1's database):
+# harvester must keep them too.
 KEPT = ("You are Shelley, a coding agent", "demo-repo on main @ 4f1c2ab", "Why is the checkout test flaky?",
         "Run it a few times and look at the timing.", "Running it five times.", "go test ./checkout -run TestCheckout",
         "FAIL checkout 5.02s: context deadline exceeded", "Find where the checkout test sets its deadline",

@@ -11,11 +11,14 @@ from tests.helpers import FIXTURES, events_of, scan, session_of
 
 NAME = "zencoder"
 MAIN, CONTINUED, CHILD = (f"7c1e2f30-0000-4000-8000-0000000000z{n}" for n in (1, 2, 3))
-# What agentsview keeps of the main session (its zencoder.go; each found in agentsview 0.46.1's database): harvester must keep them too.
+# What agentsview keeps of the three sessions (its zencoder.go; each found in agentsview 0.46.1's database):
+# harvester must keep them too.
 KEPT = ("Working directory: /home/dev/src/demo-repo", "Why does the checkout test time out?",
         "Follow the repository's AGENTS.md.", "[Skill: pytest-debug]", "Look at the test first",
-        "Reading the test.", "tests/test_checkout.py", "Remember to keep the todo list current.", "Find where the payment iframe is mounted",
-        "only after the price loads", "which the test never stubs", "endTurn")
+        "Reading the test.", "tests/test_checkout.py", "Remember to keep the todo list current.",
+        "Find where the payment iframe is mounted", "only after the price loads", "which the test never stubs", "endTurn", "Stub the price request in the test.",
+        "Summary of the previous chat", "pytest tests/test_checkout.py -x", "1 failed: AssertionError",
+        "the test now fails on its assertion")
 
 
 def _scan(tmp_path: Path) -> Path:
@@ -54,7 +57,8 @@ def test_a_session_its_subagent_and_its_continuation(tmp_path: Path) -> None:
 
 def test_every_text_agentsview_keeps_is_kept(tmp_path: Path) -> None:
     bank = _scan(tmp_path)
-    held = [e["text"] + orjson.dumps(e["tool_input"]).decode() for s in (MAIN, CHILD) for e in events_of(bank, s)]
+    held = [e["text"] + orjson.dumps(e["tool_input"]).decode() for s in (MAIN, CHILD, CONTINUED)
+            for e in events_of(bank, s)]
     assert [t for t in KEPT if not any(t in h for h in held)] == []
 
 
