@@ -6,13 +6,15 @@ For each fixture tree below, scans it with harvester (laid out as tests/golden.p
 (the PyPI package, installed on first use into bench/out/agentsview-venv as bench/bench_backfill.py does), pointed at
 the tree by agentsview's own variable for that agent, with a throwaway ``HOME`` and data dir, offline. Prints, for
 each: sessions / events (messages) with text / characters of that text. agentsview's count is its messages'
-``content`` only (its tool results are kept apart, as raw JSON); harvester's is every event's text. Not a test:
-nothing here runs in the suite.
+``content`` only (its tool results are kept apart, as raw JSON); harvester's is every event's text. The last
+column lists each line agentsview keeps (message contents and tool results, its own labels taken off) that is
+in no event of harvester's (text, tool input or meta). Not a test: nothing here runs in the suite.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -22,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import orjson  # noqa: E402
 
 from bench.bench_backfill import agentsview_binary, base_env, ensure_agentsview  # noqa: E402
 from harvester.bank import open_bank  # noqa: E402
@@ -33,7 +37,11 @@ CASES = {"zencoder": ("ZENCODER_DIR", ""), "cortex": ("CORTEX_DIR", ""), "qclaw"
          "shelley": ("SHELLEY_DIR", "")}
 
 
-def ours(key: str, tmp: Path) -> tuple[int, int, int]:
+# agentsview's own labels around what the agent wrote: "[Thinking]", "[Bash: ...]", "$ ", "[Turn finished: x]".
+_LABEL = re.compile(r"^\[(?:/?Thinking|Turn finished: \w+|\d+ tool result\(s\))\]$|^\[[A-Za-z ]+(?:: )?|\]$|^\$ ")
+
+
+def ours(key: str, tmp: Path) -> tuple[tuple[int, int, int], str]:
     layout = LAYOUTS[key]
     home, tree, bank_path = tmp / "home", tmp / "tree", tmp / "bank.sqlite"
     home.mkdir()
@@ -43,13 +51,16 @@ def ours(key: str, tmp: Path) -> tuple[int, int, int]:
     bank = open_bank(bank_path)
     try:
         sessions = bank.list_sessions()
-        texts = [e["text"] for s in sessions for e in bank.events(s["id"]) if e["text"].strip()]
+        events = [e for s in sessions for e in bank.events(s["id"])]
     finally:
         bank.close()
-    return len(sessions), len(texts), sum(len(t) for t in texts)
+    texts = [e["text"] for e in events if e["text"].strip()]
+    held = "\n".join(e["text"] + orjson.dumps(e["tool_input"]).decode() + orjson.dumps(e["meta"]).decode()
+                     for e in events)
+    return (len(sessions), len(texts), sum(len(t) for t in texts)), held.replace("\\n", "\n") + "\n" + held
 
 
-def theirs(key: str, tmp: Path) -> tuple[int, int, int] | str:
+def theirs(key: str, tmp: Path) -> tuple[tuple[int, int, int], list[str]] | str:
     tree = tmp / "tree"
     shutil.copytree(LAYOUTS[key].base(key) / LAYOUTS[key].hand, tree)
     for sql in tree.rglob("*.sql"):  # hand-written databases are kept as SQL text
@@ -73,9 +84,22 @@ def theirs(key: str, tmp: Path) -> tuple[int, int, int] | str:
     try:
         sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
         texts = [t for (t,) in conn.execute("SELECT content FROM messages") if isinstance(t, str) and t.strip()]
+        results = [t for (t,) in conn.execute("SELECT result_content FROM tool_calls") if isinstance(t, str)]
     finally:
         conn.close()
-    return sessions, len(texts), sum(len(t) for t in texts)
+    return (sessions, len(texts), sum(len(t) for t in texts)), texts + results
+
+
+def lacking(held: str, kept: list[str]) -> list[str]:
+    """The lines of ``kept`` (their labels taken off) found nowhere in ``held``."""
+    out = []
+    for text in kept:
+        for line in text.splitlines():
+            line = _LABEL.sub("", line.strip()).strip()
+            # A prompt's channel envelope ("[<day> <time>] text") is its meta here, apart from its text.
+            if len(line) > 8 and line not in held and not all(part in held for part in line.split("] ")):
+                out.append(line)
+    return out
 
 
 def main() -> None:
@@ -84,13 +108,15 @@ def main() -> None:
     args = parser.parse_args()
     version, why_not = ensure_agentsview(not args.no_install)
     print(f"agentsview: {version or why_not}")
-    print(f"{'fixture':24} {'harvester':>22} {'agentsview':>22}")
+    print(f"{'fixture':24} {'harvester':>22} {'agentsview':>22}  agentsview's lines harvester lacks")
     for key in CASES:
         with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
-            mine = " / ".join(f"{n:,}" for n in ours(key, Path(a)))
+            counts, held = ours(key, Path(a))
+            mine = " / ".join(f"{n:,}" for n in counts)
             other = theirs(key, Path(b)) if version else "-"
-            shown = other if isinstance(other, str) else " / ".join(f"{n:,}" for n in other)
-            print(f"{key + '/hand':24} {mine:>22} {shown:>22}")
+            shown = other if isinstance(other, str) else " / ".join(f"{n:,}" for n in other[0])
+            missing = "" if isinstance(other, str) else repr(lacking(held, other[1]))
+            print(f"{key + '/hand':24} {mine:>22} {shown:>22}  {missing}")
 
 
 if __name__ == "__main__":
