@@ -174,6 +174,10 @@ LAYOUTS: dict[str, Layout] = {
                            "hand-prompts"),
     "commandcode": Layout("commandcode", _link(".commandcode")),  # no variable moves it
     "workbuddy": Layout("workbuddy", _link(".workbuddy")),  # no variable moves it
+    "cortex": Layout("cortex", _link(".snowflake/cortex/conversations")),  # no variable moves it
+    "qclaw": Layout("qclaw", _link(".qclaw")),  # no variable moves it
+    "shelley": Layout("shelley", _built("shelley.sql", "shelley.db", _link(".config/shelley"))),
+    "zencoder": Layout("zencoder", _link(".zencoder/sessions")),  # no variable moves it
     "zed": Layout("zed", _built("threads.sql", "threads.db", _link(".local/share/zed/threads"))),
 }
 

@@ -102,9 +102,9 @@ def poison_every_harness(home: Path, roots: dict[str, list[str]]) -> dict[str, P
     conn.commit()
     conn.close()
     out["dcode"] = store
-    # Amazon Q, Zed, Warp, Kiro CLI (its v1 engine's), ZCode and Forge likewise keep one database each, whose fixed
-    # name the good store holds: a conversation that is not JSON, a thread whose blob does not decompress, a task
-    # whose protobuf does not decode.
+    # Amazon Q, Zed, Warp, Kiro CLI (its v1 engine's), ZCode, Forge and Shelley likewise keep one database each,
+    # whose fixed name the good store holds: a conversation that is not JSON, a thread whose blob does not
+    # decompress, a task whose protobuf does not decode.
     for name, store, sql, args in (
             ("amazon-q", home / ".local/share/amazon-q/data.sqlite3",
              "INSERT INTO conversations (key, value) VALUES ('/poisoned', ?)", ("{not json",)),
@@ -122,7 +122,10 @@ def poison_every_harness(home: Path, roots: dict[str, list[str]]) -> dict[str, P
              "1790000099000, ?)", ("{not json",)),
             ("forge", home / ".forge/.forge.db",
              "INSERT INTO conversations (conversation_id, workspace_id, context, created_at, updated_at) VALUES "
-             "('poisoned-conversation', 7, ?, '2026-11-02 10:00:00', '2026-11-02 10:00:00')", ("{not json",))):
+             "('poisoned-conversation', 7, ?, '2026-11-02 10:00:00', '2026-11-02 10:00:00')", ("{not json",)),
+            ("shelley", home / ".config/shelley/shelley.db",
+             "INSERT INTO messages (message_id, conversation_id, sequence_id, type, llm_data) VALUES "
+             "('poisoned-message', 'cs1a2b3c4d', 99, 'agent', ?)", ("{not json",))):
         conn = sqlite3.connect(store)
         conn.execute(sql, args)
         conn.commit()
