@@ -117,26 +117,38 @@ class Service(Watching):
             self.observer.start()
             self._arm_watches()
             self._write_heartbeat()
-            # Input never stops the service: a job that fails is logged and runs again on its timer.
-            self._run_job("reconcile", self.reconcile)
-            self._run_job("sessions", self.check_sessions)
-            self._first_check = False
-            self._start_scheduler()
-            self._start_sinks()
-            totals = self.bank.harness_stats()
-            log.info("service running", watched=sorted(w.path for w in self._watches.values()),
-                     sessions=sum(t["sessions"] for t in totals.values()),
-                     events=sum(t["events"] for t in totals.values()), live=self._live)
-            self._release_memory()  # what start-up read (every source, every session) is not needed again soon
-            # Start-up may have been a backfill, which a large page cache speeds; what follows is appends, which
-            # touch a few pages each: a small cache keeps an idle service small (bench/bench_service.py).
-            self.bank.limit_cache(IDLE_CACHE_KIB)
-            self._loop()
+            if self._start_up():
+                self._loop()
         finally:
             self._shutdown()
             lock.release()
         log.info("service stopped", exit_code=self.exit_code)
         return self.exit_code
+
+    def _start_up(self) -> bool:
+        """Read what changed while the service was away, judge every open session, start the timers and the sinks.
+        A stop (SIGTERM) on the way is answered at once: False, and the rest is skipped (every step is one a later
+        start does again)."""
+        assert self.bank is not None
+        # Input never stops the service: a job that fails is logged and runs again on its timer.
+        self._run_job("reconcile", self.reconcile)
+        if self.stop_event.is_set():
+            return False
+        self._run_job("sessions", self.check_sessions)
+        self._first_check = False
+        if self.stop_event.is_set():
+            return False
+        self._start_scheduler()
+        self._start_sinks()
+        totals = self.bank.harness_stats()
+        log.info("service running", watched=sorted(w.path for w in self._watches.values()),
+                 sessions=sum(t["sessions"] for t in totals.values()),
+                 events=sum(t["events"] for t in totals.values()), live=self._live)
+        self._release_memory()  # what start-up read (every source, every session) is not needed again soon
+        # Start-up may have been a backfill, which a large page cache speeds; what follows is appends, which
+        # touch a few pages each: a small cache keeps an idle service small (bench/bench_service.py).
+        self.bank.limit_cache(IDLE_CACHE_KIB)
+        return True
 
     def _open_bank(self) -> None:
         self.bank = open_bank(self.settings.bank, archive=self.settings.archive)
@@ -363,6 +375,8 @@ class Service(Watching):
         for harness in self.harnesses:
             after = 0
             while page := self.bank.open_sessions(harness.name, after):  # pages: history can be large
+                if self.stop_event.is_set():  # a stop waits for one page's judgement, not every harness's
+                    return
                 after = page[-1]["pk"]
                 if processes is None:  # a look at every process of the machine: only when a session is open
                     processes = agent_processes(self.harnesses)
