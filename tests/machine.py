@@ -81,6 +81,7 @@ PLACES = {
     "kimi_work": ".config/kimi-desktop/daimon-share/daimon/runtime/kimi-code/home",
     "workbuddy": ".workbuddy",
     "commandcode": ".commandcode",
+    "piebald": ".local/share/piebald",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
 }
@@ -89,7 +90,8 @@ DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql
              "store.sql": "store.db", "state.sql": "state.vscdb", "crush.sql": "crush.db",
              "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite",
              "threads.sql": "threads.db", "warp.sql": "warp.sqlite", "kiro-cli-data.sql": "data.sqlite3",
-             "db.sql": "db.sqlite", "amazon-q-data.sql": "data.sqlite3", "forge.sql": ".forge.db"}
+             "db.sql": "db.sqlite", "amazon-q-data.sql": "data.sqlite3", "forge.sql": ".forge.db",
+             "app.sql": "app.db"}
 
 
 def lay_out_every_store(home: Path, only: tuple[str, ...] = ()) -> None:
