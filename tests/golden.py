@@ -172,6 +172,7 @@ LAYOUTS: dict[str, Layout] = {
                            "hand-prompts"),
     "commandcode": Layout("commandcode", _link(".commandcode")),  # no variable moves it
     "workbuddy": Layout("workbuddy", _link(".workbuddy")),  # no variable moves it
+    "qwenpaw": Layout("qwenpaw", _env("QWENPAW_WORKING_DIR")),
     "reasonix": Layout("reasonix", _env("REASONIX_HOME")),
     "piebald": Layout("piebald", _built("app.sql", "app.db", _link(".local/share/piebald"))),  # no variable moves it
     "zed": Layout("zed", _built("threads.sql", "threads.db", _link(".local/share/zed/threads"))),

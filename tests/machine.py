@@ -83,6 +83,7 @@ PLACES = {
     "commandcode": ".commandcode",
     "piebald": ".local/share/piebald",
     "reasonix": ".reasonix",
+    "qwenpaw": ".qwenpaw",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
 }
@@ -118,7 +119,7 @@ def harvester_env(tmp: Path) -> dict[str, str]:
         "CLAUDE_", "CODEX_", "QWEN_", "GEMINI_", "CONTINUE_", "CLINE_", "PI_", "PRIME_", "OMP_", "OPENCLAW_",
         "COPILOT_", "CURSOR_", "AUGMENT_", "VSCODE_", "FLATPAK_", "GOOSE_", "GROK_", "DSH_", "DEEPAGENTS_",
         "OPENCODE_", "KILO_", "KIRO_", "FACTORY_", "HERMES_", "JUNIE_", "KIMI_", "OPENHANDS_", "CRUSH_",
-        "VIBE_", "REASONIX_"))}
+        "VIBE_", "REASONIX_", "QWENPAW_"))}
     env.update(HOME=str(tmp / "home"), HARVESTER_BANK=str(tmp / "bank.sqlite"), HARVESTER_RUNTIME_DIR=str(tmp / "run"),
                PYTHONPATH=str(ROOT), TZ="UTC")
     if (tmp / "config.toml").exists():
