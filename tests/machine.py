@@ -84,6 +84,7 @@ PLACES = {
     "piebald": ".local/share/piebald",
     "reasonix": ".reasonix",
     "qwenpaw": ".qwenpaw",
+    "posit_assistant": ".posit/assistant/workspaces",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
 }
