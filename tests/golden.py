@@ -172,6 +172,7 @@ LAYOUTS: dict[str, Layout] = {
                            "hand-prompts"),
     "commandcode": Layout("commandcode", _link(".commandcode")),  # no variable moves it
     "workbuddy": Layout("workbuddy", _link(".workbuddy")),  # no variable moves it
+    "positron": Layout("positron", _link(".config/Positron/User")),  # VS Code's variables move it: not used here
     "posit_assistant": Layout("posit-assistant", _link(".posit/assistant/workspaces")),  # no variable moves it
     "qwenpaw": Layout("qwenpaw", _env("QWENPAW_WORKING_DIR")),
     "reasonix": Layout("reasonix", _env("REASONIX_HOME")),

@@ -85,6 +85,7 @@ PLACES = {
     "reasonix": ".reasonix",
     "qwenpaw": ".qwenpaw",
     "posit_assistant": ".posit/assistant/workspaces",
+    "positron": ".config/Positron/User",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
 }

@@ -121,6 +121,8 @@ HARNESSES: dict[str, Harness] = {
                 codex.TRAEX_PROCESSES, version=codex.VERSION),
         Harness(vscode_copilot.NAME, vscode_copilot.roots, vscode_copilot.SOURCES, vscode_copilot.parse,
                 "VS Code Copilot Chat", vscode_copilot.PROCESSES),
+        Harness(vscode_copilot.POSITRON_NAME, vscode_copilot.positron_roots, vscode_copilot.SOURCES, vscode_copilot.parse,
+                "Positron Assistant", vscode_copilot.POSITRON_PROCESSES),
         Harness(windsurf.NAME, windsurf.roots, windsurf.SOURCES, windsurf.parse, "Windsurf (Cascade)",
                 windsurf.PROCESSES, opaque=windsurf.OPAQUE),
         Harness(antigravity.NAME, antigravity.roots, antigravity.SOURCES, antigravity.parse, "Antigravity CLI",
