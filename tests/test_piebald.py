@@ -77,3 +77,22 @@ def test_unknown_rows_parts_and_roles_are_drift() -> None:
     rows = [{"table": "folders", "row": {}}, {"table": "chat", "row": {"id": 7, "messages": orjson.dumps(messages).decode()}}]
     batch = piebald.parse(ref, [Record(i + 1, orjson.dumps(x)) for i, x in enumerate(rows)], {})
     assert [p.kind for p in batch.problems] == ["unknown_type", "unknown_type", "unknown_type"]
+
+
+def test_damaged_rows_cost_their_chat_only(tmp_path: Path) -> None:
+    """A tool-call part without its call row is reported, not invented; a BLOB where text belongs does not stop
+    the read (json_object refuses BLOBs: the text columns are cast)."""
+    home, db = _store(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO chats VALUES (90, 'damaged', '2026-11-02T10:00:00Z', '2026-11-02T10:00:00Z', 0, 1, "
+                 "NULL, NULL, NULL, NULL)")
+    conn.execute("INSERT INTO messages VALUES (900, 90, NULL, ?, ?, '2026-11-02T10:00:01Z', '2026-11-02T10:00:01Z', "
+                 "NULL, NULL, NULL, NULL, NULL, 'completed', NULL, NULL, 1)", (b"assistant", b"\xffmodel"))
+    conn.execute("INSERT INTO message_parts VALUES (9000, 900, 0, 'tool_call')")
+    conn.commit()
+    conn.close()
+    bank = tmp_path / "bank.sqlite"
+    report = scan(home, bank, (NAME,), env={"HOME": str(home)})
+    assert report.harnesses[NAME].problems == 1 and report.harnesses[NAME].failed == 0
+    assert {s["native_id"] for s in sessions_of(bank)} == {"42", "42-102", "43", "90"}
+    assert len(events_of(bank, "42")) == 12

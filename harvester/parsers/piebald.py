@@ -61,17 +61,22 @@ _TEXT = ("(SELECT group_concat(content, '') FROM (SELECT mnt.content FROM messag
          "JOIN message_node_text mnt ON mnt.node_id = mcn.id WHERE mcn.parent_text_part_id = mp.id "
          "AND mcn.node_type = 'text' ORDER BY mcn.node_index, mcn.id))")
 _PARTS = ("(SELECT json_group_array(json(part)) FROM (SELECT json_object('id', mp.id, 'index', mp.part_index, "
-          f"'type', mp.part_type, 'thinking', t.is_thinking, 'text', {_TEXT}, 'call_id', tc.provider_tool_use_id, "
-          "'tool', tc.tool_name, 'input', tc.tool_input, 'result', tc.tool_result, 'error', tc.tool_error, "
-          "'state', tc.tool_state, 'subagent', tc.sub_agent_chat_id) AS part FROM message_parts mp "
+          f"'type', CAST(mp.part_type AS TEXT), 'thinking', t.is_thinking, 'text', CAST({_TEXT} AS TEXT), "
+          "'call_id', CAST(tc.provider_tool_use_id AS TEXT), 'tool', CAST(tc.tool_name AS TEXT), "
+          "'input', CAST(tc.tool_input AS TEXT), 'result', CAST(tc.tool_result AS TEXT), "
+          "'error', CAST(tc.tool_error AS TEXT), 'state', CAST(tc.tool_state AS TEXT), 'has_call', tc.message_part_id "
+          "IS NOT NULL, 'subagent', tc.sub_agent_chat_id) AS part FROM message_parts mp "
           "LEFT JOIN message_part_text t ON t.message_part_id = mp.id "
           "LEFT JOIN message_part_tool_call tc ON tc.message_part_id = mp.id "
           "WHERE mp.parent_chat_message_id = m.id ORDER BY mp.part_index, mp.id))")
+# Text columns are cast: a BLOB where text belongs would stop json_object, and with it the whole read.
 _MESSAGES = ("(SELECT json_group_array(json(message)) FROM (SELECT json_object('id', m.id, 'parent', "
-             "m.parent_message_id, 'enabled', m.enabled, 'role', m.role, 'model', m.model, 'created_at', m.created_at, "
-             "'input', m.input_tokens, 'output', m.output_tokens, 'reasoning', m.reasoning_tokens, 'cache_read', "
-             "m.cache_read_tokens, 'cache_write', m.cache_write_tokens, 'status', m.status, 'finish', m.finish_reason, "
-             f"'error', m.error, 'parts', json({_PARTS})) AS message FROM messages m WHERE m.parent_chat_id = c.id "
+             "m.parent_message_id, 'enabled', m.enabled, 'role', CAST(m.role AS TEXT), 'model', CAST(m.model AS TEXT), "
+             "'created_at', CAST(m.created_at AS TEXT), 'input', CAST(m.input_tokens AS INTEGER), "
+             "'output', CAST(m.output_tokens AS INTEGER), 'reasoning', CAST(m.reasoning_tokens AS INTEGER), "
+             "'cache_read', CAST(m.cache_read_tokens AS INTEGER), 'cache_write', CAST(m.cache_write_tokens AS INTEGER), "
+             "'status', CAST(m.status AS TEXT), 'finish', CAST(m.finish_reason AS TEXT), 'error', CAST(m.error AS TEXT), "
+             f"'parts', json({_PARTS})) AS message FROM messages m WHERE m.parent_chat_id = c.id "
              "ORDER BY m.created_at, m.id))")
 # A chat's mark: its own time or its latest message's, whichever is later (a tool result lands in a message).
 _MARK = ("max(COALESCE(c.updated_at, c.created_at), COALESCE((SELECT max(COALESCE(m.updated_at, m.created_at)) "
@@ -175,7 +180,7 @@ def _message(batch: Batch, line: int, sid: str, message: dict) -> None:
             continue
         kind, pid = part.get("type"), f"{uid}:{part.get('id')}"
         if kind == "tool_call":
-            _call(batch, sid, pid, part, ts, model, usage)
+            _call(batch, line, sid, pid, part, ts, model, usage)
             usage = None
         elif kind != "text":
             batch.problems.append(Problem("unknown_type", line, f"part_type={kind!r}"))
@@ -194,7 +199,11 @@ def _message(batch: Batch, line: int, sid: str, message: dict) -> None:
         batch.events.append(Event(sid, f"{uid}:error", "system", "meta", error, ts=ts, meta={"error": True}))
 
 
-def _call(batch: Batch, sid: str, uid: str, part: dict, ts: str | None, model: str | None, usage: Usage | None) -> None:
+def _call(batch: Batch, line: int, sid: str, uid: str, part: dict, ts: str | None, model: str | None,
+          usage: Usage | None) -> None:
+    if not part.get("has_call", True):  # the part's own row is missing: damage, not a call to invent
+        batch.problems.append(Problem("malformed", line, f"tool_call part {part.get('id')!r} without its call row"))
+        return
     call_id = str(part.get("call_id") or f"{uid}:{part.get('id')}")
     name = part.get("tool") if isinstance(part.get("tool"), str) else None
     arguments: Any = part.get("input")
