@@ -178,6 +178,11 @@ LAYOUTS: dict[str, Layout] = {
     "qclaw": Layout("qclaw", _link(".qclaw")),  # no variable moves it
     "shelley": Layout("shelley", _built("shelley.sql", "shelley.db", _link(".config/shelley"))),
     "zencoder": Layout("zencoder", _link(".zencoder/sessions")),  # no variable moves it
+    "positron": Layout("positron", _link(".config/Positron/User")),  # VS Code's variables move it: not used here
+    "posit_assistant": Layout("posit-assistant", _link(".posit/assistant/workspaces")),  # no variable moves it
+    "qwenpaw": Layout("qwenpaw", _env("QWENPAW_WORKING_DIR")),
+    "reasonix": Layout("reasonix", _env("REASONIX_HOME")),
+    "piebald": Layout("piebald", _built("app.sql", "app.db", _link(".local/share/piebald"))),  # no variable moves it
     "zed": Layout("zed", _built("threads.sql", "threads.db", _link(".local/share/zed/threads"))),
 }
 

@@ -88,6 +88,11 @@ PLACES = {
     "cortex": ".snowflake/cortex/conversations",
     "qclaw": ".qclaw",
     "shelley": ".config/shelley",
+    "piebald": ".local/share/piebald",
+    "reasonix": ".reasonix",
+    "qwenpaw": ".qwenpaw",
+    "posit_assistant": ".posit/assistant/workspaces",
+    "positron": ".config/Positron/User",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
 }
@@ -97,7 +102,7 @@ DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql
              "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite",
              "threads.sql": "threads.db", "warp.sql": "warp.sqlite", "kiro-cli-data.sql": "data.sqlite3",
              "db.sql": "db.sqlite", "amazon-q-data.sql": "data.sqlite3", "forge.sql": ".forge.db",
-             "shelley.sql": "shelley.db"}
+             "shelley.sql": "shelley.db", "app.sql": "app.db"}
 
 
 def lay_out_every_store(home: Path, only: tuple[str, ...] = ()) -> None:
@@ -138,7 +143,7 @@ def harvester_env(tmp: Path) -> dict[str, str]:
         "CLAUDE_", "CODEX_", "QWEN_", "GEMINI_", "CONTINUE_", "CLINE_", "PI_", "PRIME_", "OMP_", "OPENCLAW_",
         "COPILOT_", "CURSOR_", "AUGMENT_", "VSCODE_", "FLATPAK_", "GOOSE_", "GROK_", "DSH_", "DEEPAGENTS_",
         "OPENCODE_", "KILO_", "KIRO_", "FACTORY_", "HERMES_", "JUNIE_", "KIMI_", "OPENHANDS_", "CRUSH_",
-        "VIBE_"))}
+        "VIBE_", "REASONIX_", "QWENPAW_"))}
     env.update(HOME=str(tmp / "home"), HARVESTER_BANK=str(tmp / "bank.sqlite"), HARVESTER_RUNTIME_DIR=str(tmp / "run"),
                PYTHONPATH=str(ROOT), TZ="UTC")
     if (tmp / "config.toml").exists():

@@ -102,9 +102,18 @@ def poison_every_harness(home: Path, roots: dict[str, list[str]]) -> dict[str, P
     conn.commit()
     conn.close()
     out["dcode"] = store
-    # Amazon Q, Zed, Warp, Kiro CLI (its v1 engine's), ZCode, Forge and Shelley likewise keep one database each,
-    # whose fixed name the good store holds: a conversation that is not JSON, a thread whose blob does not
-    # decompress, a task whose protobuf does not decode.
+    # Amazon Q, Zed, Warp, Kiro CLI (its v1 engine's), ZCode, Forge, Shelley and Piebald likewise keep one database each, whose
+    # fixed name the good store holds: a conversation that is not JSON, a thread whose blob does not decompress, a task
+    # whose protobuf does not decode, a chat whose tool-call part lost its call row.
+    conn = sqlite3.connect(home / ".local/share/piebald/app.db")
+    conn.execute("INSERT INTO chats VALUES (90, 'poisoned', '2026-11-02T10:00:00Z', '2026-11-02T10:00:00Z', 0, 1, NULL, "
+                 "NULL, NULL, NULL)")
+    conn.execute("INSERT INTO messages VALUES (900, 90, NULL, 'assistant', ?, '2026-11-02T10:00:01Z', "
+                 "'2026-11-02T10:00:01Z', NULL, NULL, NULL, NULL, NULL, 'completed', NULL, NULL, 1)", (os.urandom(16),))
+    conn.execute("INSERT INTO message_parts VALUES (9000, 900, 0, 'tool_call')")
+    conn.commit()
+    conn.close()
+    out["piebald"] = home / ".local/share/piebald/app.db"
     for name, store, sql, args in (
             ("amazon-q", home / ".local/share/amazon-q/data.sqlite3",
              "INSERT INTO conversations (key, value) VALUES ('/poisoned', ?)", ("{not json",)),

@@ -52,12 +52,17 @@ def discover(harness: Harness, roots: list[Path],
         for spec in harness.sources:
             for path in sorted(glob_files(root, spec.pattern, unlisted)):
                 key = str(path)
-                if key in seen or path.name in spec.ignore:
+                if key in seen or ignored(spec, path.name):
                     continue
                 if shadowed(spec, path):
                     continue
                 seen.add(key)
                 yield Found(path, root, spec)
+
+
+def ignored(spec: SourceSpec, name: str) -> bool:
+    """Whether a file the pattern matches is not a session (``SourceSpec.ignore``: names, or name globs)."""
+    return name in spec.ignore or any("*" in p and fnmatch.fnmatchcase(name, p) for p in spec.ignore)
 
 
 def shadowed(spec: SourceSpec, path: Path) -> bool:
@@ -160,7 +165,7 @@ def match(harness: Harness, root: Path, path: Path) -> Found | None:
     except ValueError:
         return None
     for spec in harness.sources:
-        if path.name not in spec.ignore and _glob_match(rel.parts, tuple(spec.pattern.split("/"))):
+        if not ignored(spec, path.name) and _glob_match(rel.parts, tuple(spec.pattern.split("/"))):
             if shadowed(spec, path):
                 continue  # as a scan does: a later spec may read the file where this one does not (Hermes)
             return Found(path, root, spec)

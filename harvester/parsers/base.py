@@ -82,7 +82,7 @@ class SourceSpec:
     # json: other documents that belong to this one (opencode's storage/ tree keeps a session's
     # messages and parts in files of their own); each is handed to the parser after it.
     related: Callable[[PurePath], list[PurePath]] | None = None
-    # File names the pattern matches that are not sessions (Continue's sessions.json index).
+    # File names (or name globs) the pattern matches that are not sessions (Continue's sessions.json index).
     ignore: tuple[str, ...] = ()
 
 

@@ -1,5 +1,8 @@
 """VS Code's chat (GitHub Copilot Chat and any other chat participant): ``<User>/workspaceStorage/<hash>/chatSessions/``.
 
+Positron (a fork of VS Code, its Positron Assistant a chat participant) keeps the same files in its own
+``User`` folder: a harness of its own, read by this parser (``fixtures/positron/SOURCE.md``).
+
 Format facts and their sources: ``fixtures/vscode_copilot/SOURCE.md``. In short:
 
 - One file per chat session, named by its session id, in the workspace's storage folder
@@ -47,7 +50,7 @@ NAME = "vscode-copilot"
 PRODUCTS = ("Code", "Code - Insiders")
 
 
-def roots_for(platform: str, env: Mapping[str, str], home: Path) -> list[Path]:
+def roots_for(platform: str, env: Mapping[str, str], home: Path, products: tuple[str, ...] = PRODUCTS) -> list[Path]:
     """Each product's ``User`` folder, found as VS Code finds its user-data dir (``paths.ts``):
     ``$VSCODE_PORTABLE/user-data``, else ``$VSCODE_APPDATA/<product>``, else the OS's app-data folder.
     ``--user-data-dir`` is a command-line switch nothing can see: it needs a configured root."""
@@ -61,11 +64,21 @@ def roots_for(platform: str, env: Mapping[str, str], home: Path) -> list[Path]:
         base = home / "Library" / "Application Support"
     else:
         base = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
-    return [base / product / "User" for product in PRODUCTS]
+    return [base / product / "User" for product in products]
 
 
 def roots(env: Mapping[str, str], home: Path) -> list[Path]:
     return roots_for(sys.platform, env, home)
+
+
+# Positron (posit-dev/positron), a fork of VS Code: the same chat, its own user-data folder (product.json's
+# ``nameShort`` "Positron"); Positron Assistant is a chat participant there, its sessions VS Code's.
+POSITRON_NAME = "positron"
+POSITRON_PROCESSES = ("positron", "Positron", "Positron.exe")
+
+
+def positron_roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    return roots_for(sys.platform, env, home, ("Positron",))
 
 
 def _workspace(path: PurePath) -> PurePath:
