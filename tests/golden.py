@@ -156,6 +156,7 @@ LAYOUTS: dict[str, Layout] = {
     "traex": Layout("traex", _link(".trae/cli")),  # no variable of TRAE CLI's own is known
     "zcode": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db"))),  # no variable moves it
     "zcode-isotime": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db")), "zcode", "hand-isotime"),
+    "visualstudio_copilot": Layout("visualstudio-copilot", _link(".cache/VSGitHubCopilotLogs/traces")),
     "vscode_copilot": Layout("vscode-copilot", _link(".config/Code/User")),
     "windsurf": Layout("windsurf", _link(".codeium/windsurf")),
     "windsurf-chat": Layout("windsurf", _built("state.sql", "state.vscdb", _link(".config/Windsurf")), "windsurf",

@@ -80,6 +80,7 @@ PLACES = {
     "openclaude": ".openclaude",
     "kimi_work": ".config/kimi-desktop/daimon-share/daimon/runtime/kimi-code/home",
     "workbuddy": ".workbuddy",
+    "visualstudio_copilot": ".cache/VSGitHubCopilotLogs/traces",
     "commandcode": ".commandcode",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
