@@ -156,6 +156,9 @@ LAYOUTS: dict[str, Layout] = {
     "traex": Layout("traex", _link(".trae/cli")),  # no variable of TRAE CLI's own is known
     "zcode": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db"))),  # no variable moves it
     "zcode-isotime": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db")), "zcode", "hand-isotime"),
+    "omnigent": Layout("omnigent", _built("chat.sql", "chat.db", _env("OMNIGENT_DATA_DIR"))),
+    "omnigent-agentconfig": Layout("omnigent", _built("chat.sql", "chat.db", _env("OMNIGENT_DATA_DIR")), "omnigent",
+                                   "hand-agentconfig"),
     "visualstudio_copilot": Layout("visualstudio-copilot", _link(".cache/VSGitHubCopilotLogs/traces")),
     "vscode_copilot": Layout("vscode-copilot", _link(".config/Code/User")),
     "windsurf": Layout("windsurf", _link(".codeium/windsurf")),
