@@ -153,6 +153,8 @@ HARNESSES: dict[str, Harness] = {
         Harness(warp.NAME, warp.roots, warp.SOURCES, warp.parse, "Warp agent mode", warp.PROCESSES),
         Harness(workbuddy.NAME, workbuddy.roots, workbuddy.SOURCES, workbuddy.parse, "WorkBuddy", workbuddy.PROCESSES),
         Harness(zed.NAME, zed.roots, zed.SOURCES, zed.parse, "Zed agent", zed.PROCESSES),
+        Harness(opencode.MIMOCODE_NAME, opencode.mimocode_roots, opencode.MIMOCODE_SOURCES, opencode.parse, "MiMoCode",
+                opencode.MIMOCODE_PROCESSES, version=opencode.VERSION),
         Harness(opencode.ZCODE_NAME, opencode.zcode_roots, opencode.ZCODE_SOURCES, opencode.parse, "ZCode",
                 opencode.ZCODE_PROCESSES),
     )
