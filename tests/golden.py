@@ -155,6 +155,7 @@ LAYOUTS: dict[str, Layout] = {
     "trae": Layout("trae", _built("state.sql", "state.vscdb", _link(".config/Trae"))),
     "traex": Layout("traex", _link(".trae/cli")),  # no variable of TRAE CLI's own is known
     "mimocode": Layout("mimocode", _built("mimocode.sql", "mimocode.db", _link(".local/share/mimocode"))),
+    "icodemate": Layout("icodemate", _built("icodemate.sql", "icodemate.db", _link(".local/share/icodemate"))),
     "zcode": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db"))),  # no variable moves it
     "zcode-isotime": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db")), "zcode", "hand-isotime"),
     "omnigent": Layout("omnigent", _built("chat.sql", "chat.db", _env("OMNIGENT_DATA_DIR"))),

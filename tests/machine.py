@@ -83,6 +83,7 @@ PLACES = {
     "visualstudio_copilot": ".cache/VSGitHubCopilotLogs/traces",
     "omnigent": ".omnigent",
     "mimocode": ".local/share/mimocode",
+    "icodemate": ".local/share/icodemate",
     "commandcode": ".commandcode",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
@@ -93,7 +94,8 @@ DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql
              "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite",
              "threads.sql": "threads.db", "warp.sql": "warp.sqlite", "kiro-cli-data.sql": "data.sqlite3",
              "db.sql": "db.sqlite", "amazon-q-data.sql": "data.sqlite3", "forge.sql": ".forge.db",
-             "chat.sql": "chat.db", "mimocode.sql": "mimocode.db"}
+             "chat.sql": "chat.db", "mimocode.sql": "mimocode.db",
+             "icodemate.sql": "icodemate.db"}
 
 
 def lay_out_every_store(home: Path, only: tuple[str, ...] = ()) -> None:

@@ -1,4 +1,4 @@
-"""MiMoCode: an opencode fork, read by its parser (fixtures/mimocode/SOURCE.md)."""
+"""MiMoCode and iCodeMate: opencode forks, read by its parser (fixtures/mimocode/SOURCE.md, fixtures/icodemate/SOURCE.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers import FIXTURES, events_of, scan, session_of
 
-FORKS = {"mimocode": "m"}
+FORKS = {"mimocode": "m", "icodemate": "i"}
 
 
 @pytest.mark.parametrize("name", sorted(FORKS))

@@ -155,6 +155,8 @@ HARNESSES: dict[str, Harness] = {
         Harness(zed.NAME, zed.roots, zed.SOURCES, zed.parse, "Zed agent", zed.PROCESSES),
         Harness(opencode.MIMOCODE_NAME, opencode.mimocode_roots, opencode.MIMOCODE_SOURCES, opencode.parse, "MiMoCode",
                 opencode.MIMOCODE_PROCESSES, version=opencode.VERSION),
+        Harness(opencode.ICODEMATE_NAME, opencode.icodemate_roots, opencode.ICODEMATE_SOURCES, opencode.parse,
+                "iCodeMate", opencode.ICODEMATE_PROCESSES, version=opencode.VERSION),
         Harness(opencode.ZCODE_NAME, opencode.zcode_roots, opencode.ZCODE_SOURCES, opencode.parse, "ZCode",
                 opencode.ZCODE_PROCESSES),
     )
