@@ -161,6 +161,7 @@ LAYOUTS: dict[str, Layout] = {
     "omnigent": Layout("omnigent", _built("chat.sql", "chat.db", _env("OMNIGENT_DATA_DIR"))),
     "omnigent-agentconfig": Layout("omnigent", _built("chat.sql", "chat.db", _env("OMNIGENT_DATA_DIR")), "omnigent",
                                    "hand-agentconfig"),
+    "poolside": Layout("poolside", _link(".local/state/poolside")),  # $XDG_STATE_HOME: stripped in tests/machine.py
     "visualstudio_copilot": Layout("visualstudio-copilot", _link(".cache/VSGitHubCopilotLogs/traces")),
     "vscode_copilot": Layout("vscode-copilot", _link(".config/Code/User")),
     "windsurf": Layout("windsurf", _link(".codeium/windsurf")),

@@ -84,6 +84,7 @@ PLACES = {
     "omnigent": ".omnigent",
     "mimocode": ".local/share/mimocode",
     "icodemate": ".local/share/icodemate",
+    "poolside": ".local/state/poolside",
     "commandcode": ".commandcode",
     "zed": ".local/share/zed/threads",
     "zcode": ".zcode/cli/db",
