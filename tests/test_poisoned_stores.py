@@ -102,7 +102,7 @@ def poison_every_harness(home: Path, roots: dict[str, list[str]]) -> dict[str, P
     conn.commit()
     conn.close()
     out["dcode"] = store
-    # Amazon Q, Zed, Warp, Kiro CLI (its v1 engine's), ZCode and Forge likewise keep one database each, whose fixed
+    # Amazon Q, Zed, Warp, Kiro CLI (its v1 engine's), ZCode, Forge and Omnigent likewise keep one database each, whose fixed
     # name the good store holds: a conversation that is not JSON, a thread whose blob does not decompress, a task
     # whose protobuf does not decode.
     for name, store, sql, args in (
@@ -122,7 +122,10 @@ def poison_every_harness(home: Path, roots: dict[str, list[str]]) -> dict[str, P
              "1790000099000, ?)", ("{not json",)),
             ("forge", home / ".forge/.forge.db",
              "INSERT INTO conversations (conversation_id, workspace_id, context, created_at, updated_at) VALUES "
-             "('poisoned-conversation', 7, ?, '2026-11-02 10:00:00', '2026-11-02 10:00:00')", ("{not json",))):
+             "('poisoned-conversation', 7, ?, '2026-11-02 10:00:00', '2026-11-02 10:00:00')", ("{not json",)),
+            ("omnigent", home / ".omnigent/chat.db",
+             "INSERT INTO conversation_items (conversation_id, id, response_id, created_at, status, position, type, "
+             "data, search_text) VALUES (X'00ff', X'01ff', 'r', 1790000099, 1, 0, 1, ?, '')", ("{not json",))):
         conn = sqlite3.connect(store)
         conn.execute(sql, args)
         conn.commit()
