@@ -163,6 +163,9 @@ LAYOUTS: dict[str, Layout] = {
                                    "hand-agentconfig"),
     "poolside": Layout("poolside", _link(".local/state/poolside")),  # $XDG_STATE_HOME: stripped in tests/machine.py
     "visualstudio_copilot": Layout("visualstudio-copilot", _link(".cache/VSGitHubCopilotLogs/traces")),
+    # Visual Studio 2026 keeps a conversation in the solution's .vs folder: the tree is a configured repository.
+    "visualstudio_copilot-vs2026": Layout("visualstudio-copilot", lambda tree, home: ({}, {"visualstudio-copilot": [tree]}),
+                                          "visualstudio_copilot", "hand-vs2026"),
     "vscode_copilot": Layout("vscode-copilot", _link(".config/Code/User")),
     "windsurf": Layout("windsurf", _link(".codeium/windsurf")),
     "windsurf-chat": Layout("windsurf", _built("state.sql", "state.vscdb", _link(".config/Windsurf")), "windsurf",

@@ -90,3 +90,23 @@ def test_unknown_spans_and_parts_are_drift() -> None:
     assert _parse(_export(_span("embeddings")), _export(_span("chat", None)), {"logs": []},
                   _export(_span("chat", **{"gen_ai.output.messages": output.decode()}))) == [
         "unknown_type", "unknown_type", "unknown_type", "unknown_type", "unknown_type"]
+
+
+def test_visual_studio_2026_keeps_a_conversation_in_the_solution(tmp_path: Path) -> None:
+    """``<solution>/.vs/<sln>/copilot-chat/<thread>/sessions/<id>``: the same lines, one conversation, and the solution
+    folder is where it worked (a store inside repositories, read from the repositories harvester knows)."""
+    import shutil
+
+    repo = tmp_path / "src" / "DemoApp"
+    shutil.copytree(FIXTURES / "visualstudio_copilot" / "hand-vs2026", repo)
+    home = tmp_path / "home"
+    home.mkdir()
+    bank = tmp_path / "bank.sqlite"
+    report = scan(home, bank, (NAME,), env={"HOME": str(home)}, extra_roots={NAME: [repo]})
+    assert report.harnesses[NAME].problems == 0
+    sid = "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b"
+    assert session_of(bank, sid)["cwd"] == str(repo)
+    texts = [e["text"] for e in events_of(bank, sid)]
+    assert "Rename OrderService to OrderProcessor." in texts
+    assert "3 matches in src/Orders/OrderService.cs, src/Program.cs." in texts
+    assert "OrderService is used in two files; I renamed the class and both references." in texts

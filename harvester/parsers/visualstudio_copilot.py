@@ -5,7 +5,9 @@ reader's facts and its redacted real captures, with the GenAI semantic conventio
 documents). In short:
 
 - Visual Studio writes its Copilot agent's spans to ``%TEMP%\\VSGitHubCopilotLogs\\traces\\`` (readers also
-  look in ``~/Library/Caches/...`` and ``~/.cache/...``), one OTLP JSON export a line, appended:
+  look in ``~/Library/Caches/...`` and ``~/.cache/...``); Visual Studio 2026 also writes each conversation to
+  ``<solution>/.vs/<sln>/copilot-chat/<thread>/sessions/<id>`` (no extension), the solution folder being its
+  cwd: a store inside repositories. Both hold one OTLP JSON export a line, appended:
   ``{"resourceSpans": [{"resource": {attributes}, "scopeSpans": [{"scope", "spans": [...]}]}]}``. The
   resource's ``service.version`` is the IDE's build. Files rotate: one conversation can span several.
 - A span: ``traceId``, ``spanId``, ``parentSpanId``, ``name``, ``startTimeUnixNano``/``endTimeUnixNano``
@@ -58,7 +60,11 @@ def roots(env: Mapping[str, str], home: Path) -> list[Path]:
             home / ".cache" / _TRACES]
 
 
-SOURCES = (SourceSpec("*_VSGitHubCopilot_traces*.jsonl", "jsonl", "traces"),)
+SOURCES = (
+    SourceSpec("*_VSGitHubCopilot_traces*.jsonl", "jsonl", "traces"),
+    # Visual Studio 2026: one extensionless file a conversation (named by its id) in the solution's .vs folder.
+    SourceSpec(".vs/*/copilot-chat/*/sessions/*", "jsonl", "vs2026"),
+)
 
 
 def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> Batch:
@@ -76,6 +82,9 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
                 _span(batch, record.line, span, version, seen)
             except (AttributeError, KeyError, TypeError, ValueError) as exc:
                 batch.problems.append(Problem("malformed", record.line, f"span of unexpected shape: {describe_error(exc)}"))
+    if ref.variant == "vs2026" and len(ref.path.parents) > 5:  # <solution>/.vs/<sln>/copilot-chat/<thread>/sessions/<id>
+        for patch in batch.sessions.values():
+            patch.cwd = str(ref.path.parents[5])
     return batch
 
 
