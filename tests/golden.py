@@ -156,8 +156,18 @@ LAYOUTS: dict[str, Layout] = {
                                  "cursor/transcripts"),
     "trae": Layout("trae", _built("state.sql", "state.vscdb", _link(".config/Trae"))),
     "traex": Layout("traex", _link(".trae/cli")),  # no variable of TRAE CLI's own is known
+    "mimocode": Layout("mimocode", _built("mimocode.sql", "mimocode.db", _link(".local/share/mimocode"))),
+    "icodemate": Layout("icodemate", _built("icodemate.sql", "icodemate.db", _link(".local/share/icodemate"))),
     "zcode": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db"))),  # no variable moves it
     "zcode-isotime": Layout("zcode", _built("db.sql", "db.sqlite", _link(".zcode/cli/db")), "zcode", "hand-isotime"),
+    "omnigent": Layout("omnigent", _built("chat.sql", "chat.db", _env("OMNIGENT_DATA_DIR"))),
+    "omnigent-agentconfig": Layout("omnigent", _built("chat.sql", "chat.db", _env("OMNIGENT_DATA_DIR")), "omnigent",
+                                   "hand-agentconfig"),
+    "poolside": Layout("poolside", _link(".local/state/poolside")),  # $XDG_STATE_HOME: stripped in tests/machine.py
+    "visualstudio_copilot": Layout("visualstudio-copilot", _link(".cache/VSGitHubCopilotLogs/traces")),
+    # Visual Studio 2026 keeps a conversation in the solution's .vs folder: the tree is a configured repository.
+    "visualstudio_copilot-vs2026": Layout("visualstudio-copilot", lambda tree, home: ({}, {"visualstudio-copilot": [tree]}),
+                                          "visualstudio_copilot", "hand-vs2026"),
     "vscode_copilot": Layout("vscode-copilot", _link(".config/Code/User")),
     "windsurf": Layout("windsurf", _link(".codeium/windsurf")),
     "windsurf-chat": Layout("windsurf", _built("state.sql", "state.vscdb", _link(".config/Windsurf")), "windsurf",

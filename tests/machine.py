@@ -83,6 +83,11 @@ PLACES = {
     "openclaude": ".openclaude",
     "kimi_work": ".config/kimi-desktop/daimon-share/daimon/runtime/kimi-code/home",
     "workbuddy": ".workbuddy",
+    "visualstudio_copilot": ".cache/VSGitHubCopilotLogs/traces",
+    "omnigent": ".omnigent",
+    "mimocode": ".local/share/mimocode",
+    "icodemate": ".local/share/icodemate",
+    "poolside": ".local/state/poolside",
     "commandcode": ".commandcode",
     "zencoder": ".zencoder/sessions",
     "cortex": ".snowflake/cortex/conversations",
@@ -102,7 +107,8 @@ DATABASES = {"opencode.sql": "opencode.db", "kilo.sql": "kilo.db", "sessions.sql
              "hermes-state.sql": "state.db", "openclaw-agent.sql": "openclaw-agent.sqlite",
              "threads.sql": "threads.db", "warp.sql": "warp.sqlite", "kiro-cli-data.sql": "data.sqlite3",
              "db.sql": "db.sqlite", "amazon-q-data.sql": "data.sqlite3", "forge.sql": ".forge.db",
-             "shelley.sql": "shelley.db", "app.sql": "app.db"}
+             "shelley.sql": "shelley.db", "app.sql": "app.db", "chat.sql": "chat.db", "mimocode.sql": "mimocode.db",
+             "icodemate.sql": "icodemate.db"}
 
 
 def lay_out_every_store(home: Path, only: tuple[str, ...] = ()) -> None:
@@ -143,7 +149,7 @@ def harvester_env(tmp: Path) -> dict[str, str]:
         "CLAUDE_", "CODEX_", "QWEN_", "GEMINI_", "CONTINUE_", "CLINE_", "PI_", "PRIME_", "OMP_", "OPENCLAW_",
         "COPILOT_", "CURSOR_", "AUGMENT_", "VSCODE_", "FLATPAK_", "GOOSE_", "GROK_", "DSH_", "DEEPAGENTS_",
         "OPENCODE_", "KILO_", "KIRO_", "FACTORY_", "HERMES_", "JUNIE_", "KIMI_", "OPENHANDS_", "CRUSH_",
-        "VIBE_", "REASONIX_", "QWENPAW_"))}
+        "VIBE_", "REASONIX_", "QWENPAW_", "OMNIGENT_"))}
     env.update(HOME=str(tmp / "home"), HARVESTER_BANK=str(tmp / "bank.sqlite"), HARVESTER_RUNTIME_DIR=str(tmp / "run"),
                PYTHONPATH=str(ROOT), TZ="UTC")
     if (tmp / "config.toml").exists():

@@ -102,9 +102,9 @@ def poison_every_harness(home: Path, roots: dict[str, list[str]]) -> dict[str, P
     conn.commit()
     conn.close()
     out["dcode"] = store
-    # Amazon Q, Zed, Warp, Kiro CLI (its v1 engine's), ZCode, Forge, Shelley and Piebald likewise keep one database each, whose
-    # fixed name the good store holds: a conversation that is not JSON, a thread whose blob does not decompress, a task
-    # whose protobuf does not decode, a chat whose tool-call part lost its call row.
+    # Amazon Q, Zed, Warp, Kiro CLI (its v1 engine's), ZCode, Forge, Shelley, Omnigent and Piebald likewise keep one
+    # database each, whose fixed name the good store holds: a conversation that is not JSON, a thread whose blob does
+    # not decompress, a task whose protobuf does not decode, a chat whose tool-call part lost its call row.
     conn = sqlite3.connect(home / ".local/share/piebald/app.db")
     conn.execute("INSERT INTO chats VALUES (90, 'poisoned', '2026-11-02T10:00:00Z', '2026-11-02T10:00:00Z', 0, 1, NULL, "
                  "NULL, NULL, NULL)")
@@ -134,7 +134,10 @@ def poison_every_harness(home: Path, roots: dict[str, list[str]]) -> dict[str, P
              "('poisoned-conversation', 7, ?, '2026-11-02 10:00:00', '2026-11-02 10:00:00')", ("{not json",)),
             ("shelley", home / ".config/shelley/shelley.db",
              "INSERT INTO messages (message_id, conversation_id, sequence_id, type, llm_data) VALUES "
-             "('poisoned-message', 'cs1a2b3c4d', 99, 'agent', ?)", ("{not json",))):
+             "('poisoned-message', 'cs1a2b3c4d', 99, 'agent', ?)", ("{not json",)),
+            ("omnigent", home / ".omnigent/chat.db",
+             "INSERT INTO conversation_items (conversation_id, id, response_id, created_at, status, position, type, "
+             "data, search_text) VALUES (X'00ff', X'01ff', 'r', 1790000099, 1, 0, 1, ?, '')", ("{not json",))):
         conn = sqlite3.connect(store)
         conn.execute(sql, args)
         conn.commit()

@@ -1,7 +1,7 @@
-"""opencode, Kilo CLI (an opencode fork) and ZCode: one SQLite database, or the older ``storage/`` tree.
+"""opencode, its forks (Kilo CLI, MiMoCode, iCodeMate) and ZCode: one SQLite database, or the older ``storage/`` tree.
 
-Format facts and their sources: ``fixtures/opencode/SOURCE.md``, ``fixtures/kilo/SOURCE.md`` and
-``fixtures/zcode/SOURCE.md``. In short:
+Format facts and their sources: ``fixtures/opencode/SOURCE.md``, ``fixtures/kilo/SOURCE.md``,
+``fixtures/zcode/SOURCE.md``, ``fixtures/mimocode/SOURCE.md`` and ``fixtures/icodemate/SOURCE.md``. In short:
 
 - Since opencode 1.2 every session lives in ``$XDG_DATA_HOME/opencode/opencode.db`` (Kilo:
   ``.../kilo/kilo.db``; ``$OPENCODE_DB`` / ``$KILO_DB`` move it; other release channels write
@@ -22,6 +22,9 @@ Format facts and their sources: ``fixtures/opencode/SOURCE.md``, ``fixtures/kilo
 - ZCode (Z.ai, closed source) keeps ``~/.zcode/cli/db/db.sqlite`` with opencode's ``session`` /
   ``message`` / ``part`` tables as far as its readers show (fewer columns known: ``ZCODE_QUERIES``), and
   parts either opencode-shaped or Anthropic-shaped (``thinking``, ``tool_use``, ``tool_result``).
+- MiMoCode (closed source, as its one reader shows it) keeps opencode's tree with the session documents under
+  ``storage/session_diff/<projectID>/`` (not ``storage/session/``), and opencode's tables in ``mimocode.db``;
+  iCodeMate (a Kilo fork, closed source) the same, its database ``icodemate.db``.
 - Text opencode writes on the user's behalf (``synthetic`` parts, command templates of subtasks)
   and the task a subagent gets from its parent are filed as ``system``, never as the user's words.
 """
@@ -51,6 +54,8 @@ from harvester.parsers.opencode_storage import Rows, legacy_rows, project_storag
 OPENCODE_NAME = "opencode"
 KILO_NAME = "kilo"
 ZCODE_NAME = "zcode"
+MIMOCODE_NAME = "mimocode"
+ICODEMATE_NAME = "icodemate"
 # 2: 0.1's messages with inline parts are read (they were drift), and the trees Storage's first migration left.
 VERSION = 2
 
@@ -80,6 +85,14 @@ def opencode_roots(env: Mapping[str, str], home: Path) -> list[Path]:
 def kilo_roots(env: Mapping[str, str], home: Path) -> list[Path]:
     data = _data_dir(env, home, "kilo")
     return [data, *_db_override(env, "KILO_DB", data)]
+
+
+def mimocode_roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    return [_data_dir(env, home, "mimocode")]  # as its reader has it; no variable of MiMoCode's own is known
+
+
+def icodemate_roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    return [_data_dir(env, home, "icodemate")]  # as its reader has it; no variable of iCodeMate's own is known
 
 
 def zcode_roots(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -139,6 +152,16 @@ KILO_SOURCES = (
     # Kilo keeps using an opencode-<channel>.db it finds in its own data dir (non-release channels).
     SourceSpec("opencode-*.db", "sqlite", "db", watch=False, queries=QUERIES),
 )
+# MiMoCode: the session documents in storage/session_diff/<projectID>/ (where opencode keeps a session's file
+# diffs, one level up: storage/session_diff/<sessionID>.json, never matched here), the database mimocode.db.
+MIMOCODE_SOURCES = (
+    SourceSpec("storage/session_diff/*/*.json", "json", "legacy", related=storage_related),
+    SourceSpec("mimocode.db", "sqlite", "db", watch=False, queries=QUERIES),
+)
+ICODEMATE_SOURCES = (  # iCodeMate: MiMoCode's layout
+    SourceSpec("storage/session_diff/*/*.json", "json", "legacy", related=storage_related),
+    SourceSpec("icodemate.db", "sqlite", "db", watch=False, queries=QUERIES),
+)
 
 # ZCode's database: only the columns two readers of real stores agree on (fixtures/zcode/SOURCE.md). No
 # time_updated is known on message or part, so a row is read again while its session's time_updated
@@ -184,6 +207,8 @@ ZCODE_SOURCES = (SourceSpec("db.sqlite", "sqlite", "db", watch=False, queries=ZC
 OPENCODE_PROCESSES = ("opencode", "opencode.exe")
 KILO_PROCESSES = ("kilo", "kilocode", "kilo.exe", "@kilocode/cli")
 ZCODE_PROCESSES = ("zcode", "zcode.exe")
+MIMOCODE_PROCESSES = ("mimocode", "mimocode.exe")
+ICODEMATE_PROCESSES = ("icodemate", "icodemate.exe")
 
 # Parts with nothing for a transcript: a step's git snapshot hash. Skipped on purpose, not drift.
 BOOKKEEPING_PARTS = frozenset({"step-start", "snapshot"})
