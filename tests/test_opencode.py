@@ -15,7 +15,7 @@ import pytest
 
 from harvester import parsers
 from harvester.bank import open_bank
-from harvester.parsers import opencode
+from harvester.parsers import opencode, opencode_stores
 from harvester.parsers.base import Harness, Record, SourceRef
 from tests.helpers import FIXTURES, event_identities, events_of, scan, session_of, sessions_of
 
@@ -37,13 +37,13 @@ K = "ses_e02aa857fffe7OoSoqSO3qamCk"  # Kilo
 
 
 def opencode_harness() -> Harness:
-    return Harness(opencode.OPENCODE_NAME, opencode.opencode_roots, opencode.OPENCODE_SOURCES, opencode.parse,
-                   "opencode", opencode.OPENCODE_PROCESSES)
+    return Harness(opencode_stores.OPENCODE_NAME, opencode_stores.opencode_roots, opencode_stores.OPENCODE_SOURCES, opencode.parse,
+                   "opencode", opencode_stores.OPENCODE_PROCESSES)
 
 
 def kilo_harness() -> Harness:
-    return Harness(opencode.KILO_NAME, opencode.kilo_roots, opencode.KILO_SOURCES, opencode.parse, "Kilo CLI",
-                   opencode.KILO_PROCESSES)
+    return Harness(opencode_stores.KILO_NAME, opencode_stores.kilo_roots, opencode_stores.KILO_SOURCES, opencode.parse, "Kilo CLI",
+                   opencode_stores.KILO_PROCESSES)
 
 
 @pytest.fixture(autouse=True)
@@ -396,16 +396,16 @@ def test_real_thinking_and_tool_error(tmp_path: Path, harness: str) -> None:
 # -- roots ---------------------------------------------------------------------------------------
 def test_roots_follow_the_agents_variables(tmp_path: Path) -> None:
     home = tmp_path
-    assert opencode.opencode_roots({}, home) == [home / ".local/share/opencode"]
-    assert opencode.kilo_roots({}, home) == [home / ".local/share/kilo"]
-    assert opencode.opencode_roots({"XDG_DATA_HOME": "/srv/xdg"}, home) == [Path("/srv/xdg/opencode")]
-    assert opencode.kilo_roots({"XDG_DATA_HOME": "/srv/xdg"}, home) == [Path("/srv/xdg/kilo")]
-    assert opencode.opencode_roots({"OPENCODE_DB": "/srv/oc/opencode.db"}, home) == [
+    assert opencode_stores.opencode_roots({}, home) == [home / ".local/share/opencode"]
+    assert opencode_stores.kilo_roots({}, home) == [home / ".local/share/kilo"]
+    assert opencode_stores.opencode_roots({"XDG_DATA_HOME": "/srv/xdg"}, home) == [Path("/srv/xdg/opencode")]
+    assert opencode_stores.kilo_roots({"XDG_DATA_HOME": "/srv/xdg"}, home) == [Path("/srv/xdg/kilo")]
+    assert opencode_stores.opencode_roots({"OPENCODE_DB": "/srv/oc/opencode.db"}, home) == [
         home / ".local/share/opencode", Path("/srv/oc")]
-    assert opencode.kilo_roots({"KILO_DB": "/srv/k/kilo.db"}, home) == [home / ".local/share/kilo", Path("/srv/k")]
+    assert opencode_stores.kilo_roots({"KILO_DB": "/srv/k/kilo.db"}, home) == [home / ".local/share/kilo", Path("/srv/k")]
     # Relative to the data dir, as the agents resolve it; ":memory:" is no store at all.
-    assert opencode.opencode_roots({"OPENCODE_DB": "alt/opencode.db"}, home)[1] == home / ".local/share/opencode/alt"
-    assert opencode.kilo_roots({"KILO_DB": ":memory:"}, home) == [home / ".local/share/kilo"]
+    assert opencode_stores.opencode_roots({"OPENCODE_DB": "alt/opencode.db"}, home)[1] == home / ".local/share/opencode/alt"
+    assert opencode_stores.kilo_roots({"KILO_DB": ":memory:"}, home) == [home / ".local/share/kilo"]
 
 
 def test_a_record_of_unexpected_shape_is_described_in_words() -> None:

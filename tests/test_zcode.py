@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harvester.parsers import opencode
+from harvester.parsers import opencode_stores
 from tests.helpers import FIXTURES, events_of, scan, session_of, shapes
 
 HAND = FIXTURES / "zcode" / "hand"
@@ -24,13 +24,13 @@ def bank(tmp_path_factory: pytest.TempPathFactory) -> Path:
     conn.executescript((HAND / "db.sql").read_text())
     conn.commit()
     conn.close()
-    report = scan(home, tmp / "bank.sqlite", (opencode.ZCODE_NAME,), env={"HOME": str(home)})
-    assert report.harnesses[opencode.ZCODE_NAME].problems == 0
+    report = scan(home, tmp / "bank.sqlite", (opencode_stores.ZCODE_NAME,), env={"HOME": str(home)})
+    assert report.harnesses[opencode_stores.ZCODE_NAME].problems == 0
     return tmp / "bank.sqlite"
 
 
 def test_roots_are_zcodes_own() -> None:
-    assert opencode.zcode_roots({"OPENCODE_DB": "/x/o.db", "XDG_DATA_HOME": "/x"}, Path("/h")) == [
+    assert opencode_stores.zcode_roots({"OPENCODE_DB": "/x/o.db", "XDG_DATA_HOME": "/x"}, Path("/h")) == [
         Path("/h/.zcode/cli/db")]
 
 
@@ -61,8 +61,8 @@ def test_times_written_as_iso_text_read_every_part(tmp_path: Path) -> None:
     conn.executescript((FIXTURES / "zcode" / "hand-isotime" / "db.sql").read_text())
     conn.commit()
     conn.close()
-    report = scan(home, tmp_path / "bank.sqlite", (opencode.ZCODE_NAME,), env={"HOME": str(home)})
-    assert report.harnesses[opencode.ZCODE_NAME].problems == 0
+    report = scan(home, tmp_path / "bank.sqlite", (opencode_stores.ZCODE_NAME,), env={"HOME": str(home)})
+    assert report.harnesses[opencode_stores.ZCODE_NAME].problems == 0
     events = events_of(tmp_path / "bank.sqlite", "sess_019f5575c3")
     assert shapes(events) == [("user", "text"), ("assistant", "thinking"), ("assistant", "tool_call"),
                               ("tool", "tool_result"), ("assistant", "text")]
