@@ -7,12 +7,14 @@
    each in a fresh process into a fresh database of the same server, the order rotated round by round:
    - **harvester**: ``Pusher.push()`` (harvester/team/push.py) as ``harvester team push`` runs it: the outbox
      filled from the bank, then every session and event pushed in batches (COPY into a temporary table,
-     ``INSERT ... ON CONFLICT``) into the team schema (generated ``tsvector`` + GIN index).
+     ``INSERT ... ON CONFLICT``) into the team schema (``tsvector`` from the search text the client prepared +
+     GIN index).
    - **floor**: the same rows read from the same SQLite bank and COPYed into two tables with the same columns
      and no index, key, ``tsvector`` or GIN at all, in one transaction. What no push can go below.
-   - **naive**: what a straightforward importer does: the team schema (the same migration, tsvector and GIN
-     included), then per session ``INSERT ... RETURNING id`` and psycopg's ``executemany`` of an ``INSERT``
-     for its events (psycopg 3 pipelines it), one transaction per session; no outbox, no cursor, no
+   - **naive**: what a straightforward importer does: the team schema (the same migrations, tsvector and GIN
+     included, each event's vector made from the same search text), then per session ``INSERT ... RETURNING
+     id`` and psycopg's ``executemany`` of an ``INSERT`` for its events (psycopg 3 pipelines it), one
+     transaction per session; no outbox, no cursor, no
      idempotency.
    Each: wall seconds of its work (the process's own measure, from before the bank is opened to the last
    commit), events/s and MB/s (the bytes of the rows' values as text, about what a text COPY sends), the
@@ -124,8 +126,8 @@ def engine_naive(bank_path: Path, url: str) -> dict[str, Any]:
     local = sqlite3.connect(f"file:{bank_path}?mode=ro", uri=True)
     machine = str(uuid.uuid4())
     sessions = events = 0
-    insert_event = (f"INSERT INTO harvester.events (session_id, {', '.join(EVENT_COLUMNS)}) VALUES "
-                    f"(%s, {', '.join(['%s'] * len(EVENT_COLUMNS))})")
+    insert_event = (f"INSERT INTO harvester.events (session_id, {', '.join(EVENT_COLUMNS)}, search) VALUES "
+                    f"(%s, {', '.join(['%s'] * len(EVENT_COLUMNS))}, to_tsvector('simple'::regconfig, %s))")
     insert_session = (f"INSERT INTO harvester.sessions (harness, native_id, machine_id, repository_id, host, os_user, "
                       f"{', '.join(SESSION_COLUMNS)}) VALUES (%s, %s, %s, %s, 'naive', 'naive', "
                       f"{', '.join(['%s'] * len(SESSION_COLUMNS))}) RETURNING id")
@@ -146,7 +148,8 @@ def engine_naive(bank_path: Path, url: str) -> dict[str, Any]:
                                                            *values)).fetchone()[0]
                 rows = local.execute(f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE session_id = ? ORDER BY seq",
                                      (local_id,)).fetchall()
-                cur.executemany(insert_event, [(session_id, *r[:9], bool(r[9]), *r[10:18], bool(r[18])) for r in rows])
+                cur.executemany(insert_event, [(session_id, *r[:9], bool(r[9]), *r[10:18], bool(r[18]),
+                                              schema.search_text(r[3], r[4])) for r in rows])
             sessions += 1
             events += len(rows)
     local.close()

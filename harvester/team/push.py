@@ -6,8 +6,9 @@ For each batch of queued sessions (in (harness, native id) order, the same on ev
    to (all of them the first time, or when ``resync`` says events were deleted here);
 2. in ONE PostgreSQL transaction: this machine's row, the repositories (by normalized origin), the sessions
    (``ON CONFLICT (harness, native_id) DO UPDATE ... WHERE`` the row is this machine's and differs: another
-   machine's session is never overwritten), their events (``COPY`` into a temporary table, then ``INSERT ...
-   ON CONFLICT (session_id, uid) DO UPDATE ... WHERE`` they differ: pushing twice changes nothing), and the
+   machine's session is never overwritten), their events (``COPY`` into a temporary table, each with the text
+   its search vector is made of, prepared here: schema.search_text; then ``INSERT ... ON CONFLICT (session_id,
+   uid) DO UPDATE ... WHERE`` they differ: pushing twice changes nothing), and the
    deletes (a session forgotten here, or of a bank with ``push = false``);
 3. then, in the local bank, each session's cursor (the clock pushed up to, the events pushed, the resync
    count seen). A kill -9 between 2 and 3 pushes the batch again: the same rows, nothing changed.
@@ -38,7 +39,7 @@ from harvester.gitident import strip_credentials
 from harvester.log import get_logger
 from harvester.team import outbox
 from harvester.team.identity import repo_key
-from harvester.team.schema import SCHEMA
+from harvester.team.schema import SCHEMA, search_text
 from harvester.team.server import Refused, Unreachable
 
 if TYPE_CHECKING:
@@ -290,26 +291,29 @@ class Pusher:
 
     @staticmethod
     def _copy_events(conn: Any, rows: list[tuple]) -> int:
-        """Events through COPY into a temporary table, then one INSERT ... ON CONFLICT in key order. Returns how
-        many were inserted or changed."""
+        """Events through COPY into a temporary table, each with its search text (schema.search_text), then one
+        INSERT ... ON CONFLICT in key order that makes their search vectors. Returns how many were inserted or
+        changed."""
         columns = ("session_id", *EVENT_COLUMNS)
         conn.execute(
             "CREATE TEMP TABLE IF NOT EXISTS push_events (session_id bigint, uid text, seq integer, role text, "
             "kind text, text text, ts text, tool_name text, tool_input text, tool_call_id text, is_error boolean, "
             "model text, tokens_in bigint, tokens_out bigint, tokens_cache_read bigint, tokens_cache_write bigint, "
-            "tokens_reasoning bigint, meta text, content_hash text, recall boolean) ON COMMIT DELETE ROWS")
-        with conn.cursor().copy(f"COPY push_events ({', '.join(columns)}) FROM STDIN") as copy:
+            "tokens_reasoning bigint, meta text, content_hash text, recall boolean, search_text text) "
+            "ON COMMIT DELETE ROWS")
+        with conn.cursor().copy(f"COPY push_events ({', '.join(columns)}, search_text) FROM STDIN") as copy:
             for r in rows:
-                copy.write_row((*r[:10], bool(r[10]), *r[11:19], bool(r[19])))
+                copy.write_row((*r[:10], bool(r[10]), *r[11:19], bool(r[19]), search_text(r[4], r[5])))
         # Rows there unchanged are left out first: ON CONFLICT ... WHERE would compute each one's search vector
-        # (the generated column) before finding it unchanged.
+        # before finding it unchanged.
         return conn.execute(
-            f"INSERT INTO {SCHEMA}.events AS e ({', '.join(columns)}) SELECT {', '.join(columns)} FROM push_events p "
+            f"INSERT INTO {SCHEMA}.events AS e ({', '.join(columns)}, search) SELECT {', '.join(columns)}, "
+            "to_tsvector('simple'::regconfig, p.search_text) FROM push_events p "
             f"WHERE NOT EXISTS (SELECT 1 FROM {SCHEMA}.events x WHERE x.session_id = p.session_id AND x.uid = p.uid "
             "AND (x.seq, x.content_hash, x.meta, x.recall, x.ts) IS NOT DISTINCT FROM "
             "(p.seq, p.content_hash, p.meta, p.recall, p.ts)) "
             "ORDER BY session_id, uid ON CONFLICT (session_id, uid) DO UPDATE SET "
-            f"{_EVENT_UPDATED} WHERE {_EVENT_DIFFERS}").rowcount
+            f"{_EVENT_UPDATED}, search = excluded.search WHERE {_EVENT_DIFFERS}").rowcount
 
     # -- 3. settle -----------------------------------------------------------------------------------
     def _settle(self, items: list[_Item], outcomes: list[str], report: PushReport) -> None:

@@ -5,7 +5,7 @@ A session's row carries its provenance too (``host``, ``os_user``, ``harvester_v
 "This repository" is the repository's identity across machines (harvester/team/identity.py): its normalized
 origin, so a teammate's clone elsewhere under another folder name is the same repository; this machine's own
 sessions of its main worktree are in it too (never another repository's that shares its bank id). Search is
-PostgreSQL's full-text search over the generated ``tsvector`` (schema.py): plain words must all match, a "quoted
+PostgreSQL's full-text search over the ``tsvector`` of each event (schema.py): plain words must all match, a "quoted
 phrase" stays a phrase; with ``--fts`` the query is PostgreSQL's web-search syntax (``or``, ``-word``,
 "phrase"). The raw archive never leaves a machine: a text the bank keeps clipped stays clipped here.
 """
@@ -42,7 +42,7 @@ _RECENT = "coalesce(s.updated_at, s.started_at, s.last_imported_at)"
 _FROM = f"{SCHEMA}.sessions s JOIN {SCHEMA}.repositories r ON r.id = s.repository_id"
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _ALL_OF = re.compile(r'\s*(?:"(?:[^"]|"")*"\s*)+')
-_WORD = re.compile(r"[^\W_]+")  # a word as the local index (unicode61) and the team's (schema.SEARCH_TEXT) cut it
+_WORD = re.compile(r"[^\W_]+")  # a word as the local index (unicode61) and the team's (schema.search_text) cut it
 
 
 def _local_minute(ts: str | None) -> str | None:
@@ -75,7 +75,7 @@ def _event(row: dict[str, Any]) -> dict[str, Any]:
 def tsquery(match: str) -> tuple[str, list[str]]:
     """SQL for a query's tsquery, and its arguments: plain words (as harvester.bank.sqlite_recall.plain_words
     quotes them) as phrases that must all match; anything else as PostgreSQL's web-search syntax."""
-    if _ALL_OF.fullmatch(match):  # each term's words as the index cuts them (schema.SEARCH_TEXT), a phrase
+    if _ALL_OF.fullmatch(match):  # each term's words as the index cuts them (schema.search_text), a phrase
         terms = [" ".join(_WORD.findall(t.replace('""', '"'))) for t in _QUOTED.findall(match)]
         terms = [t for t in terms if t] or [""]
         return " && ".join(["phraseto_tsquery('simple', %s)"] * len(terms)), terms
