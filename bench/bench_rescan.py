@@ -62,7 +62,11 @@ def main() -> None:
         generate(home, a.mb)
         bank = work / "bank.sqlite"
         shutil.copyfile(source, bank)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("HARVESTER_", "XDG_"))}
+        # As installed, byte-code cached (pip compiles it): PYTHONDONTWRITEBYTECODE would compile every module
+        # anew in every round, which no installed harvester does. The cache is bench/out's, not the checkouts'.
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("HARVESTER_", "XDG_")) and k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = str(ROOT / "bench" / "out" / "pycache")
         env.update(HOME=str(home), HARVESTER_BANK=str(bank), HARVESTER_CONFIG=str(work / "none.toml"))
         (work / "none.toml").write_text("")
 
