@@ -65,6 +65,23 @@ class SqliteSources:
                 else self.conn.execute(sql))
         return [self._cursor_from_row(row) for row in rows]
 
+    def cursors_of(self, harness: str, paths: list[str]) -> dict[str, Cursor]:
+        """The cursors of these sources of ``harness`` that the bank has, by path: a scan looks up the sources it
+        found, not every source the harness ever had (a rescan of 50 found files beside 4,000 known ones)."""
+        out: dict[str, Cursor] = {}
+        for at in range(0, len(paths), 500):  # SQLite's default bound on a statement's variables is 32,766
+            part = paths[at:at + 500]
+            sql = (f"SELECT {self._CURSOR_COLUMNS} FROM sources WHERE harness = ? AND path IN "
+                   f"({', '.join('?' * len(part))})")
+            for row in self.conn.execute(sql, (harness, *part)):
+                out[row[1]] = self._cursor_from_row(row)
+        return out
+
+    def source_paths(self, harness: str) -> list[str]:
+        """The paths of the harness's sources not already said to be missing."""
+        return [path for (path,) in self.conn.execute(
+            "SELECT path FROM sources WHERE harness = ? AND status IS NOT 'missing'", (harness,))]
+
     def set_source_status(self, path: str, status: str, error: str | None = None) -> None:
         if error is not None:
             from harvester.parsers.base import problem_detail  # a reason said in words, never a record's text

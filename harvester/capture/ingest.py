@@ -14,28 +14,30 @@ the reading, the bottleneck.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harvester.capture import workers
 from harvester.capture.contract import BankError, CaptureBank, Cursor, CursorMoved, SessionWrite, Write
-from harvester.capture.reading import Chunk, Failure, Outcome, failure_of, read_source
 from harvester.capture.sources import Found, discover, harness_roots, source_stat, unchanged
 from harvester.config.limits import LIMITS, ReadLimits
-from harvester.gitident import GitResolver, RepoIdentity, bank_id, with_recorded_origin
 from harvester.log import configure as configure_log
 from harvester.log import configured_level, get_logger
-from harvester.model import Batch, Problem
 from harvester.parsers.base import Harness
+
+if TYPE_CHECKING:  # imported where a source is read, or a second process started: a rescan with nothing new needs
+    # neither (tests/test_rescan_start.py): the reading stack (its parsers, decompressors, the model) and the
+    # process pool (multiprocessing, pickle, sockets) are most of what a scan would import.
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    from harvester.capture.reading import Chunk, Failure, Outcome
+    from harvester.gitident import GitResolver
+    from harvester.model import Batch, Problem
 
 log = get_logger("harvester.ingest")  # through harvester.log: see there
 
@@ -103,12 +105,21 @@ class Ingestor:
         self.limits = limits
         self.template = template
         self.exclude = exclude  # cwd -> never capture sessions started there
-        self.git = resolver or GitResolver(learned=bank.learned_identity, remember=bank.remember_identity)
+        self._git = resolver
         self.parallel_bytes = parallel_bytes
         self.bytes_read = 0
         self._pool: ProcessPoolExecutor | None = None
         self._stop_other: Any = None  # a multiprocessing Event: the other process stops at its next chunk
         self._should_stop: Callable[[], bool] = lambda: False
+
+    @property
+    def git(self) -> GitResolver:
+        """Repositories are identified the first time a session is filed: a scan with nothing new imports no git."""
+        if self._git is None:
+            from harvester.gitident import GitResolver
+
+            self._git = GitResolver(learned=self.bank.learned_identity, remember=self.bank.remember_identity)
+        return self._git
 
     def close(self) -> None:
         if self._pool is not None:
@@ -153,21 +164,21 @@ class Ingestor:
                 self._note_unlisted(harness, roots, unlisted)
                 if on_discovered is not None:
                     on_discovered(harness, found)
-                plans.append((harness, found, {c.path: c for c in self.bank.cursors(harness.name)}))
+                plans.append((harness, found, self.bank.cursors_of(harness.name, [str(f.path) for f in found])))
             for harness, item, result in self._ingest_all(plans):
                 _tally(report.harnesses[harness.name], result)
                 if on_source is not None:
                     on_source(harness, item, result)
                 if self._should_stop():
                     break
-            for _, found, known in plans:
+            for harness, found, _ in plans:
                 # Sources we knew that are gone: the agent deleted them (Claude's cleanup) or they were
                 # replaced (.jsonl -> .jsonl.zst). Their sessions stay in the bank; say the file is gone.
                 # A whole store deleted (its root gone too) is as gone as one file of it.
                 seen = {str(item.path) for item in found}
-                for cursor in known.values():
-                    if cursor.path not in seen and cursor.status != "missing" and not os.path.lexists(cursor.path):
-                        self.bank.set_source_status(cursor.path, "missing")
+                for path in self.bank.source_paths(harness.name):  # those not said to be missing already
+                    if path not in seen and not os.path.lexists(path):
+                        self.bank.set_source_status(path, "missing")
         self.bank.settle_index(report.events_added)  # after a backfill: one index segment (bank/sqlite_index.py)
         report.seconds = time.monotonic() - started
         report.bytes_read = self.bytes_read - start_bytes
@@ -240,6 +251,8 @@ class Ingestor:
             yield self._finish_from(*window.popleft())
 
     def _submit(self, harness: Harness, item: Found) -> Future | None:
+        from concurrent.futures.process import BrokenProcessPool
+
         try:
             return self._other().submit(_ingest_there, harness.name, item)
         except BrokenProcessPool:
@@ -247,6 +260,8 @@ class Ingestor:
             return None
 
     def _finish_from(self, harness: Harness, item: Found, future: Future) -> tuple[Harness, Found, SourceResult]:
+        from concurrent.futures.process import BrokenProcessPool
+
         try:
             result: SourceResult = future.result()
         except BrokenProcessPool:  # the other process died (killed, out of memory): ingest it here
@@ -260,6 +275,9 @@ class Ingestor:
         """The second process: an Ingestor of its own over the same bank (spawned, not forked: the
         parent's open SQLite connection must never be inherited). It dies with this one (workers.py)."""
         if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
             context = multiprocessing.get_context("spawn")
             self._stop_other = context.Event()
             self.bank.share_writes()  # type: ignore[attr-defined]
@@ -275,7 +293,7 @@ class Ingestor:
 
     def ingest_many(self, harness: Harness, found: list[Found]) -> list[SourceResult]:
         """Several sources of one harness: their cursors in one query, unchanged ones for a stat."""
-        known = {c.path: c for c in self.bank.cursors(harness.name)} if len(found) > 8 else {
+        known = self.bank.cursors_of(harness.name, [str(f.path) for f in found]) if len(found) > 8 else {
             str(f.path): c for f in found if (c := self.bank.cursor(str(f.path))) is not None}
         return [result for _, _, result in self._ingest_all([(harness, found, known)])]
 
@@ -285,6 +303,8 @@ class Ingestor:
         return self._ingest(harness, found, self.bank.cursor(str(found.path)))
 
     def _ingest(self, harness: Harness, found: Found, cursor: Cursor | None) -> SourceResult:
+        from harvester.capture.reading import Outcome, read_source
+
         outcome = Outcome(str(found.path))
         chunks = read_source(found, harness.name, cursor, outcome, self.bank.prepare_rows, self.limits)
         return self._commit_source(harness, chunks, outcome)
@@ -307,6 +327,8 @@ class Ingestor:
         except Exception as exc:
             if _bank_failure(exc):
                 raise BankError(f"the bank at {self.bank.path} cannot be written: {exc}") from exc
+            from harvester.capture.reading import failure_of
+
             outcome.failure = failure_of(exc, outcome.line)
         if outcome.failure is not None:
             return self._failed(harness, outcome, result)
@@ -365,6 +387,8 @@ class Ingestor:
                 log.error("source failed", harness=harness.name, path=path, line=failure.line, reason=failure.detail,
                           traceback=failure.trace)
             _redact_problems(outcome.problems)  # the failure's detail is (reading.failure_of)
+            from harvester.model import Problem
+
             problems = [*outcome.problems, Problem("failed", failure.line, failure.detail)]
             if cursor is None:  # never read: a source row still tells status which file failed
                 self.bank.apply(Write(Cursor(harness.name, path, "unknown", status="failed", error=reason),
@@ -457,6 +481,8 @@ class Ingestor:
                                  parser_version=harness.version)
             head = heads.get(native_id)
             if head is None or (head.cwd is None and patch.cwd):
+                from harvester.gitident import RepoIdentity, bank_id, with_recorded_origin
+
                 identity = (self.git.resolve(patch.cwd) if patch.cwd
                             else RepoIdentity(project="unknown", how="no-cwd"))
                 identity = with_recorded_origin(identity, patch.git.origin_url if patch.git else None, patch.cwd)
@@ -481,6 +507,8 @@ _THERE: Ingestor | None = None  # in the second process of a parallel scan: its 
 def _start_there(parent_pid: int, open_bank: Callable[[], CaptureBank], template: str,
                  exclude: Callable[[str | None], bool] | None, limits: ReadLimits, stop: Any, log_level: str) -> None:
     global _THERE
+    from harvester.capture import workers
+
     workers.die_with_parent(parent_pid)
     configure_log(level=log_level)
     bank = open_bank()  # the bank's own way to open it again here (CaptureBank.for_another_process)

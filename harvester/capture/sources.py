@@ -10,20 +10,21 @@ bank ignores events it already holds.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import os
 import re
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from harvester.capture.contract import Cursor
-from harvester.model import Problem
 
 # Where a harness's sources are: beside the Harness interface, so that status says it without importing this module.
 from harvester.parsers.base import Harness, Record, SourceSpec, existing_roots, harness_roots  # noqa: F401
+
+if TYPE_CHECKING:  # the model and hashlib (OpenSSL's) are for reading a source: a rescan with nothing new needs neither
+    from harvester.model import Problem
 
 # Records handed to a parser (and committed) per transaction, roughly. A chunk costs ~15-20x its bytes while
 # it is parsed, redacted and committed: one 131 MB session peaked at 131 MB with 8 MB chunks (bench_memory).
@@ -232,6 +233,8 @@ def read_regular(path: str | PurePath) -> bytes:
 
 
 def fingerprint(data: bytes) -> str:
+    import hashlib
+
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -330,6 +333,8 @@ def read_lines(stream: BinaryIO, offset: int, line: int, chunk_bytes: int = CHUN
     reported as oversize. A last line without a newline is left for a later read (a final ``Lines``
     says how many bytes wait), unless ``take_tail`` accepts it as a whole record.
     """
+    from harvester.model import Problem
+
     pending = b""  # bytes after the last newline seen, not yet consumed
     consumed = offset  # offset just past the last newline handed out
     skipping_from: int | None = None  # line number of an oversize line being skipped

@@ -28,7 +28,6 @@ documents). In short:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -213,7 +212,7 @@ def _chat(batch: Batch, line: int, sid: str, span_key: str, facts: dict[str, Any
                            and _text(p.get("content"))).strip()
         if prompt:
             request = _text(facts.get("copilot_chat.root_request_id"))
-            key = request or hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+            key = request or _sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:24]
             add(Event(sid, f"prompt:{key}", "user", "text", prompt, ts=start))
             if not batch.state.get("titled", {}).get(sid) and len(batch.state.get("titled", {})) < 64:
                 batch.state.setdefault("titled", {})[sid] = True
@@ -256,3 +255,8 @@ def _chat(batch: Batch, line: int, sid: str, span_key: str, facts: dict[str, Any
     if model:
         batch.session(sid).model = model
 
+
+def _sha256(data: bytes) -> Any:
+    import hashlib  # here: the registry's import (every scan's start) needs none of it
+
+    return hashlib.sha256(data)
