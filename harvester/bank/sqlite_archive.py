@@ -25,8 +25,11 @@ class SqliteArchive:
     def maintain_archive(self, max_age_days: float | None, max_size_bytes: int | None,
                          collect: bool = False) -> Any:
         """Archive retention, then (``collect``, or when retention removed something) the files nothing
-        names any more: harvester/capture/archive/expiry. None without an archive to maintain."""
+        names any more: harvester/capture/archive/expiry. None without an archive to maintain, or with no limit
+        set and nothing to collect (the default: a scan then imports none of the archive's removal code)."""
         if self.archive is None or self.archive.readonly:
+            return None
+        if max_age_days is None and max_size_bytes is None and not collect:
             return None
         from harvester.capture.archive.expiry import collect as collect_leftovers
         from harvester.capture.archive.expiry import expire
