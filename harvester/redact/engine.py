@@ -7,6 +7,7 @@ import re
 
 from harvester.redact.contexts import CONTEXTS, PEM
 from harvester.redact.locate import Scan, locators
+from harvester.redact.positions import Positions, available
 from harvester.redact.providers import TOKENS
 from harvester.redact.rule import MARKER, Rule
 from harvester.redact.splits import split_match
@@ -35,6 +36,7 @@ def _plan(rules: tuple[Rule, ...]) -> tuple[Scan, ...]:
 
 
 _PLAN = _plan(RULES)
+_POSITIONS = Positions(_PLAN, RULES) if available() else None
 
 
 def redact(text: str) -> tuple[str, dict[str, int]]:
@@ -96,42 +98,53 @@ def _redact_once(text: str, counts: dict[str, int]) -> str:
 Candidate = tuple[int, int, int, str, int]  # (rule index, start, end, kind, where the rule's match starts)
 
 
-def candidates(text: str, *, markers_lose: bool = True) -> list[Candidate]:
+def candidates(text: str, *, markers_lose: bool = True, whole: bool = False) -> list[Candidate]:
     """Every rule's candidates in ``text``, before overlaps are settled.
 
     ``markers_lose=False`` keeps a candidate whose span holds a marker (``screen.py``: a string joined to others
-    must not lose a candidate to a marker of another string)."""
+    must not lose a candidate to a marker of another string). ``whole``: every scan over the whole text, not
+    only where ``positions.py`` says it can match (the same candidates; the tests compare them)."""
     # One byte per character, so a span in the bytes is the same span of the text. Latin-1 because it
     # costs a copy where ASCII with "replace" checks every character; bytes >= 0x80 are neither \s nor
     # \w nor cased, so no rule treats "é" differently from the "?" that stands for "→".
     raw = text.encode("latin-1", "replace")
     low = raw.lower()
     found: list[Candidate] = []
-    for scan in _PLAN:
+    places = None if whole or _POSITIONS is None else _POSITIONS.find(raw)
+    for n, scan in enumerate(_PLAN):
         hay = low if scan.lower else raw
         if scan.needs and not all(b in hay for b in scan.needs):
             continue
-        first = scan.pattern.search(hay)  # the common case, clean text, costs this one call
-        if first is None:
-            continue
-        targets = scan.targets or {}
-        m: re.Match[bytes] | None = first
         own_end = -1  # the scan's own matches do not overlap (as finditer's), but hooks may lie inside them
+        if places is not None and n not in _POSITIONS.whole:  # type: ignore[union-attr]
+            for p in places[n]:
+                m = scan.pattern.match(hay, p)
+                if m is not None:
+                    own_end = _stop(text, raw, low, hay, scan, m, own_end, found, markers_lose)
+            continue
+        m = scan.pattern.search(hay)  # the common case, clean text, costs this one call
         while m is not None:
-            located = targets.get(m.lastgroup or "")
-            if located is None:  # the scan's own rules (or its host's)
-                if m.start() >= own_end:
-                    own_end = m.end()
-                    for i, rule in scan.rules:
-                        _consider(text, hay, m, i, rule, found, markers_lose)
-            else:
-                p = m.start()
-                siblings = scan.siblings.get(m.lastgroup or "", ()) if scan.siblings else ()
-                for i, rule, back, walk, find in located + tuple(
-                        t for ahead, ts in siblings if ahead.match(hay, p + 1) for t in ts):
-                    _try_located(text, raw, low, p, i, rule, back, walk, find, found, markers_lose)
+            own_end = _stop(text, raw, low, hay, scan, m, own_end, found, markers_lose)
             m = scan.pattern.search(hay, m.start() + 1)
     return found
+
+
+def _stop(text: str, raw: bytes, low: bytes, hay: bytes, scan: Scan, m: re.Match[bytes], own_end: int,
+          found: list[Candidate], markers_lose: bool) -> int:
+    """The candidates where a scan matched; the end of the scan's own last match."""
+    located = scan.targets.get(m.lastgroup or "") if scan.targets else None
+    if located is None:  # the scan's own rules (or its host's)
+        if m.start() >= own_end:
+            own_end = m.end()
+            for i, rule in scan.rules:
+                _consider(text, hay, m, i, rule, found, markers_lose)
+        return own_end
+    p = m.start()
+    siblings = scan.siblings.get(m.lastgroup or "", ()) if scan.siblings else ()
+    for i, rule, back, walk, find in located + tuple(
+            t for ahead, ts in siblings if ahead.match(hay, p + 1) for t in ts):
+        _try_located(text, raw, low, p, i, rule, back, walk, find, found, markers_lose)
+    return own_end
 
 
 def _apply(text: str, found: list[Candidate], counts: dict[str, int]) -> str:
