@@ -97,7 +97,8 @@ def _strings(value: object, urls: bool, strings: list[str]) -> tuple[int, int, b
     if all of them are clean (a key that names a secret, a URL to clean)."""
     start = len(strings)
     named = strings_of(value, strings)
-    return start, len(strings), named or (urls and any("://" in s for s in strings[start:]))
+    # Joined, a "://" may be made of two strings: a walk for nothing, never a URL missed.
+    return start, len(strings), named or (urls and "://" in "".join(strings[start:]))
 
 
 Owner = Event | SessionPatch | GitFacts | Problem

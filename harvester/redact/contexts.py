@@ -20,7 +20,7 @@ from harvester.redact.judging import (
     _url_password,
     _url_user_token,
 )
-from harvester.redact.rule import Hook, Rule, sure
+from harvester.redact.rule import Hook, Rule, Sure, sure
 
 # After a keyword (lowercase bytes), which each pattern follows with an optional empty group "flag" that
 # takes part when a "-" stands right before the keyword (--password, --db-password): the key must end
@@ -78,11 +78,15 @@ _AUTH = re.compile(
     rb"""|sso-key)[ \t]+)?(?P<v>[a-z0-9._~+/=-]{8,}+)(?![(\[])"""
     rb"""|\\?"[ \t]*:[ \t]*\\?"(?P<dv>[a-z0-9+/]{6,}={0,2})\\?")""")
 
-# Where the scanned patterns can match (rule.Sure): _K_ASSIGN at the "k" of "token" or of "key", _AUTH at "auth",
-# _URL_USERINFO at "://".
-_AT_K = (sure(b"token", 2), sure(b"key", 0))
-_AT_AUTH = (sure(b"auth", 0),)
+# Where the scanned patterns can match (rule.Sure): _K_ASSIGN at the "k" of "token" or of "key" (", "-data" or
+# "s": client-key-data, previous_keys) where what follows can start _ASSIGN's separator (after a closing quote, a
+# backslash before it: a blank, ":" or "="); _AUTH at "auth" of "authoriz" or of "auth" and a quote (Docker's);
+# _URL_USERINFO at "://". Most "token", "key" and "auth" of a text (tokens, keyword, author) are none of these.
+_SEPARATOR = rb"""\\?["'`]?[ \t:=]"""
+_AT_K = (Sure(rb"token" + _SEPARATOR, 2), Sure(rb"key(?:-data|s)?" + _SEPARATOR, 0))
+_AT_AUTH = (Sure(rb"""auth(?:oriz|\\?")""", 0),)
 _AT_URL = (sure(b"://", 0),)
+_AT_PASSWORD = (Sure(rb"passw(?:ord|d)" + _SEPARATOR, 4),)  # .netrc's "password x": a blank
 
 PEM = (
     # PEM private keys: -----BEGIN [RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP ]PRIVATE KEY[ BLOCK]----- up to the
@@ -124,11 +128,11 @@ CONTEXTS: tuple[Rule, ...] = (
     Rule("secret", _K_ASSIGN, group="v", lower=True, check=_assigned_secret,
          keys=(b"secret_key", b"secret-key", b"secretkey", b"app_key", b"app-key", b"previous_keys"), sure=_AT_K),
     # password= passwd: --password x (DB_PASSWORD, PGPASSWORD, userPassword); .netrc's "password x".
-    Rule("password", _PASSWORD, group="v", lower=True, check=_assigned_secret, sure=(sure(b"passw", 4),)),
-    Rule("password", _PASSWORD, group="nv", lower=True, check=_netrc_password, sure=(sure(b"passw", 4),)),
+    Rule("password", _PASSWORD, group="v", lower=True, check=_assigned_secret, sure=_AT_PASSWORD),
+    Rule("password", _PASSWORD, group="nv", lower=True, check=_netrc_password, sure=_AT_PASSWORD),
     # secret= client_secret: SECRET= webhook_secret:
     Rule("secret", re.compile(rb"cret(?<=secret)(?P<flag>(?<=-secret))?" + _ASSIGN), group="v", lower=True,
-         check=_assigned_secret, sure=(sure(b"secret", 2),)),
+         check=_assigned_secret, sure=(Sure(rb"secret" + _SEPARATOR, 2),)),
     # token= access_token: GITHUB_TOKEN= x-auth-token: refreshToken:
     Rule("token", _K_ASSIGN, group="v", lower=True, check=_assigned_secret, keys=(b"token",), sure=_AT_K),
     # A signed URL's signature: X-Amz-Signature= (S3), X-Goog-Signature= (GCS), Signature= (CloudFront, S3 v2),

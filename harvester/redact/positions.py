@@ -2,7 +2,7 @@
 
 A scan of ``re`` costs a pass over the whole text (``engine.py``), and the scans that cost most stop at words
 most texts hold (``token``, ``key``, ``auth``, `` -p``). So the plan's scans are not run over the text: one
-Hyperscan pass reports every place where one of them can match (``rule.Sure``: a literal, or a fixed-width run,
+Hyperscan pass reports every place where one of them can match (``rule.Sure``: a literal, or a short pattern,
 every match of a rule or of a locator's alternative starts at a known offset from), and each scan's pattern is
 matched there only, in order. ``pattern.match(text, p)`` is what ``pattern.search`` finds when it stops at ``p``
 (both see the whole text, lookbehinds included), and a scan's matches are the places where its pattern matches,
@@ -34,7 +34,7 @@ class Positions:
         for rule in rules:
             for hook in rule.hooks:
                 hooks.setdefault((hook.anchor, hook.low), []).append(hook.sure)
-        # (expression, caseless) -> (scan index, width, at) for each scan it places
+        # (expression, caseless) -> (scan index, at) for each scan it places
         owners: dict[tuple[bytes, bool], set[tuple[int, int, int]]] = {}
         whole = set()
         for n, scan in enumerate(plan):
@@ -46,7 +46,7 @@ class Positions:
                 continue
             for s in sures:
                 assert s is not None
-                owners.setdefault((s.expression, scan.lower), set()).add((n, s.width, s.at))
+                owners.setdefault((s.expression, scan.lower), set()).add((n, s.at))
         self.whole = frozenset(whole)
         self._expressions = list(owners)
         self._owners = [tuple(sorted(o)) for o in owners.values()]
@@ -59,7 +59,8 @@ class Positions:
 
             db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
             db.compile(expressions=[e for e, _ in self._expressions], ids=list(range(len(self._expressions))),
-                       flags=[hyperscan.HS_FLAG_CASELESS if caseless else 0 for _, caseless in self._expressions])
+                       flags=[hyperscan.HS_FLAG_SOM_LEFTMOST | (hyperscan.HS_FLAG_CASELESS if caseless else 0)
+                              for _, caseless in self._expressions])
             self._db = db
         return self._db
 
@@ -75,14 +76,14 @@ class Positions:
         append = hits.append
 
         def on_match(expression: int, start: int, end: int, flags: int, context: object) -> None:
-            append((expression, end))
+            append((expression, start))
 
         db.scan(raw, match_event_handler=on_match, scratch=scratch)
         per: list[set[int]] = [set() for _ in range(self.size)]
         owners = self._owners
-        for expression, end in hits:
-            for n, width, at in owners[expression]:
-                per[n].add(end - width + at)
+        for expression, start in hits:
+            for n, at in owners[expression]:
+                per[n].add(start + at)
         return [sorted(places) for places in per]
 
 

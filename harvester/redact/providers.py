@@ -65,7 +65,7 @@ _SAS_VERSION = re.compile(rb"(?<![A-Za-z0-9])sv=[0-9]{4}-[0-9]{2}-[0-9]{2}[^\s\"
 
 
 _HEX32 = rb"[0-9a-f]{32}"
-_AC_HEX = Sure(rb"AC[0-9a-f]{32}", 34, 0)  # "AC" alone is in every other word of code
+_AC_HEX = Sure(rb"AC[0-9a-f]{32}", 0)  # "AC" alone is in every other word of code
 
 TOKENS: tuple[Rule, ...] = (
     # JWT: base64url header "eyJ..." . payload "eyJ..." . signature (empty when unsigned). Found at the dot
@@ -204,7 +204,7 @@ TOKENS: tuple[Rule, ...] = (
          hooks=(Hook(b"A", ahead=rb"C[0-9a-f]{32}", sure=_AC_HEX),)),  # the same alternative as the pair's: both are tried
     Rule("twilio-api-key", re.compile(starts(ALNUM) + rb"SK[0-9a-fA-F]{32}" + ends(ALNUM)),
          hooks=(Hook(b"k", ahead=rb"[0-9a-f]{32}(?<=sk[0-9a-f]{32})", back=1, low=True,
-                     sure=Sure(rb"sk[0-9a-f]{32}", 34, 1)),)),
+                     sure=Sure(rb"sk[0-9a-f]{32}", 1)),)),
     # --- payments
     # Stripe: sk_live_/sk_test_ (secret), rk_live_/rk_test_ (restricted) + 16+ base62 (see Decisions).
     token("stripe-key", (b"sk_live_", b"sk_test_", b"rk_live_", b"rk_test_"), rb"(?P<body>[A-Za-z0-9]{16,})",

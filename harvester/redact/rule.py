@@ -12,18 +12,18 @@ MARKER = "[REDACTED:{}]"
 @dataclass(frozen=True, slots=True)
 class Sure:
     """Where a scan can stop, found without it (``positions.py``): every match of a rule (or of a hook's
-    alternative) starts ``at`` bytes after the start of a match of ``expression`` (Hyperscan syntax, a
-    literal or a fixed-width class run, ``width`` bytes), on the text or, for a rule on its lowercase, in any
-    ASCII case."""
+    alternative) starts ``at`` bytes after the start of a match of ``expression`` (Hyperscan syntax), on the
+    text or, for a rule on its lowercase, in any ASCII case. Hyperscan reports the leftmost start of the matches
+    ending at a byte, so no two matches of ``expression`` that start apart may end at the same byte (true of a
+    literal, and of a literal followed by bytes that cannot begin it again)."""
 
     expression: bytes
-    width: int
     at: int
 
 
 def sure(literal: bytes, at: int) -> Sure:
     """The ``Sure`` of a literal: ``at`` is where the scan stops inside it."""
-    return Sure(b"".join(b"\\x%02x" % c for c in literal), len(literal), at)
+    return Sure(b"".join(b"\\x%02x" % c for c in literal), at)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,15 +38,10 @@ _KNOWN: set[str] = set()
 
 def clean_strings(strings: Iterable[str]) -> set[str]:
     """The strings among ``strings`` in which ``redact`` finds nothing (some may be missed: never a dirty one)."""
-    clean: set[str] = set()
-    todo: list[str] = []
-    for s in dict.fromkeys(strings):
-        if len(s) < _SHORTEST or s in _KNOWN:
-            clean.add(s)
-        else:
-            todo.append(s)
+    unique = set(strings)
+    todo = [s for s in unique - _KNOWN if len(s) >= _SHORTEST]  # in any order: each string is screened alone
     if not todo:
-        return clean
+        return unique
     joined = "\n".join(todo)
     starts: list[int] = []
     pos = 0
@@ -58,12 +53,12 @@ def clean_strings(strings: Iterable[str]) -> set[str]:
         first = bisect.bisect_right(starts, min(start, origin)) - 1
         last = bisect.bisect_right(starts, max(end - 1, origin)) - 1
         dirty.update(range(first, last + 1))
-    for n, s in enumerate(todo):
-        if n in dirty:
-            continue
-        clean.add(s)
-        if len(s) <= _KNOWN_LONGEST:
-            if len(_KNOWN) >= _KNOWN_MAX:
-                _KNOWN.clear()
-            _KNOWN.add(s)
-    return clean
+    if not dirty:
+        known = [s for s in todo if len(s) <= _KNOWN_LONGEST]
+    else:
+        unique -= {todo[n] for n in dirty}
+        known = [s for n, s in enumerate(todo) if n not in dirty and len(s) <= _KNOWN_LONGEST]
+    if len(_KNOWN) + len(known) > _KNOWN_MAX:
+        _KNOWN.clear()
+    _KNOWN.update(known[:_KNOWN_MAX])
+    return unique
