@@ -87,7 +87,7 @@ def _unplaced(text: str) -> list[str]:
     missed = []
     for n, scan in enumerate(_PLAN):
         hay = low if scan.lower else raw
-        placed = set(places[n])
+        placed = places.get(n, set())
         m = scan.pattern.search(hay)
         while m is not None:
             if m.start() not in placed:

@@ -108,16 +108,18 @@ def candidates(text: str, *, markers_lose: bool = True, whole: bool = False) -> 
     # costs a copy where ASCII with "replace" checks every character; bytes >= 0x80 are neither \s nor
     # \w nor cased, so no rule treats "é" differently from the "?" that stands for "→".
     raw = text.encode("latin-1", "replace")
-    low = raw.lower()
     found: list[Candidate] = []
     places = None if whole or _POSITIONS is None else _POSITIONS.find(raw)
+    if places is not None and not places and not _POSITIONS.whole:  # type: ignore[union-attr]
+        return found  # no scan can match anywhere: the common case, clean text, costs the one pass
+    low = raw.lower()
     for n, scan in enumerate(_PLAN):
         hay = low if scan.lower else raw
         if scan.needs and not all(b in hay for b in scan.needs):
             continue
         own_end = -1  # the scan's own matches do not overlap (as finditer's), but hooks may lie inside them
         if places is not None and n not in _POSITIONS.whole:  # type: ignore[union-attr]
-            for p in places[n]:
+            for p in sorted(places.get(n, ())):
                 m = scan.pattern.match(hay, p)
                 if m is not None:
                     own_end = _stop(text, raw, low, hay, scan, m, own_end, found, markers_lose)

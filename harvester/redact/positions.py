@@ -29,7 +29,6 @@ class Positions:
     """For a text, the places where each scan of ``plan`` can match; ``whole`` holds the scans that need a pass."""
 
     def __init__(self, plan: Sequence[Scan], rules: Sequence[Rule]) -> None:
-        self.size = len(plan)
         hooks: dict[tuple[bytes, bool], list[Sure | None]] = {}
         for rule in rules:
             for hook in rule.hooks:
@@ -64,8 +63,9 @@ class Positions:
             self._db = db
         return self._db
 
-    def find(self, raw: bytes) -> list[list[int]]:
-        """Per scan, the sorted places in ``raw`` (the text's Latin-1 bytes) where it can match."""
+    def find(self, raw: bytes) -> dict[int, set[int]]:
+        """Per scan (by its index in the plan), the places in ``raw`` (the text's Latin-1 bytes) where it can
+        match; a scan that has none is left out."""
         import hyperscan
 
         db = self._database()
@@ -79,12 +79,15 @@ class Positions:
             append((expression, start))
 
         db.scan(raw, match_event_handler=on_match, scratch=scratch)
-        per: list[set[int]] = [set() for _ in range(self.size)]
+        per: dict[int, set[int]] = {}
         owners = self._owners
         for expression, start in hits:
             for n, at in owners[expression]:
-                per[n].add(start + at)
-        return [sorted(places) for places in per]
+                places = per.get(n)
+                if places is None:
+                    places = per[n] = set()
+                places.add(start + at)
+        return per
 
 
 def available() -> bool:
