@@ -6,12 +6,13 @@ parser fills beside them: ids (session, event, tool call, parent), names (tool, 
 commit, title source), the cwd, timestamps, order keys, a problem's detail, a mark's fields. Every redaction of
 an event or a session is counted against its session, as text redactions are.
 
-Those short strings are many (a few per event) and almost never hold a secret, so they are screened together:
-joined by line breaks into one text that ``redact`` scans once. A match in one string alone is still a match
-(or a part of a longer one) in the joined text, since every rule's boundaries treat a line break as they treat
-the end of a text; only when the screen finds something is each string redacted alone. Ids are redacted like
-any string: the same id always gives the same result, so an event's uid, the tool call a result answers and
-the session an event belongs to still agree after redaction.
+The strings of a batch are many (texts, every string of tool input and metadata, a few short ones per event)
+and almost never hold a secret, so they are screened together (``screen.py``: joined by line breaks, one scan);
+only a string the screen finds something on is redacted alone, and a value whose strings are all clean and whose
+keys name no secret is not walked at all. What comes out is what redacting every string alone gives
+(tests/test_redact_screen.py). The short strings (ids, names, the cwd) are screened on their own, as before. Ids are
+redacted like any string: the same id always gives the same result, so an event's uid, the tool call a result
+answers and the session an event belongs to still agree after redaction.
 """
 
 from __future__ import annotations
