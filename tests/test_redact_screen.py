@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harvester.model import Batch, Event, Mark
-from harvester.redact import engine, redact, redact_value, screen
+from harvester.redact import engine, redact, redact_value
 from harvester.redact.batch import _short_strings, redact_batch
 from harvester.redact.screen import clean_strings
 from tests.test_redact_positions import _texts
@@ -55,7 +55,6 @@ def test_a_string_that_loses_a_candidate_to_another_strings_marker_is_not_passed
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(st.integers(0, 2**32))
 def test_no_string_redact_changes_is_screened_clean(seed: int) -> None:
-    screen._KNOWN.clear()
     strings = _cut(random.Random(seed))
     clean = clean_strings(strings)
     assert not [s for s in strings if s in clean and redact(s)[1]], strings
@@ -118,7 +117,6 @@ def _batch(rng: random.Random) -> Batch:
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(st.integers(0, 2**32))
 def test_a_screened_batch_is_redacted_as_every_string_alone(seed: int) -> None:
-    screen._KNOWN.clear()
     batch = _batch(random.Random(seed))
     expected = copy.deepcopy(batch)
     assert redact_batch(batch) == _reference(expected)
@@ -126,7 +124,6 @@ def test_a_screened_batch_is_redacted_as_every_string_alone(seed: int) -> None:
 
 
 def test_the_bench_texts_as_one_batch() -> None:
-    screen._KNOWN.clear()
     batch = Batch()
     for n, text in enumerate(_texts()):
         batch.events.append(Event("s", f"u{n}", "user", "message", text, meta={"n": n, "text": text[:50]}))
