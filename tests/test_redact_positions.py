@@ -210,3 +210,18 @@ def test_planted_secrets_in_random_text_are_placed(seed: int, noise: str) -> Non
     mixed = noise[: len(noise) // 2] + text + noise[len(noise) // 2 :]
     assert not _unplaced(mixed)
     assert redact(mixed) == _redact_whole(mixed)
+
+
+def test_a_hyperscan_that_cannot_run_here_leaves_redaction_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A CPU Hyperscan does not support, a database it cannot compile: the scans run over the whole text.
+    from harvester.redact.positions import Positions
+
+    def broken(self: Positions) -> None:
+        raise RuntimeError("Hyperscan requires SSSE3")
+
+    placed = Positions(_PLAN, RULES)
+    monkeypatch.setattr(Positions, "_database", broken)
+    monkeypatch.setattr(engine, "_POSITIONS", placed)
+    text = _EXTRA[0] + "\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+    assert redact(text)[1] == {"azure-ad-client-secret": 1, "aws-secret-access-key": 1}
+    assert placed.find(b"token = x") is None

@@ -109,7 +109,7 @@ def candidates(text: str, *, markers_lose: bool = True, whole: bool = False) -> 
     # \w nor cased, so no rule treats "é" differently from the "?" that stands for "→".
     raw = text.encode("latin-1", "replace")
     found: list[Candidate] = []
-    places = None if whole or _POSITIONS is None else _POSITIONS.find(raw)
+    places = None if whole or _POSITIONS is None else _POSITIONS.find(raw)  # None: every scan whole
     if places is not None and not places and not _POSITIONS.whole:  # type: ignore[union-attr]
         return found  # no scan can match anywhere: the common case, clean text, costs the one pass
     low = raw.lower()

@@ -12,7 +12,8 @@ mutations of them, and compares ``redact`` with the whole-text scans). A scan on
 sure place is run over the whole text, as before.
 
 Hyperscan because it installs as a wheel on Linux and macOS (x86-64 and ARM, where it is Vectorscan) and runs
-a hundred literals in one pass at several GB/s; without it (an import error) every scan runs whole.
+a hundred literals in one pass at several GB/s; without it (an import error, or a database it cannot compile or
+run on this CPU) every scan runs whole: slower, the same redaction.
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from harvester.log import get_logger
 from harvester.redact.locate import Scan
 from harvester.redact.rule import Rule, Sure
+
+log = get_logger("harvester.redact")  # through harvester.log: see there
 
 
 class Positions:
@@ -56,6 +60,7 @@ class Positions:
         if self._db is None:  # compiled on first use: a rescan with nothing new compiles nothing
             import hyperscan
 
+            self._db = False  # if compiling raises, this stays: the scans run whole from then on
             db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
             db.compile(expressions=[e for e, _ in self._expressions], ids=list(range(len(self._expressions))),
                        flags=[hyperscan.HS_FLAG_SOM_LEFTMOST | (hyperscan.HS_FLAG_CASELESS if caseless else 0)
@@ -63,15 +68,22 @@ class Positions:
             self._db = db
         return self._db
 
-    def find(self, raw: bytes) -> dict[int, set[int]]:
+    def find(self, raw: bytes) -> dict[int, set[int]] | None:
         """Per scan (by its index in the plan), the places in ``raw`` (the text's Latin-1 bytes) where it can
-        match; a scan that has none is left out."""
-        import hyperscan
+        match; a scan that has none is left out. None: Hyperscan cannot run here (every scan must run whole)."""
+        if self._db is False:
+            return None
+        try:
+            import hyperscan
 
-        db = self._database()
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = hyperscan.Scratch(db)
+            db = self._database()
+            scratch = getattr(self._local, "scratch", None)
+            if scratch is None:
+                scratch = self._local.scratch = hyperscan.Scratch(db)
+        except Exception as exc:  # any failure of the native library: redact without it
+            self._db = False
+            log.warning("redaction runs without Hyperscan", error=str(exc))
+            return None
         hits: list[tuple[int, int]] = []
         append = hits.append
 
