@@ -15,11 +15,12 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harvester.model import Batch, Event, Mark
-from harvester.redact import engine, redact, redact_value
+from harvester.redact import engine, redact, redact_value, screen
 from harvester.redact.batch import _short_strings, redact_batch
 from harvester.redact.screen import clean_strings
 from tests.test_redact_positions import _texts
@@ -131,3 +132,12 @@ def test_the_bench_texts_as_one_batch() -> None:
     assert redact_batch(batch) == _reference(expected)
     assert batch == expected
     assert engine._POSITIONS is not None  # screened with the placed scans, as a scan runs
+
+
+def test_strings_screened_in_groups_as_in_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A batch is screened 1 MiB of strings at a time; here 300 characters, so that every group boundary shows.
+    monkeypatch.setattr(screen, "_GROUP", 300)
+    strings = [s for seed in range(20) for s in _cut(random.Random(seed))]
+    clean = clean_strings(strings)
+    assert not [s for s in strings if s in clean and redact(s)[1]]
+    assert clean >= {s for s in strings if len(s) < 8}

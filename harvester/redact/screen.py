@@ -31,14 +31,30 @@ from collections.abc import Iterable
 from harvester.redact.engine import candidates
 
 _SHORTEST = 8  # redact returns a shorter text as it is (engine._redact_once)
+_GROUP = 1 << 20  # characters joined at most (past one string): a batch's copies stay small whatever its size
 
 
 def clean_strings(strings: Iterable[str]) -> set[str]:
     """The strings among ``strings`` in which ``redact`` finds nothing (some may be missed: never a dirty one)."""
     unique = set(strings)
-    todo = [s for s in unique if len(s) >= _SHORTEST]  # in any order: each string is screened alone
-    if not todo:
-        return unique
+    dirty: set[str] = set()
+    group: list[str] = []
+    size = 0
+    for s in unique:  # in any order: each string is screened alone
+        if len(s) < _SHORTEST:
+            continue
+        if group and size + len(s) > _GROUP:
+            dirty |= _dirty(group)
+            group, size = [], 0
+        group.append(s)
+        size += len(s) + 1
+    if group:
+        dirty |= _dirty(group)
+    return unique - dirty if dirty else unique
+
+
+def _dirty(todo: list[str]) -> set[str]:
+    """The strings of ``todo`` that one scan of them joined finds a candidate on."""
     joined = "\n".join(todo)
     starts: list[int] = []
     pos = 0
@@ -50,5 +66,4 @@ def clean_strings(strings: Iterable[str]) -> set[str]:
         first = bisect.bisect_right(starts, min(start, origin)) - 1
         last = bisect.bisect_right(starts, max(end - 1, origin)) - 1
         dirty.update(range(first, last + 1))
-    unique -= {todo[n] for n in dirty}
-    return unique
+    return {todo[n] for n in dirty}
