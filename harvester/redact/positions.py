@@ -12,8 +12,9 @@ mutations of them, and compares ``redact`` with the whole-text scans). A scan on
 sure place is run over the whole text, as before.
 
 Hyperscan because it installs as a wheel on Linux and macOS (x86-64 and ARM, where it is Vectorscan) and runs
-a hundred literals in one pass at several GB/s; without it (an import error, or a database it cannot compile or
-run on this CPU) every scan runs whole: slower, the same redaction.
+a hundred literals in one pass at several GB/s; it is imported and its database compiled at the first text (a
+rescan with nothing new imports neither). Without it (not installed, or a database it cannot compile or run on
+this CPU) every scan runs whole, with a warning: slower, the same redaction.
 """
 
 from __future__ import annotations
@@ -22,11 +23,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from harvester.log import get_logger
 from harvester.redact.locate import Scan
 from harvester.redact.rule import Rule, Sure
-
-log = get_logger("harvester.redact")  # through harvester.log: see there
 
 
 class Positions:
@@ -81,8 +79,10 @@ class Positions:
             if scratch is None:
                 scratch = self._local.scratch = hyperscan.Scratch(db)
         except Exception as exc:  # any failure of the native library: redact without it
+            from harvester.log import get_logger  # here: importing the redaction imports no logging
+
             self._db = False
-            log.warning("redaction runs without Hyperscan", error=str(exc))
+            get_logger("harvester.redact").warning("redaction runs without Hyperscan", error=str(exc))
             return None
         hits: list[tuple[int, int]] = []
         append = hits.append
@@ -101,10 +101,3 @@ class Positions:
                 places.add(start + at)
         return per
 
-
-def available() -> bool:
-    try:
-        import hyperscan  # noqa: F401
-    except ImportError:
-        return False
-    return True
