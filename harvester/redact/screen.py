@@ -38,18 +38,23 @@ def clean_strings(strings: Iterable[str]) -> set[str]:
     """The strings among ``strings`` in which ``redact`` finds nothing (some may be missed: never a dirty one)."""
     unique = set(strings)
     dirty: set[str] = set()
-    group: list[str] = []
-    size = 0
+    # ASCII strings apart: joined, they make an ASCII text, which turns into bytes as one copy (one other
+    # character makes the whole text wide and its encoding a loop over every character).
+    groups: dict[bool, list[str]] = {True: [], False: []}
+    sizes = {True: 0, False: 0}
     for s in unique:  # in any order: each string is screened alone
-        if len(s) < _SHORTEST:
+        size = len(s)
+        if size < _SHORTEST:
             continue
-        if group and size + len(s) > _GROUP:
+        kind = s.isascii()
+        if sizes[kind] + size > _GROUP and groups[kind]:
+            dirty |= _dirty(groups[kind])
+            groups[kind], sizes[kind] = [], 0
+        groups[kind].append(s)
+        sizes[kind] += size + 1
+    for group in groups.values():
+        if group:
             dirty |= _dirty(group)
-            group, size = [], 0
-        group.append(s)
-        size += len(s) + 1
-    if group:
-        dirty |= _dirty(group)
     return unique - dirty if dirty else unique
 
 
