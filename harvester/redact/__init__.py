@@ -148,10 +148,10 @@ Speed
     hook says where its matches start (``rule.Sure``: a prefix, ``token`` before a separator, ``AC`` and 32
     hex...), one Hyperscan pass finds all those places, and each scan's pattern is matched only there (the
     same matches: tests/test_redact_positions.py). A clean text costs that one pass; ``bench_redact.py``:
-    1.7x on clean text, 1.5x with a secret per 10 KB, 2.0x in 64 KB events, 1.4x in 1 KB ones. And a parser's
+    2.0x on clean text, 1.4x with a secret per 10 KB, 2.2x in 64 KB events, 1.2x in 1 KB ones. And a parser's
     batch is redacted with one call, not one per string (``screen.py``): its strings joined, scanned once, and
-    only those a candidate lies on redacted alone; on the bench tree's batches, 3.1x less CPU for the
-    batch's redaction, 4 % of the scan's CPU (was 12 %). A prefilter that only said which scans to run
+    only those a candidate lies on redacted alone; on the bench tree's batches, 3.5x less CPU for the
+    batch's redaction, 4.0 % of the scan's CPU (was 11.8 %; docs/performance.md). A prefilter that only said which scans to run
     (Hyperscan over each rule's literals, per text) had measured neutral: the scans it skipped were the
     cheap ones.
 """
