@@ -6,12 +6,13 @@ parser fills beside them: ids (session, event, tool call, parent), names (tool, 
 commit, title source), the cwd, timestamps, order keys, a problem's detail, a mark's fields. Every redaction of
 an event or a session is counted against its session, as text redactions are.
 
-Those short strings are many (a few per event) and almost never hold a secret, so they are screened together:
-joined by line breaks into one text that ``redact`` scans once. A match in one string alone is still a match
-(or a part of a longer one) in the joined text, since every rule's boundaries treat a line break as they treat
-the end of a text; only when the screen finds something is each string redacted alone. Ids are redacted like
-any string: the same id always gives the same result, so an event's uid, the tool call a result answers and
-the session an event belongs to still agree after redaction.
+The strings of a batch are many (texts, every string of tool input and metadata, a few short ones per event)
+and almost never hold a secret, so they are screened together (``screen.py``: joined by line breaks, one scan);
+only a string the screen finds something on is redacted alone, and a value whose strings are all clean and whose
+keys name no secret is not walked at all. What comes out is what redacting every string alone gives
+(tests/test_redact_screen.py). The short strings (ids, names, the cwd) are screened on their own, as before. Ids are
+redacted like any string: the same id always gives the same result, so an event's uid, the tool call a result
+answers and the session an event belongs to still agree after redaction.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import orjson
 
 from harvester.model import Batch, Event, GitFacts, Mark, Problem, SessionPatch
 from harvester.redact.engine import redact
+from harvester.redact.screen import clean_strings
 from harvester.redact.urls import clean_urls_in
-from harvester.redact.values import redact_value
+from harvester.redact.values import redact_value, strings_of
 
 # The string fields of the model that are neither texts nor dicts (those are redacted on their own).
 EVENT_FIELDS = ("session", "uid", "ts", "tool_name", "tool_call_id", "model", "place")
@@ -39,35 +41,65 @@ def redact_batch(batch: Batch) -> Counter[str]:
     """Redact everything of ``batch`` bound for the bank, in place; the number of redactions per session."""
     redactions: Counter[str] = Counter()
     _short_strings(batch, redactions)
+    # Every text and every string of tool input and metadata, screened in one scan (screen.py): a clean one is
+    # not scanned again, and a value whose strings are all clean and whose keys name no secret is not walked.
+    strings: list[str] = []
+    spans: list[tuple[int, int, bool]] = []  # per value, in the order below: its strings, whether to walk it anyway
+    for event in batch.events:
+        if event.text:
+            strings.append(event.text)
+        for value, urls in ((event.tool_input, False), (event.meta, True)):
+            if value:
+                spans.append(_strings(value, urls, strings))
+    for patch in batch.sessions.values():
+        if patch.title:
+            strings.append(patch.title)
+        if patch.meta:
+            spans.append(_strings(patch.meta, True, strings))
+    for mark in batch.marks:
+        spans.append(_strings(mark.meta, True, strings))
+    clean = clean_strings(strings)
+    walks = iter([forced or any(s not in clean for s in strings[start:end]) for start, end, forced in spans])
     for event in batch.events:
         n = 0
-        if event.text:
+        if event.text and event.text not in clean:
             event.text, counts = redact(event.text)
             n += sum(counts.values())
-        if event.tool_input is not None:
-            event.tool_input, counts = redact_value(event.tool_input)
+        if event.tool_input and next(walks):
+            event.tool_input, counts = redact_value(event.tool_input, clean=clean)
             n += sum(counts.values())
-        if event.meta:
-            event.meta, counts = redact_value(event.meta, urls=True)
+        if event.meta and next(walks):
+            event.meta, counts = redact_value(event.meta, urls=True, clean=clean)
             n += sum(counts.values())
         if n:
             redactions[event.session] += n
     for patch in batch.sessions.values():
         n = 0
-        if patch.title:
+        if patch.title and patch.title not in clean:
             patch.title, counts = redact(patch.title)
             n += sum(counts.values())
-        if patch.meta:
-            patch.meta, counts = redact_value(patch.meta, urls=True)
+        if patch.meta and next(walks):
+            patch.meta, counts = redact_value(patch.meta, urls=True, clean=clean)
             n += sum(counts.values())
         if n:
             redactions[patch.native_id] += n
     for i, mark in enumerate(batch.marks):
-        meta, counts = redact_value(mark.meta, urls=True)
+        if not next(walks):
+            continue
+        meta, counts = redact_value(mark.meta, urls=True, clean=clean)
         if counts:
             batch.marks[i] = replace(mark, meta=meta)
             redactions[mark.session] += sum(counts.values())
     return redactions
+
+
+def _strings(value: object, urls: bool, strings: list[str]) -> tuple[int, int, bool]:
+    """Add the strings of a value to ``strings``: where they are, and whether ``redact_value`` must walk it even
+    if all of them are clean (a key that names a secret, a URL to clean)."""
+    start = len(strings)
+    named = strings_of(value, strings)
+    # Joined, a "://" may be made of two strings: a walk for nothing, never a URL missed.
+    return start, len(strings), named or (urls and "://" in "".join(strings[start:]))
 
 
 Owner = Event | SessionPatch | GitFacts | Problem

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from harvester.redact.judging import _is_placeholder
-from harvester.redact.rule import Rule
+from harvester.redact.rule import Rule, sure
 
 WHOLE = "whole"  # the argument is the password
 USER_PASSWORD = "user:password"  # the part after the first colon; the user part where the password is empty
@@ -130,4 +130,8 @@ def _unquoted(raw: bytes, start: int, end: int) -> list[int]:
     return kept
 
 
-COMMAND_PASSWORD = Rule("password", _FLAG, group="arg", check=_command_password)
+# Where _FLAG can match: at the "-" of " -" and each flag it takes (" -pass..." starts as " -p").
+_AT_FLAG = tuple(sure(b" -" + flag, 1) for flag in (
+    b"-proxy-user", b"-user", b"-auth", b"srcstorepass", b"srckeypass", b"deststorepass", b"destkeypass",
+    b"storepass", b"keypass", b"u", b"U", b"a", b"p", b"P", b"w"))
+COMMAND_PASSWORD = Rule("password", _FLAG, group="arg", check=_command_password, sure=_AT_FLAG)

@@ -20,7 +20,7 @@ from harvester.redact.judging import (
     _url_password,
     _url_user_token,
 )
-from harvester.redact.rule import Hook, Rule
+from harvester.redact.rule import Hook, Rule, Sure, sure
 
 # After a keyword (lowercase bytes), which each pattern follows with an optional empty group "flag" that
 # takes part when a "-" stands right before the keyword (--password, --db-password): the key must end
@@ -78,6 +78,16 @@ _AUTH = re.compile(
     rb"""|sso-key)[ \t]+)?(?P<v>[a-z0-9._~+/=-]{8,}+)(?![(\[])"""
     rb"""|\\?"[ \t]*:[ \t]*\\?"(?P<dv>[a-z0-9+/]{6,}={0,2})\\?")""")
 
+# Where the scanned patterns can match (rule.Sure): _K_ASSIGN at the "k" of "token" or of "key" (", "-data" or
+# "s": client-key-data, previous_keys) where what follows can start _ASSIGN's separator (after a closing quote, a
+# backslash before it: a blank, ":" or "="); _AUTH at "auth" of "authoriz" or of "auth" and a quote (Docker's);
+# _URL_USERINFO at "://". Most "token", "key" and "auth" of a text (tokens, keyword, author) are none of these.
+_SEPARATOR = rb"""\\?["'`]?[ \t:=]"""
+_AT_K = (Sure(rb"token" + _SEPARATOR, 2), Sure(rb"key(?:-data|s)?" + _SEPARATOR, 0))
+_AT_AUTH = (Sure(rb"""auth(?:oriz|\\?")""", 0),)
+_AT_URL = (sure(b"://", 0),)
+_AT_PASSWORD = (Sure(rb"passw(?:ord|d)" + _SEPARATOR, 4),)  # .netrc's "password x": a blank
+
 PEM = (
     # PEM private keys: -----BEGIN [RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP ]PRIVATE KEY[ BLOCK]----- up to the
     # matching END line; newlines real or escaped (\n in JSON: GCP service-account "private_key"). Cut short
@@ -86,53 +96,54 @@ PEM = (
         rb"-----BEGIN (?P<label>(?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----"
         rb"(?:[\s\S]{0,20000}?-----END (?P=label)PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,-]+)"),
          check=_pem_body,
-         hooks=(Hook(b"A", ahead=b"TE KEY", find=b"-----BEGIN "),)),
+         hooks=(Hook(b"A", ahead=b"TE KEY", find=b"-----BEGIN ", sure=sure(b"ATE KEY", 0)),)),
 )
 
 CONTEXTS: tuple[Rule, ...] = (
     # scheme://user:password@host: only the password goes (redis://:pw@host has no user). "@" is rare
     # enough for memchr to clear most texts before the "://" scan.
-    Rule("url-password", _URL_USERINFO, group="v", needs=(b"@",), check=_url_password),
-    Rule("token", _URL_USERINFO, group="u", needs=(b"@",), check=_url_user_token),
-    Rule("token", _URL_USERINFO, group="pu", needs=(b"@",), check=_url_user_token),
+    Rule("url-password", _URL_USERINFO, group="v", needs=(b"@",), check=_url_password, sure=_AT_URL),
+    Rule("token", _URL_USERINFO, group="u", needs=(b"@",), check=_url_user_token, sure=_AT_URL),
+    Rule("token", _URL_USERINFO, group="pu", needs=(b"@",), check=_url_user_token, sure=_AT_URL),
     # ... and the same where an escaped line break cuts "://" (JSON tool output): "postgres:/\\n/app:pw@db".
     Rule("url-password", re.compile(
         rb"""\\(?:n//?(?<=:/\\n/|:\\n//)|r\\n//?(?<=:/\\r\\n/|:\\r\\n//))"""
         rb"""[^\s:/?#@"'<>\[\]]*:(?P<v>[^\s/?#@"'<>\[\]]+)@"""), group="v",
-         needs=(b"@", b"\\"), check=_url_password),
+         needs=(b"@", b"\\"), check=_url_password,
+         sure=(sure(b":/\\n/", 2), sure(b":\\n//", 1), sure(b":/\\r\\n/", 2), sure(b":\\r\\n//", 1))),
     # Authorization / Proxy-Authorization headers (HTTP dumps, curl -H, JSON, code); Bearer/Basic/... stays.
-    Rule("authorization", _AUTH, group="v", lower=True, check=_auth_value),
+    Rule("authorization", _AUTH, group="v", lower=True, check=_auth_value, sure=_AT_AUTH),
     # aws_secret_access_key = (credentials file, env, `aws configure set`), "SecretAccessKey": (STS JSON).
     Rule("aws-secret-access-key", _K_ASSIGN, group="v", lower=True, check=_assigned_secret,
-         keys=(b"secret_access_key", b"secret-access-key", b"secretaccesskey")),
+         keys=(b"secret_access_key", b"secret-access-key", b"secretaccesskey"), sure=_AT_K),
     # api_key= apikey: x-api-key: OPENAI_API_KEY= apiKey:
     Rule("api-key", _K_ASSIGN, group="v", lower=True, check=_assigned_secret,
-         keys=(b"api_key", b"api-key", b"apikey")),
+         keys=(b"api_key", b"api-key", b"apikey"), sure=_AT_K),
     # private_key= (hex wallet keys, base64 ed25519 seeds; PEM blocks were taken by the first rule), and a
     # kubeconfig's client-key-data: (the base64 of a PEM key).
     Rule("private-key", _K_ASSIGN, group="v", lower=True, check=_assigned_secret,
-         keys=(b"private_key", b"private-key", b"privatekey", b"client-key-data")),
+         keys=(b"private_key", b"private-key", b"privatekey", b"client-key-data"), sure=_AT_K),
     # secret_key= (Django SECRET_KEY, MinIO/S3 secretKey), app_key= (Laravel's APP_KEY=base64:..., and its
     # APP_PREVIOUS_KEYS).
     Rule("secret", _K_ASSIGN, group="v", lower=True, check=_assigned_secret,
-         keys=(b"secret_key", b"secret-key", b"secretkey", b"app_key", b"app-key", b"previous_keys")),
+         keys=(b"secret_key", b"secret-key", b"secretkey", b"app_key", b"app-key", b"previous_keys"), sure=_AT_K),
     # password= passwd: --password x (DB_PASSWORD, PGPASSWORD, userPassword); .netrc's "password x".
-    Rule("password", _PASSWORD, group="v", lower=True, check=_assigned_secret),
-    Rule("password", _PASSWORD, group="nv", lower=True, check=_netrc_password),
+    Rule("password", _PASSWORD, group="v", lower=True, check=_assigned_secret, sure=_AT_PASSWORD),
+    Rule("password", _PASSWORD, group="nv", lower=True, check=_netrc_password, sure=_AT_PASSWORD),
     # secret= client_secret: SECRET= webhook_secret:
     Rule("secret", re.compile(rb"cret(?<=secret)(?P<flag>(?<=-secret))?" + _ASSIGN), group="v", lower=True,
-         check=_assigned_secret),
+         check=_assigned_secret, sure=(Sure(rb"secret" + _SEPARATOR, 2),)),
     # token= access_token: GITHUB_TOKEN= x-auth-token: refreshToken:
-    Rule("token", _K_ASSIGN, group="v", lower=True, check=_assigned_secret, keys=(b"token",)),
+    Rule("token", _K_ASSIGN, group="v", lower=True, check=_assigned_secret, keys=(b"token",), sure=_AT_K),
     # A signed URL's signature: X-Amz-Signature= (S3), X-Goog-Signature= (GCS), Signature= (CloudFront, S3 v2),
     # sig= (a SAS token without its version, Service Bus). Found at the "g".
     Rule("token", re.compile(rb"(?:(?<=[?&;])|(?<=[?&;]x-amz-)|(?<=[?&;]x-goog-)|(?<=\\u0026))signature="
                              rb"(?P<v>[a-z0-9%+/=_.~-]{16,})"), group="v", lower=True, check=_signed_value,
-         hooks=(Hook(b"g", ahead=rb"nature=(?<=signature=)", back=2, low=True),)),
+         hooks=(Hook(b"g", ahead=rb"nature=(?<=signature=)", back=2, low=True, sure=sure(b"signature=", 2)),)),
     Rule("token", re.compile(rb"(?:(?<=[?&;])|(?<=\\u0026))sig=(?P<v>[a-z0-9%+/=_.~-]{16,})"), group="v", lower=True,
-         check=_signed_value, hooks=(Hook(b"g", ahead=rb"=(?<=sig=)", back=2, low=True),)),
+         check=_signed_value, hooks=(Hook(b"g", ahead=rb"=(?<=sig=)", back=2, low=True, sure=sure(b"sig=", 2)),)),
     # Docker's config.json: "auth": "<base64 of user:password>" (auths.<registry>.auth).
-    Rule("password", _AUTH, group="dv", lower=True, check=_basic_credentials),
+    Rule("password", _AUTH, group="dv", lower=True, check=_basic_credentials, sure=_AT_AUTH),
     # curl -u user:PASS, sshpass -p PASS, mysql -pPASS, docker login -p PASS ... (commandline.py)
     COMMAND_PASSWORD,
 )

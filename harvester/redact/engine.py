@@ -7,6 +7,7 @@ import re
 
 from harvester.redact.contexts import CONTEXTS, PEM
 from harvester.redact.locate import Scan, locators
+from harvester.redact.positions import Positions
 from harvester.redact.providers import TOKENS
 from harvester.redact.rule import MARKER, Rule
 from harvester.redact.splits import split_match
@@ -35,6 +36,8 @@ def _plan(rules: tuple[Rule, ...]) -> tuple[Scan, ...]:
 
 
 _PLAN = _plan(RULES)
+# None: every scan over the whole text (the tests and the bench compare the two).
+_POSITIONS: Positions | None = Positions(_PLAN, RULES)
 
 
 def redact(text: str) -> tuple[str, dict[str, int]]:
@@ -87,44 +90,74 @@ def _redact_once(text: str, counts: dict[str, int]) -> str:
     """One pass of ``redact``: ``text`` itself when nothing was found, adding to ``counts`` otherwise."""
     if len(text) < 8:
         return text  # shorter than any rule's shortest match
+    found = candidates(text)
+    if not found:
+        return text
+    return _apply(text, found, counts)
+
+
+Candidate = tuple[int, int, int, str, int]  # (rule index, start, end, kind, where the rule's match starts)
+
+
+def candidates(text: str, *, markers_lose: bool = True, whole: bool = False) -> list[Candidate]:
+    """Every rule's candidates in ``text``, before overlaps are settled.
+
+    ``markers_lose=False`` keeps a candidate whose span holds a marker (``screen.py``: a string joined to others
+    must not lose a candidate to a marker of another string). ``whole``: every scan over the whole text, not
+    only where ``positions.py`` says it can match (the same candidates; the tests compare them)."""
     # One byte per character, so a span in the bytes is the same span of the text. Latin-1 because it
     # costs a copy where ASCII with "replace" checks every character; bytes >= 0x80 are neither \s nor
     # \w nor cased, so no rule treats "é" differently from the "?" that stands for "→".
     raw = text.encode("latin-1", "replace")
+    found: list[Candidate] = []
+    places = None if whole or _POSITIONS is None else _POSITIONS.find(raw)  # None: every scan whole
+    if places is not None and not places and not _POSITIONS.whole:  # type: ignore[union-attr]
+        return found  # no scan can match anywhere: the common case, clean text, costs the one pass
     low = raw.lower()
-    found: list[tuple[int, int, int, str]] = []  # (rule index, start, end, kind)
-    for scan in _PLAN:
+    for n, scan in enumerate(_PLAN):
         hay = low if scan.lower else raw
         if scan.needs and not all(b in hay for b in scan.needs):
             continue
-        first = scan.pattern.search(hay)  # the common case, clean text, costs this one call
-        if first is None:
-            continue
-        targets = scan.targets or {}
-        m: re.Match[bytes] | None = first
         own_end = -1  # the scan's own matches do not overlap (as finditer's), but hooks may lie inside them
+        if places is not None and n not in _POSITIONS.whole:  # type: ignore[union-attr]
+            for p in sorted(places.get(n, ())):
+                m = scan.pattern.match(hay, p)
+                if m is not None:
+                    own_end = _stop(text, raw, low, hay, scan, m, own_end, found, markers_lose)
+            continue
+        m = scan.pattern.search(hay)  # the common case, clean text, costs this one call
         while m is not None:
-            located = targets.get(m.lastgroup or "")
-            if located is None:  # the scan's own rules (or its host's)
-                if m.start() >= own_end:
-                    own_end = m.end()
-                    for i, rule in scan.rules:
-                        _consider(text, hay, m, i, rule, found)
-            else:
-                p = m.start()
-                siblings = scan.siblings.get(m.lastgroup or "", ()) if scan.siblings else ()
-                for i, rule, back, walk, find in located + tuple(
-                        t for ahead, ts in siblings if ahead.match(hay, p + 1) for t in ts):
-                    _try_located(text, raw, low, p, i, rule, back, walk, find, found)
+            own_end = _stop(text, raw, low, hay, scan, m, own_end, found, markers_lose)
             m = scan.pattern.search(hay, m.start() + 1)
-    if not found:
-        return text
+    return found
+
+
+def _stop(text: str, raw: bytes, low: bytes, hay: bytes, scan: Scan, m: re.Match[bytes], own_end: int,
+          found: list[Candidate], markers_lose: bool) -> int:
+    """The candidates where a scan matched; the end of the scan's own last match."""
+    located = scan.targets.get(m.lastgroup or "") if scan.targets else None
+    if located is None:  # the scan's own rules (or its host's)
+        if m.start() >= own_end:
+            own_end = m.end()
+            for i, rule in scan.rules:
+                _consider(text, hay, m, i, rule, found, markers_lose)
+        return own_end
+    p = m.start()
+    siblings = scan.siblings.get(m.lastgroup or "", ()) if scan.siblings else ()
+    for i, rule, back, walk, find in located + tuple(
+            t for ahead, ts in siblings if ahead.match(hay, p + 1) for t in ts):
+        _try_located(text, raw, low, p, i, rule, back, walk, find, found, markers_lose)
+    return own_end
+
+
+def _apply(text: str, found: list[Candidate], counts: dict[str, int]) -> str:
+    """The text with the candidates that win their overlaps replaced by markers."""
     # Earlier rules win an overlap (a github token assigned to GITHUB_TOKEN is a github_token): take the
     # candidates by rule, keeping the taken spans sorted to test only the two neighbours of each.
     found.sort()
     starts: list[int] = []
     kept: list[tuple[int, int, str]] = []
-    for _, start, end, kind in found:
+    for _, start, end, kind, _ in found:
         j = bisect.bisect_right(starts, start)
         if (j and kept[j - 1][1] > start) or (j < len(kept) and kept[j][0] < end):
             continue
@@ -141,8 +174,8 @@ def _redact_once(text: str, counts: dict[str, int]) -> str:
     return "".join(parts)
 
 
-def _consider(text: str, hay: bytes, m: re.Match[bytes], i: int, rule: Rule,
-              found: list[tuple[int, int, int, str]]) -> None:
+def _consider(text: str, hay: bytes, m: re.Match[bytes], i: int, rule: Rule, found: list[Candidate],
+              markers_lose: bool = True) -> None:
     """Add the match of a scanned rule to ``found`` unless its checks veto it."""
     start, end = m.span(rule.group)
     if start >= end:
@@ -158,12 +191,12 @@ def _consider(text: str, hay: bytes, m: re.Match[bytes], i: int, rule: Rule,
         start, end = verdict  # the check narrowed the span (a command's argument to its password)
     # A span over a marker is a candidate that lost to another rule the first time round; it must lose
     # again, or a second pass would redact differently.
-    if "[REDACTED:" not in text[start:end]:
-        found.append((i, start, end, rule.kind))
+    if not markers_lose or "[REDACTED:" not in text[start:end]:
+        found.append((i, start, end, rule.kind, m.start()))
 
 
 def _try_located(text: str, raw: bytes, low: bytes, anchor: int, i: int, rule: Rule, back: int,
-                 walk: frozenset[int], find: bytes, found: list[tuple[int, int, int, str]]) -> None:
+                 walk: frozenset[int], find: bytes, found: list[Candidate], markers_lose: bool = True) -> None:
     """Match a located rule where a locator found one of its hooks, across escaped breaks if it may."""
     hay = low if rule.lower else raw
     start = hay.rfind(find, max(0, anchor - 64), anchor) if find else anchor - back
@@ -183,7 +216,7 @@ def _try_located(text: str, raw: bytes, low: bytes, anchor: int, i: int, rule: R
             jm, jtext, offsets = joined
             s, e = jm.span(rule.group)
             if s < e and (rule.check is None or rule.check(jtext, jm)):
-                found.append((i, offsets[s], offsets[e - 1] + 1, rule.kind))
+                found.append((i, offsets[s], offsets[e - 1] + 1, rule.kind, start))
                 return
     if m is not None:
-        _consider(text, hay, m, i, rule, found)
+        _consider(text, hay, m, i, rule, found, markers_lose)

@@ -42,6 +42,7 @@ class Scan:
     targets: dict[str, tuple[Target, ...]] | None = None  # a locator: group name -> rules to try
     # group name -> the other alternatives of its bucket (the ahead, matched after the anchor) and theirs
     siblings: dict[str, tuple[tuple[re.Pattern[bytes], tuple[Target, ...]], ...]] | None = None
+    where: tuple[bytes, bool] | None = None  # a locator: its anchor and whether it scans the lowercase
 
 
 def _members(cls: bytes) -> frozenset[int]:
@@ -127,5 +128,5 @@ def locators(rules: Iterable[tuple[int, Rule]], hosts: dict[tuple[bytes, bool], 
             outside.insert(0, host.pattern[1:])
         pattern = re.compile(re.escape(anchor) + b"(?:" + b"|".join(outside) + b")")
         scans.append(Scan(pattern, low, needs=(anchor,) if anchor == b"~" else (), rules=hosted,
-                          targets=targets, siblings={k: v for k, v in siblings.items() if v}))
+                          targets=targets, siblings={k: v for k, v in siblings.items() if v}, where=where))
     return scans

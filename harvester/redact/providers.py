@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from harvester.redact.judging import _random_body
-from harvester.redact.rule import ALNUM, B64URL, WORD, Hook, Rule, ends, starts
+from harvester.redact.rule import ALNUM, B64URL, WORD, Hook, Rule, Sure, ends, starts, sure
 
 # Where a prefix is hooked (see locate.py): on the first rare byte it holds, as in the old prefilters (A,
 # J, ~ in the text; k, g, x in its lowercase, so SK... and SG. land there too); else, when it ends with "_",
@@ -30,17 +30,18 @@ def prefix_hook(prefix: bytes, gate: str) -> Hook:
         i = prefix.find(anchor)
         if i >= 0:
             rest = re.escape(prefix[i + 1 :])
-            return Hook(anchor, ahead=rest + (b"(?<=" + re.escape(prefix) + b")" if i else b""), back=i)
+            return Hook(anchor, ahead=rest + (b"(?<=" + re.escape(prefix) + b")" if i else b""), back=i,
+                        sure=sure(prefix, i))
     low = prefix.lower()
     for anchor in LOW:
         i = low.find(anchor)
         if i >= 0:
             rest = re.escape(low[i + 1 :])
             behind = b"(?<=" + re.escape(low) + b")" if i else b""
-            return Hook(anchor, ahead=rest + behind if rest else behind, back=i, low=True)
+            return Hook(anchor, ahead=rest + behind if rest else behind, back=i, low=True, sure=sure(low, i))
     if prefix.endswith(b"_"):
-        return Hook(b"_", behind=prefix, back=len(prefix) - 1, gate=gate)
-    return Hook(prefix[:1], ahead=re.escape(prefix[1:]))
+        return Hook(b"_", behind=prefix, back=len(prefix) - 1, gate=gate, sure=sure(prefix, len(prefix) - 1))
+    return Hook(prefix[:1], ahead=re.escape(prefix[1:]), sure=sure(prefix, 0))
 
 
 def token(kind: str, prefixes: tuple[bytes, ...], body: bytes, *, start: bytes = ALNUM,
@@ -64,12 +65,13 @@ _SAS_VERSION = re.compile(rb"(?<![A-Za-z0-9])sv=[0-9]{4}-[0-9]{2}-[0-9]{2}[^\s\"
 
 
 _HEX32 = rb"[0-9a-f]{32}"
+_AC_HEX = Sure(rb"AC[0-9a-f]{32}", 0)  # "AC" alone is in every other word of code
 
 TOKENS: tuple[Rule, ...] = (
     # JWT: base64url header "eyJ..." . payload "eyJ..." . signature (empty when unsigned). Found at the dot
     # before the payload, then back over the header.
     Rule("jwt", re.compile(starts(B64URL) + rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
-         hooks=(Hook(b"J", ahead=rb"(?<=eyJ)", back=2),), split=True),
+         hooks=(Hook(b"J", ahead=rb"(?<=eyJ)", back=2, sure=sure(b"eyJ", 2)),), split=True),
     # --- AI model providers
     # Anthropic: sk-ant-api03-<93>AA, sk-ant-admin01-..., sk-ant-oat01-... (OAuth).
     token("anthropic-api-key", (b"sk-ant-",), rb"(?P<body>[A-Za-z0-9_-]{20,})", start=B64URL, end=None,
@@ -102,11 +104,12 @@ TOKENS: tuple[Rule, ...] = (
     token("azure-shared-access-key", (b"SharedAccessKey=",), rb"(?P<v>[A-Za-z0-9+/]{40,88}={0,2})", group="v",
           end=rb"A-Za-z0-9+/="),
     Rule("azure-sas-signature", re.compile(rb"(?<=[?&;])sig=(?P<v>[A-Za-z0-9%+/=]{20,})"), group="v",
-         hooks=(Hook(b"g", ahead=rb"=(?<=sig=)", back=2, low=True),), check=_after_sas_version),
+         hooks=(Hook(b"g", ahead=rb"=(?<=sig=)", back=2, low=True, sure=sure(b"sig=", 2)),),
+         check=_after_sas_version),
     Rule("azure-ad-client-secret", re.compile(
         starts(rb"A-Za-z0-9_~.-") + rb"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}"
         + ends(rb"A-Za-z0-9_~-") + rb"(?!\.[A-Za-z0-9_~.-])"),  # a final "." ends a sentence
-         hooks=(Hook(b"~", ahead=rb"(?<=[0-9]Q~)", back=5),)),
+         hooks=(Hook(b"~", ahead=rb"(?<=[0-9]Q~)", back=5, sure=sure(b"Q~", 1)),)),
     token("alibaba-access-key-id", (b"LTAI",), rb"[A-Za-z0-9]{17,21}"),
     token("digitalocean-token", (b"dop_v1_", b"doo_v1_", b"dor_v1_"), rb"[0-9a-f]{64}"),
     token("heroku-api-key", (b"HRKU-AA",), rb"[A-Za-z0-9_-]{58}", end=B64URL),
@@ -176,15 +179,16 @@ TOKENS: tuple[Rule, ...] = (
     # Slack incoming webhooks: https://hooks.slack.com/services/T.../B.../<24>; the host stays readable.
     Rule("slack-webhook", re.compile(
         rb"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9_/+-]{20,})"), group="v",
-         hooks=(Hook(b"k", ahead=rb"s\.slack\.com/(?<=hooks\.slack\.com/)", back=3, low=True),)),
+         hooks=(Hook(b"k", ahead=rb"s\.slack\.com/(?<=hooks\.slack\.com/)", back=3, low=True,
+                     sure=sure(b"hooks.slack.com/", 3)),)),
     Rule("teams-webhook", re.compile(rb"\.webhook\.office\.com/webhookb2/(?P<v>[A-Za-z0-9@/-]{60,})"),
          group="v",
          hooks=(Hook(b"k", ahead=rb"\.office\.com/webhookb2/(?<=\.webhook\.office\.com/webhookb2/)", back=7,
-                     low=True),)),
+                     low=True, sure=sure(b".webhook.office.com/webhookb2/", 7)),)),
     # Discord bot tokens: base64 of the bot's user id . 6 (time) . 27-38 (HMAC). Found at the first dot.
     # Telegram bot tokens: <bot id>:<35 base64url, from "AA">. The whole token goes.
     Rule("telegram-bot-token", re.compile(rb"(?<![0-9])[0-9]{5,16}:A[A-Za-z0-9_-]{34}" + ends(B64URL)),
-         hooks=(Hook(b"A", ahead=rb"(?<=[0-9]:A)", back=1, walk=b"0123456789"),)),
+         hooks=(Hook(b"A", ahead=rb"(?<=[0-9]:A)", back=1, walk=b"0123456789", sure=sure(b":A", 1)),)),
     # SendGrid: SG.<22>.<43>; Brevo (Sendinblue): xkeysib-<64 hex>-<16>; MailerSend: mlsn.<...>.
     token("sendgrid-api-key", (b"SG.",), rb"[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", end=B64URL, gate="wide"),
     token("brevo-api-key", (b"xkeysib-",), rb"[0-9a-f]{64}-[A-Za-z0-9]{16}"),
@@ -195,11 +199,12 @@ TOKENS: tuple[Rule, ...] = (
     Rule("twilio-auth-token", re.compile(
         starts(ALNUM) + rb"AC" + _HEX32 + rb"(?![A-Za-z0-9])(?:(?!AC" + _HEX32 + rb")[\s\S]){1,160}?"
         + starts(ALNUM) + rb"(?P<v>" + _HEX32 + rb")" + ends(ALNUM)), group="v",
-         hooks=(Hook(b"A", ahead=rb"C[0-9a-f]{32}"),)),
+         hooks=(Hook(b"A", ahead=rb"C[0-9a-f]{32}", sure=_AC_HEX),)),
     Rule("twilio-account-sid", re.compile(starts(ALNUM) + rb"AC" + _HEX32 + ends(ALNUM)),
-         hooks=(Hook(b"A", ahead=rb"C[0-9a-f]{32}"),)),  # the same alternative as the pair's: both are tried
+         hooks=(Hook(b"A", ahead=rb"C[0-9a-f]{32}", sure=_AC_HEX),)),  # the same alternative as the pair's: both are tried
     Rule("twilio-api-key", re.compile(starts(ALNUM) + rb"SK[0-9a-fA-F]{32}" + ends(ALNUM)),
-         hooks=(Hook(b"k", ahead=rb"[0-9a-f]{32}(?<=sk[0-9a-f]{32})", back=1, low=True),)),
+         hooks=(Hook(b"k", ahead=rb"[0-9a-f]{32}(?<=sk[0-9a-f]{32})", back=1, low=True,
+                     sure=Sure(rb"sk[0-9a-f]{32}", 1)),)),
     # --- payments
     # Stripe: sk_live_/sk_test_ (secret), rk_live_/rk_test_ (restricted) + 16+ base62 (see Decisions).
     token("stripe-key", (b"sk_live_", b"sk_test_", b"rk_live_", b"rk_test_"), rb"(?P<body>[A-Za-z0-9]{16,})",

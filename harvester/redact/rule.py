@@ -10,6 +10,23 @@ MARKER = "[REDACTED:{}]"
 
 
 @dataclass(frozen=True, slots=True)
+class Sure:
+    """Where a scan can stop, found without it (``positions.py``): every match of a rule (or of a hook's
+    alternative) starts ``at`` bytes after the start of a match of ``expression`` (Hyperscan syntax), on the
+    text or, for a rule on its lowercase, in any ASCII case. Hyperscan reports the leftmost start of the matches
+    ending at a byte, so no two matches of ``expression`` that start apart may end at the same byte (true of a
+    literal, and of a literal followed by bytes that cannot begin it again)."""
+
+    expression: bytes
+    at: int
+
+
+def sure(literal: bytes, at: int) -> Sure:
+    """The ``Sure`` of a literal: ``at`` is where the scan stops inside it."""
+    return Sure(b"".join(b"\\x%02x" % c for c in literal), at)
+
+
+@dataclass(frozen=True, slots=True)
 class Hook:
     """Where a locator scan finds a candidate for a rule: right after one byte, ``anchor``.
 
@@ -31,6 +48,7 @@ class Hook:
     # ``ahead`` behind the first, shared lookahead (most stops at a separator end there).
     gate: str = ""
     low: bool = False  # the locator scans the lowercased text
+    sure: Sure | None = None  # where the locator can stop for this hook (None: anywhere, it scans the text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +64,8 @@ class Rule:
     # Located rules are not scanned for: their pattern is matched where a locator found a hook.
     hooks: tuple[Hook, ...] = ()
     split: bool = False  # also found when an escaped line break cuts it in two (see splits.py)
+    # A scanned rule: where its pattern can match (each match starts at one of these); empty: anywhere.
+    sure: tuple[Sure, ...] = ()
 
 
 # A token starts where the byte before is not one of its own class, and also right after a C/JSON escape

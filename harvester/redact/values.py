@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Container
 from typing import Any
 
 from harvester.redact.engine import MARKER, redact
@@ -52,9 +53,9 @@ def _merge(into: dict[str, int], counts: dict[str, int]) -> None:
         into[kind] = into.get(kind, 0) + n
 
 
-def _walk(value: Any, kind: str | None, counts: dict[str, int], urls: bool) -> Any:
+def _walk(value: Any, kind: str | None, counts: dict[str, int], urls: bool, clean: Container[str]) -> Any:
     if isinstance(value, str):
-        return _string(value, kind, counts, urls)
+        return _string(value, kind, counts, urls, clean)
     if isinstance(value, dict):
         # {"name": "DB_PASSWORD", "value": "..."}: Kubernetes env entries, GitHub/CI variable listings.
         named = value.get("name", value.get("key"))
@@ -66,7 +67,7 @@ def _walk(value: Any, kind: str | None, counts: dict[str, int], urls: bool) -> A
                 k_kind: str | None = named_kind
             else:
                 k_kind = _key_kind(k) if isinstance(k, str) else None
-            new = _walk(v, k_kind, counts, urls)
+            new = _walk(v, k_kind, counts, urls, clean)
             new_k = _key(k, counts) if isinstance(k, str) else k
             if out is None:
                 if new is v and new_k is k:
@@ -81,7 +82,7 @@ def _walk(value: Any, kind: str | None, counts: dict[str, int], urls: bool) -> A
     if isinstance(value, list | tuple):
         items: list[Any] | None = None
         for i, v in enumerate(value):
-            new = _walk(v, kind, counts, urls)  # {"tokens": [...]} is not secret, {"token": [...]} is
+            new = _walk(v, kind, counts, urls, clean)  # {"tokens": [...]} is not secret, {"token": [...]} is
             if new is not v:
                 if items is None:
                     items = list(value)
@@ -92,11 +93,14 @@ def _walk(value: Any, kind: str | None, counts: dict[str, int], urls: bool) -> A
     return value  # numbers, booleans, None: not secrets even under a secret key
 
 
-def _string(value: str, kind: str | None, counts: dict[str, int], urls: bool) -> str:
+def _string(value: str, kind: str | None, counts: dict[str, int], urls: bool, clean: Container[str]) -> str:
     if urls:
         value, found = clean_urls_in(value)
         _merge(counts, found)
-    new, found = redact(value)
+    if value in clean:
+        new, found = value, {}  # what redact returns for it (screen.py)
+    else:
+        new, found = redact(value)
     if found:
         _merge(counts, found)
         return new
@@ -128,12 +132,37 @@ def _redacted_key(key: str) -> tuple[str, tuple[tuple[str, int], ...]]:
     return new, tuple(found.items())
 
 
-def redact_value(value: Any, urls: bool = False) -> tuple[Any, dict[str, int]]:
+def redact_value(value: Any, urls: bool = False, clean: Container[str] = ()) -> tuple[Any, dict[str, int]]:
     """``redact`` over a JSON-like value (its keys too), plus the string values of keys that name a secret.
 
     Returns ``value`` itself and ``{}`` when nothing was found; otherwise changed containers are copies
     and unchanged ones are shared with the input. Numbers, booleans and None stay even under a secret key.
-    ``urls``: also clean every URL structurally (metadata; see ``urls.py``).
+    ``urls``: also clean every URL structurally (metadata; see ``urls.py``). ``clean``: strings known to hold
+    nothing for ``redact`` (``screen.clean_strings``), not scanned again.
     """
     counts: dict[str, int] = {}
-    return _walk(value, None, counts, urls), counts
+    return _walk(value, None, counts, urls, clean), counts
+
+
+def strings_of(value: Any, out: list[str]) -> bool:
+    """Add every string of a JSON-like value to ``out``, its keys' too; whether ``redact_value`` may find more
+    than ``redact`` finds in them: a key that names a secret, a ``{"name": ..., "value": ...}`` entry."""
+    if isinstance(value, str):
+        out.append(value)
+        return False
+    named = False
+    if isinstance(value, dict):
+        if "value" in value and ("name" in value or "key" in value):
+            named = True
+        for k, v in value.items():
+            if isinstance(k, str):
+                out.append(k)
+                if _key_kind(k) is not None:
+                    named = True
+            if strings_of(v, out):
+                named = True
+    elif isinstance(value, list | tuple):
+        for v in value:
+            if strings_of(v, out):
+                named = True
+    return named
