@@ -101,11 +101,13 @@ def test_unknown_content_types_and_roles_are_drift_and_their_text_is_kept() -> N
 def test_no_current_node_reads_every_message_by_time_and_the_flat_form_is_read() -> None:
     # Without current_node (cass reads every message by create_time): nothing is lost.
     mapping = {key: {"id": key, "parent": None, "children": [], "message": {
-        "id": key, "author": {"role": role}, "create_time": t, "content": {"content_type": "text", "parts": [text]}}}
+        "id": key, "author": {"role": role}, "create_time": t, "content": {"content_type": "text", "parts": [text]},
+        "metadata": {"model_slug": "gpt-4o"} if role == "assistant" else {}}}
         for key, role, t, text in (("b", "assistant", 1790000002.0, "second"), ("a", "user", 1790000001.0, "first"))}
     batch = _parse({"id": "c2", "mapping": mapping})
     assert [(e.session, e.text) for e in batch.events] == [("c2", "first"), ("c2", "second")]
     assert batch.sessions["c2"].title == "first"  # no title: the first prompt
+    assert batch.sessions["c2"].model == "gpt-4o"  # no default model: the last answer's
     flat = _parse({"title": "Flat", "messages": [{"role": "user", "content": "q?", "timestamp": 1790000000000},
                                                  {"role": "assistant", "content": "a."}]}, "flat-1.data")
     assert [(e.session, e.role, e.text, e.ts) for e in flat.events] == [

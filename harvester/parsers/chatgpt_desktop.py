@@ -124,6 +124,9 @@ def _conversation(batch: Batch, ref: SourceRef, document: dict) -> None:
                 batch.problems.append(Problem("malformed", index + 1, "message is not an object"))
     else:
         batch.problems.append(Problem("unknown_type", None, "conversation with neither a mapping nor messages"))
+    models = [e.model for e in batch.events if e.session == sid and e.model]
+    if patch.model is None and models:
+        patch.model = models[-1]  # no default model named: the last answer's
     times = [e.ts for e in batch.events if e.session == sid and e.ts]
     if times:
         patch.started_at = patch.started_at or min(times)
