@@ -58,6 +58,7 @@ def test_the_active_branch_with_its_thinking_tools_and_results(tmp_path: Path) -
                                 ("tool", "tool_result"), ("assistant", "text")]
     assert browsing[0]["text"] == "[image]\nWhich release of uv added this flag?"
     assert browsing[1]["tool_name"] == "web" and "exclude-newer release" in browsing[1]["text"]
+    assert browsing[1]["tool_input"] == {"search_query": [{"q": "uv --exclude-newer release"}]}  # its JSON
     assert "0.1.12: add --exclude-newer" in browsing[2]["text"]
     assert browsing[3]["text"] == ("> Add --exclude-newer to pip compile\n"
                                    "> -- [uv changelog](https://github.com/astral-sh/uv/blob/main/CHANGELOG.md)")
@@ -122,3 +123,10 @@ def test_a_damaged_document_costs_that_document() -> None:
     cycle = {"a": {"parent": "b", "message": {"id": "a", "author": {"role": "user"}, "content": {"parts": ["x"]}}},
              "b": {"parent": "a", "message": None}}
     assert [e.text for e in _parse({"id": "c", "mapping": cycle, "current_node": "a"}).events] == ["x"]
+
+
+def test_code_written_to_the_user_is_a_fenced_answer_not_a_call() -> None:
+    mapping = {"a": {"parent": None, "message": {"id": "a", "author": {"role": "assistant"}, "recipient": "all",
+                                                 "content": {"content_type": "code", "language": "sh", "text": "ls"}}}}
+    events = _parse({"id": "c", "mapping": mapping, "current_node": "a"}).events
+    assert [(e.kind, e.text) for e in events] == [("text", "```sh\nls\n```")]

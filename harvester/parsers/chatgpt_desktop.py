@@ -97,6 +97,18 @@ def _seconds(value: Any) -> str | None:
     return iso_ms(value if value > 1e11 else value * 1000)
 
 
+def _call_input(text: str) -> Any:
+    """What an assistant message sends a tool: its JSON (a search's queries) when it is an object, else the text."""
+    if text.startswith("{"):
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return {"text": text}
+        if isinstance(value, dict):
+            return value
+    return {"text": text}
+
+
 def _conversation(batch: Batch, ref: SourceRef, document: dict) -> None:
     sid = _text(document.get("conversation_id")) or _text(document.get("id")) or ref.path.stem
     patch = batch.session(sid)
@@ -188,7 +200,7 @@ class _Reader:
                 self.add(uid, "assistant", "thinking", text, ts, model=model)
         elif role == "assistant" and recipient and recipient != "all":
             # A call to one of ChatGPT's tools (python, web, dalle.text2im, bio...): its input is the content.
-            tool_input = {"code": text, "language": content.get("language")} if ctype == "code" else {"text": text}
+            tool_input = {"code": text, "language": content.get("language")} if ctype == "code" else _call_input(text)
             self.last_call = uid
             self.add(uid, "assistant", "tool_call", render_call(recipient, tool_input, _CALL_KEYS), ts,
                      tool_name=recipient, tool_input=tool_input, tool_call_id=uid, model=model)
@@ -204,6 +216,9 @@ class _Reader:
                 self.add(uid, "user", "text", text, ts)
                 self.first_prompt = self.first_prompt or text
         elif role == "assistant":
+            if text and ctype == "code":  # code shown to the user, run by no tool
+                language = content.get("language") if isinstance(content.get("language"), str) else ""
+                text = f"```{language}\n{text}\n```"
             if text:
                 self.add(uid, "assistant", "text", text, ts, model=model)
         else:
