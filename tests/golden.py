@@ -185,6 +185,7 @@ LAYOUTS: dict[str, Layout] = {
     "commandcode": Layout("commandcode", _link(".commandcode")),  # no variable moves it
     "workbuddy": Layout("workbuddy", _link(".workbuddy")),  # no variable moves it
     "cortex": Layout("cortex", _link(".snowflake/cortex/conversations")),  # no variable moves it
+    "chatgpt_desktop": Layout("chatgpt-desktop", _link("Library/Application Support/com.openai.chat")),  # macOS's
     "qclaw": Layout("qclaw", _link(".qclaw")),  # no variable moves it
     "shelley": Layout("shelley", _built("shelley.sql", "shelley.db", _link(".config/shelley"))),
     "zencoder": Layout("zencoder", _link(".zencoder/sessions")),  # no variable moves it

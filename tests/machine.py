@@ -91,6 +91,7 @@ PLACES = {
     "commandcode": ".commandcode",
     "zencoder": ".zencoder/sessions",
     "cortex": ".snowflake/cortex/conversations",
+    "chatgpt_desktop": "Library/Application Support/com.openai.chat",
     "qclaw": ".qclaw",
     "shelley": ".config/shelley",
     "piebald": ".local/share/piebald",
