@@ -14,14 +14,12 @@ the reading, the bottleneck.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,6 @@ from harvester.capture.reading import Chunk, Failure, Outcome, failure_of, read_
 from harvester.capture.sources import Found, discover, harness_roots, source_stat, unchanged
 from harvester.config.limits import LIMITS, ReadLimits
 from harvester.gitident import GitResolver, RepoIdentity, bank_id, with_recorded_origin
-from harvester.log import configure as configure_log
 from harvester.log import configured_level, get_logger
 from harvester.model import Batch, Problem
 from harvester.parsers.base import Harness
@@ -106,15 +103,13 @@ class Ingestor:
         self.git = resolver or GitResolver(learned=bank.learned_identity, remember=bank.remember_identity)
         self.parallel_bytes = parallel_bytes
         self.bytes_read = 0
-        self._pool: ProcessPoolExecutor | None = None
-        self._stop_other: Any = None  # a multiprocessing Event: the other process stops at its next chunk
+        self._second: workers.SecondProcess | None = None
         self._should_stop: Callable[[], bool] = lambda: False
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._stop_other.set()  # what it is ingesting stops at a committed chunk
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        if self._second is not None:
+            self._second.close()  # what it is ingesting stops at a committed chunk
+            self._second = None
             self.bank.share_writes(False)  # type: ignore[attr-defined]
 
     def __enter__(self) -> Ingestor:
@@ -241,36 +236,34 @@ class Ingestor:
 
     def _submit(self, harness: Harness, item: Found) -> Future | None:
         try:
-            return self._other().submit(_ingest_there, harness.name, item)
-        except BrokenProcessPool:
+            return self._other().submit(harness.name, item)
+        except workers.SecondProcessLost:
             self._lost_other()
             return None
 
     def _finish_from(self, harness: Harness, item: Found, future: Future) -> tuple[Harness, Found, SourceResult]:
         try:
             result: SourceResult = future.result()
-        except BrokenProcessPool:  # the other process died (killed, out of memory): ingest it here
+        except workers.SecondProcessLost:  # the other process died (killed, out of memory): ingest it here
             log.warning("the second ingesting process died; going on here", path=str(item.path))
             self._lost_other()
             return harness, item, self._ingest(harness, item, self.bank.cursor(str(item.path)))
         self.bytes_read += result.bytes_read
         return harness, item, result
 
-    def _other(self) -> ProcessPoolExecutor:
-        """The second process: an Ingestor of its own over the same bank (spawned, not forked: the
-        parent's open SQLite connection must never be inherited). It dies with this one (workers.py)."""
-        if self._pool is None:
-            context = multiprocessing.get_context("spawn")
-            self._stop_other = context.Event()
+    def _other(self) -> workers.SecondProcess:
+        """The second process: an Ingestor of its own over the same bank (a fresh interpreter, not a fork:
+        the parent's open SQLite connection must never be inherited). It dies with this one (workers.py)."""
+        if self._second is None:
             self.bank.share_writes()  # type: ignore[attr-defined]
-            self._pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=context, initializer=_start_there,
-                initargs=(os.getpid(), self.bank.for_another_process(), self.template, self.exclude, self.limits,
-                          self._stop_other, configured_level()))
-        return self._pool
+            self._second = workers.SecondProcess((os.getpid(), self.bank.for_another_process(), self.template,
+                                                  self.exclude, self.limits, configured_level()))
+        return self._second
 
     def _lost_other(self) -> None:
-        self._pool = None
+        if self._second is not None:
+            self._second.close()
+        self._second = None
         self.bank.share_writes(False)  # type: ignore[attr-defined]
 
     def ingest_many(self, harness: Harness, found: list[Found]) -> list[SourceResult]:
@@ -473,29 +466,6 @@ class Ingestor:
             said = "fields not known" if problem.kind == "unknown_field" else "record skipped"
             log.warning(said, harness=harness.name, path=path, line=problem.line,
                         kind=problem.kind, detail=problem.detail)
-
-
-_THERE: Ingestor | None = None  # in the second process of a parallel scan: its own Ingestor
-
-
-def _start_there(parent_pid: int, open_bank: Callable[[], CaptureBank], template: str,
-                 exclude: Callable[[str | None], bool] | None, limits: ReadLimits, stop: Any, log_level: str) -> None:
-    global _THERE
-    workers.die_with_parent(parent_pid)
-    configure_log(level=log_level)
-    bank = open_bank()  # the bank's own way to open it again here (CaptureBank.for_another_process)
-    bank.share_writes()  # type: ignore[attr-defined]
-    bank.defer_index(True)  # type: ignore[attr-defined]  # the first process's catch-ups index what this one adds
-    _THERE = Ingestor(bank, template, exclude=exclude, limits=limits, parallel_bytes=1 << 62)
-    _THERE._should_stop = stop.is_set
-
-
-def _ingest_there(harness_name: str, item: Found) -> SourceResult:
-    """One source, read and committed in the second process; its cursor as the bank has it now."""
-    assert _THERE is not None
-    from harvester.parsers import HARNESSES
-
-    return _THERE.ingest(HARNESSES[harness_name], item)
 
 
 def _tally(hr: HarnessReport, result: SourceResult) -> None:
