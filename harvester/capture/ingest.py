@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harvester.capture import workers
+from harvester.capture import grouping, workers
 from harvester.capture.contract import BankError, CaptureBank, Cursor, CursorMoved, SessionWrite, Write
 from harvester.capture.reading import Chunk, Failure, Outcome, failure_of, read_source
 from harvester.capture.sources import Found, discover, harness_roots, source_stat, unchanged
@@ -213,43 +213,50 @@ class Ingestor:
 
     def _ingest_pending(self, pending: list[tuple[Harness, Found, Cursor | None, int]], to_read: int
                         ) -> Iterator[tuple[Harness, Found, SourceResult]]:
+        # Small sources in groups, each group one transaction, when no write indexes its own events (grouping.py).
+        grouped = bool(getattr(self.bank, "index_deferred", False)) and hasattr(self.bank, "grouped")
         # One source is read by one process: a second would only wait (and hold its own memory).
         if (to_read < self.parallel_bytes or len(pending) < 2 or (os.cpu_count() or 1) < 2
                 or not hasattr(self.bank, "share_writes")):
-            for harness, item, cursor, _ in pending:
-                yield harness, item, self._ingest(harness, item, cursor)
+            for unit in grouping.units(pending, grouped):
+                if self._should_stop():
+                    break
+                yield from self._ingest_unit([(harness, item, cursor) for harness, item, cursor, _ in unit])
             return
         # The largest first, so that neither process is left with a long one at the end.
         pending.sort(key=lambda entry: entry[3], reverse=True)
-        window: deque[tuple[Harness, Found, Future]] = deque()
-        for harness, item, cursor, _ in pending:
+        window: deque[tuple[list[tuple[Harness, Found]], Future]] = deque()
+        for unit in grouping.units(pending, grouped):
             if self._should_stop():
                 break
-            while window and window[0][2].done():
-                yield self._finish_from(*window.popleft())
-            if len(window) < IN_FLIGHT and (future := self._submit(harness, item)) is not None:
-                window.append((harness, item, future))
+            while window and window[0][1].done():
+                yield from self._finish_from(*window.popleft())
+            sources = [(harness, item) for harness, item, _, _ in unit]
+            if len(window) < IN_FLIGHT and (future := self._submit(sources)) is not None:
+                window.append((sources, future))
                 continue
-            yield harness, item, self._ingest(harness, item, cursor)  # the other has enough queued: this one
+            # The other has enough queued: this one.
+            yield from self._ingest_unit([(harness, item, cursor) for harness, item, cursor, _ in unit])
         while window:
-            yield self._finish_from(*window.popleft())
+            yield from self._finish_from(*window.popleft())
 
-    def _submit(self, harness: Harness, item: Found) -> Future | None:
+    def _submit(self, sources: list[tuple[Harness, Found]]) -> Future | None:
         try:
-            return self._other().submit(harness.name, item)
+            return self._other().submit([(harness.name, item) for harness, item in sources])
         except workers.SecondProcessLost:
             self._lost_other()
             return None
 
-    def _finish_from(self, harness: Harness, item: Found, future: Future) -> tuple[Harness, Found, SourceResult]:
+    def _finish_from(self, sources: list[tuple[Harness, Found]], future: Future
+                     ) -> list[tuple[Harness, Found, SourceResult]]:
         try:
-            result: SourceResult = future.result()
-        except workers.SecondProcessLost:  # the other process died (killed, out of memory): ingest it here
-            log.warning("the second ingesting process died; going on here", path=str(item.path))
+            results: list[SourceResult] = future.result()
+        except workers.SecondProcessLost:  # the other process died (killed, out of memory): ingest them here
+            log.warning("the second ingesting process died; going on here", path=str(sources[0][1].path))
             self._lost_other()
-            return harness, item, self._ingest(harness, item, self.bank.cursor(str(item.path)))
-        self.bytes_read += result.bytes_read
-        return harness, item, result
+            return self._ingest_unit([(harness, item, self.bank.cursor(str(item.path))) for harness, item in sources])
+        self.bytes_read += sum(result.bytes_read for result in results)
+        return [(harness, item, result) for (harness, item), result in zip(sources, results, strict=True)]
 
     def _other(self) -> workers.SecondProcess:
         """The second process: an Ingestor of its own over the same bank (a fresh interpreter, not a fork:
@@ -276,6 +283,26 @@ class Ingestor:
     def ingest(self, harness: Harness, found: Found) -> SourceResult:
         """Import what is new in one source; returns once it is committed."""
         return self._ingest(harness, found, self.bank.cursor(str(found.path)))
+
+    def ingest_unit(self, sources: list[tuple[Harness, Found]]) -> list[SourceResult]:
+        """One source, or a group of small ones committed together (grouping.py); their cursors as the bank has
+        them now. What a scan's second process does with what it is sent."""
+        unit = [(harness, found, self.bank.cursor(str(found.path))) for harness, found in sources]
+        return [result for _, _, result in self._ingest_unit(unit)]
+
+    def _ingest_unit(self, unit: list[tuple[Harness, Found, Cursor | None]]
+                     ) -> list[tuple[Harness, Found, SourceResult]]:
+        if len(unit) == 1:
+            harness, found, cursor = unit[0]
+            return [(harness, found, self._ingest(harness, found, cursor))]
+        read = []
+        for harness, found, cursor in unit:  # read whole first: the group's transaction is only its writes
+            outcome = Outcome(str(found.path))
+            chunks = read_source(found, harness.name, cursor, outcome, self.bank.prepare_rows, self.limits)
+            read.append((harness, found, outcome, grouping.read_ahead(chunks)))
+        with self.bank.grouped():  # type: ignore[attr-defined]
+            return [(harness, found, self._commit_source(harness, chunks, outcome))
+                    for harness, found, outcome, chunks in read]
 
     def _ingest(self, harness: Harness, found: Found, cursor: Cursor | None) -> SourceResult:
         outcome = Outcome(str(found.path))

@@ -121,7 +121,7 @@ class SecondProcess:
         except OSError:
             self._lost = True
 
-    def submit(self, *task: Any) -> Future:
+    def submit(self, task: Any) -> Future:
         future: Future = Future()
         with self._lock:  # (answers come in the order sent: only one thread submits)
             if self._lost:
@@ -202,9 +202,9 @@ def serve() -> None:
             task = _receive(tasks)
             if task is None:
                 break
-            harness_name, item = pickle.loads(task)
+            sources = [(HARNESSES[name], item) for name, item in pickle.loads(task)]
             try:
-                answer: tuple[str, Any] = ("ok", ingestor.ingest(HARNESSES[harness_name], item))
+                answer: tuple[str, Any] = ("ok", ingestor.ingest_unit(sources))
             except Exception as exc:  # the parent raises it, as if it had ingested the source itself
                 answer = ("error", exc)
             try:
