@@ -23,7 +23,6 @@ import ctypes
 import ctypes.util
 import os
 import pickle
-import select
 import signal
 import struct
 import subprocess
@@ -31,7 +30,6 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -65,10 +63,10 @@ def _watch(parent_pid: int) -> None:
 
 
 def _send(fd: int, message: Any) -> None:
-    _write(fd, pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+    write(fd, pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _write(fd: int, data: bytes) -> None:
+def write(fd: int, data: bytes) -> None:
     view = memoryview(_LENGTH.pack(len(data)) + data)
     while view:
         view = view[os.write(fd, view):]
@@ -85,7 +83,7 @@ def _read_exactly(fd: int, n: int) -> bytes | None:
     return b"".join(parts)
 
 
-def _receive(fd: int) -> bytes | None:
+def receive(fd: int) -> bytes | None:
     """The next message's pickle, or None once the other end has closed."""
     head = _read_exactly(fd, _LENGTH.size)
     return None if head is None else _read_exactly(fd, _LENGTH.unpack(head)[0])
@@ -105,7 +103,7 @@ class SecondProcess:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         try:
             self._child = subprocess.Popen(
-                [sys.executable, "-c", "from harvester.capture.workers import serve; serve()",
+                [sys.executable, "-c", "from harvester.capture.second import serve; serve()",
                  *(str(fd) for fd in child_fds)],
                 stdin=subprocess.DEVNULL, pass_fds=child_fds, env=env)
         finally:
@@ -139,7 +137,7 @@ class SecondProcess:
     def _read_results(self) -> None:
         while True:
             try:
-                message = _receive(self._results)
+                message = receive(self._results)
             except OSError:
                 message = None
             if message is None:
@@ -176,53 +174,3 @@ class SecondProcess:
         self._child.wait()
         self._reader.join()
         os.close(self._results)
-
-
-def serve() -> None:
-    """The child: set up from the first message, then ingest each source sent until the pipe closes."""
-    tasks, results, stop = (int(arg) for arg in sys.argv[1:4])
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent's scan, which stops this one
-    setup = _receive(tasks)
-    if setup is None:
-        return
-    parent_pid, open_bank, template, exclude, limits, log_level = pickle.loads(setup)
-    die_with_parent(parent_pid)
-    from harvester.capture.ingest import Ingestor
-    from harvester.log import configure
-    from harvester.parsers import HARNESSES
-
-    configure(level=log_level)
-    bank = open_bank()  # the bank's own way to open it again here (CaptureBank.for_another_process)
-    bank.share_writes()
-    bank.defer_index(True)  # the first process's catch-ups index what this one adds
-    ingestor = Ingestor(bank, template, exclude=exclude, limits=limits, parallel_bytes=1 << 62)
-    ingestor._should_stop = _stop_flag(stop)
-    try:
-        while True:
-            task = _receive(tasks)
-            if task is None:
-                break
-            sources = [(HARNESSES[name], item) for name, item in pickle.loads(task)]
-            try:
-                answer: tuple[str, Any] = ("ok", ingestor.ingest_unit(sources))
-            except Exception as exc:  # the parent raises it, as if it had ingested the source itself
-                answer = ("error", exc)
-            try:
-                data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:  # an exception that cannot be pickled: said as what it was
-                data = pickle.dumps(("error", RuntimeError(f"{type(answer[1]).__name__}: {answer[1]}")))
-            _write(results, data)
-    finally:
-        bank.close()
-
-
-def _stop_flag(fd: int) -> Callable[[], bool]:
-    stopped = False
-
-    def should_stop() -> bool:
-        nonlocal stopped
-        if not stopped:
-            stopped = bool(select.select([fd], [], [], 0)[0])  # a byte written, or the parent gone
-        return stopped
-
-    return should_stop
