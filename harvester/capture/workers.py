@@ -34,6 +34,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+# What the child runs (``python -c``). bench/harvester_pass.py puts its write-lock timing in front of it.
+CHILD_CODE = "from harvester.capture.second import serve; serve()"
 PR_SET_PDEATHSIG = 1
 CHECK_SECONDS = 1.0
 _LENGTH = struct.Struct("<Q")  # each message: its length, then its pickle
@@ -103,7 +105,7 @@ class SecondProcess:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         try:
             self._child = subprocess.Popen(
-                [sys.executable, "-c", "from harvester.capture.second import serve; serve()",
+                [sys.executable, "-c", CHILD_CODE,
                  *(str(fd) for fd in child_fds)],
                 stdin=subprocess.DEVNULL, pass_fds=child_fds, env=env)
         finally:
