@@ -49,9 +49,10 @@ from bench.gen_tree import OUT, cached_tree, layout  # noqa: E402
 from bench.naive_import import source_bytes  # noqa: E402
 
 AGENTSVIEW_VENV = OUT / "agentsview-venv"
-ENGINES = ("floor", "naive", "harvester", "agentsview")
+ENGINES = ("floor", "naive", "harvester", "agentsview", "before")
 LABELS = {"floor": "orjson floor", "naive": "naive import", "harvester": "harvester scan",
-          "agentsview": "agentsview sync"}
+          "agentsview": "agentsview sync", "before": "harvester before"}
+COMPARE_ROOT: Path | None = None  # --compare-root: another checkout, whose harvester_pass.py is the "before" engine
 TARGETS = {"naive": 2.0, "agentsview": 8.0}  # harvester at least this many times as fast (issue 13)
 SAMPLE_SECONDS = 0.05
 
@@ -152,15 +153,21 @@ def dir_mb(path: Path) -> float:
 
 
 def base_env() -> dict[str, str]:
-    """The benchmark's own environment minus what would point an engine at the real agents' history."""
+    """The benchmark's own environment minus what would point an engine at the real agents' history, and
+    with byte-code cached as installed (pip compiles it): PYTHONDONTWRITEBYTECODE would have every run compile
+    every module anew (about 0.45 CPU-s per harvester process on this machine, the naive importer's few
+    modules next to nothing). The warm-up (``warm_bytecode``) fills the caches before the first round."""
     drop = ("XDG_", "CLAUDE_", "CODEX_", "OPENCODE_", "KILO_", "AGENTSVIEW_")
-    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop) and k != "PYTHONDONTWRITEBYTECODE"}
 
 
 # -- the engines -----------------------------------------------------------------------------------
 def run_ours(engine: str, home: Path, work: Path) -> Pass:
     python = sys.executable
-    if engine == "floor":
+    if engine == "before":
+        assert COMPARE_ROOT is not None
+        argv = [python, str(COMPARE_ROOT / "bench" / "harvester_pass.py"), str(home), str(work)]
+    elif engine == "floor":
         argv = [python, str(ROOT / "bench" / "naive_import.py"), str(home), "--floor"]
     elif engine == "naive":
         argv = [python, str(ROOT / "bench" / "naive_import.py"), str(home), str(work / "naive.sqlite")]
@@ -233,6 +240,23 @@ def run_engine(engine: str, home: Path, scratch: Path) -> Pass:
     try:
         return run_agentsview(home, work) if engine == "agentsview" else run_ours(engine, home, work)
     finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def warm_bytecode(scratch: Path) -> None:
+    """Run our engines once, untimed, on a tiny tree (both of harvester's processes: parallel from the first
+    byte), so that every module they import is compiled before the first timed round."""
+    tiny = cached_tree(1)
+    for root, script in ((ROOT, "naive_import.py"), (ROOT, "harvester_pass.py"), (COMPARE_ROOT, "harvester_pass.py")):
+        if root is None:
+            continue
+        work = scratch / "warm"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        target = work / "naive.sqlite" if script == "naive_import.py" else work
+        env = base_env() | {"HOME": str(work), "HARVESTER_PARALLEL_BYTES": "0"}
+        subprocess.run([sys.executable, str(root / "bench" / script), str(tiny), str(target)], env=env, cwd=work,
+                       check=True, capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -318,11 +342,21 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, help="an existing generated home (default: the cached one)")
     parser.add_argument("--large", action="store_true",
                         help="the tree of a few large Claude Code sessions (bench/gen_large_sessions.py) instead")
-    parser.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated subset of {ENGINES}")
+    parser.add_argument("--engines", default=",".join(ENGINES[:4]), help=f"comma-separated subset of {ENGINES}")
     parser.add_argument("--no-install", action="store_true", help="do not install agentsview when missing")
     parser.add_argument("--json", type=Path, help="also write the results here ('-' for stdout)")
+    parser.add_argument("--compare-root", type=Path,
+                        help="another checkout (a git worktree of the commit before a change): its harvester_pass.py "
+                             "runs as the engine 'before', in the same rounds")
     args = parser.parse_args()
+    global COMPARE_ROOT
     engines = [e for e in args.engines.split(",") if e]
+    if args.compare_root is not None:
+        COMPARE_ROOT = args.compare_root.resolve()
+        if "before" not in engines:
+            engines.append("before")
+    elif "before" in engines:
+        parser.error("the engine 'before' needs --compare-root")
     if unknown := set(engines) - set(ENGINES):
         parser.error(f"unknown engines: {sorted(unknown)}")
     agentsview_note, agentsview_version = "", None
@@ -338,8 +372,9 @@ def main() -> None:
     manifest = json.loads((home / "manifest.json").read_text())
     mb = source_bytes(home) / 1e6
     warm(home)
-    load_before = os.getloadavg()
     scratch = OUT / "backfill-work"
+    warm_bytecode(scratch)
+    load_before = os.getloadavg()
     rounds: list[dict[str, Pass]] = []
     for n in range(args.repeat):
         order = engines[n % len(engines):] + engines[:n % len(engines)]  # no engine always first or last

@@ -255,7 +255,8 @@ def test_killing_scan_kills_its_second_process(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "harvester", "scan"], env=harvester_env(tmp_path),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parent = psutil.Process(proc.pid)
-    wait_for(lambda: any("spawn" in " ".join(_cmdline(c)) for c in _children(parent)), 60, "the second process")
+    wait_for(lambda: any("harvester.capture.second" in " ".join(_cmdline(c)) for c in _children(parent)), 60,
+             "the second process")
     children = _children(parent)
     proc.send_signal(signal.SIGKILL)
     proc.wait()

@@ -82,6 +82,7 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
         self._directories: tuple[tuple[int, int], list[str]] | None = None  # known_directories, and as of what
         self._held: tuple[int, int] | None = None  # see sqlite_open._HELD
         self.index_deferred = False  # writes leave their events to catch_up_index (sqlite_index.py)
+        self._group: list[Purge] | None = None  # inside grouped(): what its writes purge once it commits
         check_bank(path)  # before the first byte is changed: refuse what is not ours
         try:
             if readonly:
@@ -135,6 +136,17 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        if self._group is not None:  # inside grouped(): a savepoint, all or nothing of this write alone
+            self.conn.execute("SAVEPOINT write")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK TO write")
+                self.conn.execute("RELEASE write")
+                raise
+            else:
+                self.conn.execute("RELEASE write")
+            return
         # IMMEDIATE takes the write lock up front: two writers (scan beside the service) queue on
         # busy_timeout instead of failing half-way with SQLITE_BUSY on lock upgrade.
         turns = self._write_turns
@@ -152,6 +164,24 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
         finally:
             if turns is not None:
                 fcntl.flock(turns, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def grouped(self) -> Iterator[None]:
+        """The writes made inside in one transaction, each its own savepoint (harvester/capture/grouping.py: small
+        sources of a large scan, their cursors with their events as ever). Only where writes leave the full-text
+        index to a catch-up: FTS5 writes a segment per savepoint. What the writes purge from the archive is purged
+        once the group has committed, never before."""
+        if self._group is not None:
+            yield
+            return
+        with self.transaction():
+            self._group = []
+            try:
+                yield
+            finally:
+                purges, self._group = self._group, None
+        for purge in purges:
+            purge.finish(self.archive, self.conn)  # type: ignore[arg-type]
 
     def share_writes(self, on: bool = True) -> None:
         """Take turns with the other writers of a parallel scan (harvester.capture.ingest) on a lock file beside the
@@ -236,8 +266,11 @@ class SqliteBank(SqliteSources, SqliteReads, SqliteRecall, SqliteArchive, Sqlite
             if write.archive and self.archive is not None:
                 self.archive.commit(conn, source_id, write.archive, now)
             added = self._write_events(conn, write, source_id, now, purges)
-        for purge in purges:  # committed: the files the archive no longer names can go
-            purge.finish(self.archive, self.conn)  # type: ignore[arg-type]
+        if self._group is not None:  # committed with the group, not yet
+            self._group.extend(purges)
+        else:
+            for purge in purges:  # committed: the files the archive no longer names can go
+                purge.finish(self.archive, self.conn)  # type: ignore[arg-type]
         cur.generation += 1
         return added
 

@@ -23,18 +23,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harvester.capture import grouping
 from harvester.capture.contract import BankError, CaptureBank, Cursor, CursorMoved, SessionWrite, Write
 from harvester.capture.sources import Found, discover, harness_roots, source_stat, unchanged
 from harvester.config.limits import LIMITS, ReadLimits
-from harvester.log import configure as configure_log
 from harvester.log import configured_level, get_logger
 from harvester.parsers.base import Harness
 
 if TYPE_CHECKING:  # imported where a source is read, or a second process started: a rescan with nothing new needs
     # neither (tests/test_rescan_start.py): the reading stack (its parsers, decompressors, the model) and the
-    # process pool (multiprocessing, pickle, sockets) are most of what a scan would import.
-    from concurrent.futures import Future, ProcessPoolExecutor
+    # second process (subprocess, pickle, threads) are most of what a scan would import.
+    from concurrent.futures import Future
 
+    from harvester.capture import workers
     from harvester.capture.reading import Chunk, Failure, Outcome
     from harvester.gitident import GitResolver
     from harvester.model import Batch, Problem
@@ -108,8 +109,7 @@ class Ingestor:
         self._git = resolver
         self.parallel_bytes = parallel_bytes
         self.bytes_read = 0
-        self._pool: ProcessPoolExecutor | None = None
-        self._stop_other: Any = None  # a multiprocessing Event: the other process stops at its next chunk
+        self._second: workers.SecondProcess | None = None
         self._should_stop: Callable[[], bool] = lambda: False
 
     @property
@@ -122,10 +122,9 @@ class Ingestor:
         return self._git
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._stop_other.set()  # what it is ingesting stops at a committed chunk
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        if self._second is not None:
+            self._second.close()  # what it is ingesting stops at a committed chunk
+            self._second = None
             self.bank.share_writes(False)  # type: ignore[attr-defined]
 
     def __enter__(self) -> Ingestor:
@@ -229,66 +228,70 @@ class Ingestor:
 
     def _ingest_pending(self, pending: list[tuple[Harness, Found, Cursor | None, int]], to_read: int
                         ) -> Iterator[tuple[Harness, Found, SourceResult]]:
+        # Small sources in groups, each group one transaction, when no write indexes its own events (grouping.py).
+        grouped = bool(getattr(self.bank, "index_deferred", False)) and hasattr(self.bank, "grouped")
         # One source is read by one process: a second would only wait (and hold its own memory).
         if (to_read < self.parallel_bytes or len(pending) < 2 or (os.cpu_count() or 1) < 2
                 or not hasattr(self.bank, "share_writes")):
-            for harness, item, cursor, _ in pending:
-                yield harness, item, self._ingest(harness, item, cursor)
+            for unit in grouping.units(pending, grouped):
+                if self._should_stop():
+                    break
+                yield from self._ingest_unit([(harness, item, cursor) for harness, item, cursor, _ in unit])
             return
         # The largest first, so that neither process is left with a long one at the end.
         pending.sort(key=lambda entry: entry[3], reverse=True)
-        window: deque[tuple[Harness, Found, Future]] = deque()
-        for harness, item, cursor, _ in pending:
+        window: deque[tuple[list[tuple[Harness, Found]], Future]] = deque()
+        for unit in grouping.units(pending, grouped):
             if self._should_stop():
                 break
-            while window and window[0][2].done():
-                yield self._finish_from(*window.popleft())
-            if len(window) < IN_FLIGHT and (future := self._submit(harness, item)) is not None:
-                window.append((harness, item, future))
+            while window and window[0][1].done():
+                yield from self._finish_from(*window.popleft())
+            sources = [(harness, item) for harness, item, _, _ in unit]
+            if len(window) < IN_FLIGHT and (future := self._submit(sources)) is not None:
+                window.append((sources, future))
                 continue
-            yield harness, item, self._ingest(harness, item, cursor)  # the other has enough queued: this one
+            # The other has enough queued: this one.
+            yield from self._ingest_unit([(harness, item, cursor) for harness, item, cursor, _ in unit])
         while window:
-            yield self._finish_from(*window.popleft())
+            yield from self._finish_from(*window.popleft())
 
-    def _submit(self, harness: Harness, item: Found) -> Future | None:
-        from concurrent.futures.process import BrokenProcessPool
+    def _submit(self, sources: list[tuple[Harness, Found]]) -> Future | None:
+        from harvester.capture import workers
 
         try:
-            return self._other().submit(_ingest_there, harness.name, item)
-        except BrokenProcessPool:
+            return self._other().submit([(harness.name, item) for harness, item in sources])
+        except workers.SecondProcessLost:
             self._lost_other()
             return None
 
-    def _finish_from(self, harness: Harness, item: Found, future: Future) -> tuple[Harness, Found, SourceResult]:
-        from concurrent.futures.process import BrokenProcessPool
+    def _finish_from(self, sources: list[tuple[Harness, Found]], future: Future
+                     ) -> list[tuple[Harness, Found, SourceResult]]:
+        from harvester.capture import workers
 
         try:
-            result: SourceResult = future.result()
-        except BrokenProcessPool:  # the other process died (killed, out of memory): ingest it here
-            log.warning("the second ingesting process died; going on here", path=str(item.path))
+            results: list[SourceResult] = future.result()
+        except workers.SecondProcessLost:  # the other process died (killed, out of memory): ingest them here
+            log.warning("the second ingesting process died; going on here", path=str(sources[0][1].path))
             self._lost_other()
-            return harness, item, self._ingest(harness, item, self.bank.cursor(str(item.path)))
-        self.bytes_read += result.bytes_read
-        return harness, item, result
+            return self._ingest_unit([(harness, item, self.bank.cursor(str(item.path))) for harness, item in sources])
+        self.bytes_read += sum(result.bytes_read for result in results)
+        return [(harness, item, result) for (harness, item), result in zip(sources, results, strict=True)]
 
-    def _other(self) -> ProcessPoolExecutor:
-        """The second process: an Ingestor of its own over the same bank (spawned, not forked: the
-        parent's open SQLite connection must never be inherited). It dies with this one (workers.py)."""
-        if self._pool is None:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
+    def _other(self) -> workers.SecondProcess:
+        """The second process: an Ingestor of its own over the same bank (a fresh interpreter, not a fork:
+        the parent's open SQLite connection must never be inherited). It dies with this one (workers.py)."""
+        if self._second is None:
+            from harvester.capture import workers
 
-            context = multiprocessing.get_context("spawn")
-            self._stop_other = context.Event()
             self.bank.share_writes()  # type: ignore[attr-defined]
-            self._pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=context, initializer=_start_there,
-                initargs=(os.getpid(), self.bank.for_another_process(), self.template, self.exclude, self.limits,
-                          self._stop_other, configured_level()))
-        return self._pool
+            self._second = workers.SecondProcess((os.getpid(), self.bank.for_another_process(), self.template,
+                                                  self.exclude, self.limits, configured_level()))
+        return self._second
 
     def _lost_other(self) -> None:
-        self._pool = None
+        if self._second is not None:
+            self._second.close()
+        self._second = None
         self.bank.share_writes(False)  # type: ignore[attr-defined]
 
     def ingest_many(self, harness: Harness, found: list[Found]) -> list[SourceResult]:
@@ -301,6 +304,28 @@ class Ingestor:
     def ingest(self, harness: Harness, found: Found) -> SourceResult:
         """Import what is new in one source; returns once it is committed."""
         return self._ingest(harness, found, self.bank.cursor(str(found.path)))
+
+    def ingest_unit(self, sources: list[tuple[Harness, Found]]) -> list[SourceResult]:
+        """One source, or a group of small ones committed together (grouping.py); their cursors as the bank has
+        them now. What a scan's second process does with what it is sent."""
+        unit = [(harness, found, self.bank.cursor(str(found.path))) for harness, found in sources]
+        return [result for _, _, result in self._ingest_unit(unit)]
+
+    def _ingest_unit(self, unit: list[tuple[Harness, Found, Cursor | None]]
+                     ) -> list[tuple[Harness, Found, SourceResult]]:
+        if len(unit) == 1:
+            harness, found, cursor = unit[0]
+            return [(harness, found, self._ingest(harness, found, cursor))]
+        from harvester.capture.reading import Outcome, read_source
+
+        read = []
+        for harness, found, cursor in unit:  # read whole first: the group's transaction is only its writes
+            outcome = Outcome(str(found.path))
+            chunks = read_source(found, harness.name, cursor, outcome, self.bank.prepare_rows, self.limits)
+            read.append((harness, found, outcome, grouping.read_ahead(chunks)))
+        with self.bank.grouped():  # type: ignore[attr-defined]
+            return [(harness, found, self._commit_source(harness, chunks, outcome))
+                    for harness, found, outcome, chunks in read]
 
     def _ingest(self, harness: Harness, found: Found, cursor: Cursor | None) -> SourceResult:
         from harvester.capture.reading import Outcome, read_source
@@ -499,31 +524,6 @@ class Ingestor:
             said = "fields not known" if problem.kind == "unknown_field" else "record skipped"
             log.warning(said, harness=harness.name, path=path, line=problem.line,
                         kind=problem.kind, detail=problem.detail)
-
-
-_THERE: Ingestor | None = None  # in the second process of a parallel scan: its own Ingestor
-
-
-def _start_there(parent_pid: int, open_bank: Callable[[], CaptureBank], template: str,
-                 exclude: Callable[[str | None], bool] | None, limits: ReadLimits, stop: Any, log_level: str) -> None:
-    global _THERE
-    from harvester.capture import workers
-
-    workers.die_with_parent(parent_pid)
-    configure_log(level=log_level)
-    bank = open_bank()  # the bank's own way to open it again here (CaptureBank.for_another_process)
-    bank.share_writes()  # type: ignore[attr-defined]
-    bank.defer_index(True)  # type: ignore[attr-defined]  # the first process's catch-ups index what this one adds
-    _THERE = Ingestor(bank, template, exclude=exclude, limits=limits, parallel_bytes=1 << 62)
-    _THERE._should_stop = stop.is_set
-
-
-def _ingest_there(harness_name: str, item: Found) -> SourceResult:
-    """One source, read and committed in the second process; its cursor as the bank has it now."""
-    assert _THERE is not None
-    from harvester.parsers import HARNESSES
-
-    return _THERE.ingest(HARNESSES[harness_name], item)
 
 
 def _tally(hr: HarnessReport, result: SourceResult) -> None:
