@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from harvester.cli import cli
@@ -187,12 +187,15 @@ def test_json_field_names_are_the_documented_ones(captured: Path, tmp_path: Path
 
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet="aBc-_.%1*?[]^\\!", max_size=8), st.text(alphabet="abC-_.%1*?[]^\\!", max_size=10))
+@example(name="[1-.]", model="")  # a reversed range: nothing in SQLite, an error in a regex
+@example(name="x[^1-.]", model="x1")
 def test_model_matches_the_same_ids_as_a_glob_here_and_as_a_regex_on_the_team_bank(name: str, model: str) -> None:
     """--model is SQLite's GLOB locally and PostgreSQL's ``~*`` on the team bank (its POSIX regex, of which these
-    constructs read as Python's do): one id matches both or neither."""
+    constructs read as Python's do): one id matches both or neither (None: the pattern matches no id at all)."""
     from harvester.usage.query import model_glob, model_regex
 
     conn = sqlite3.connect(":memory:")
     here = conn.execute("SELECT lower(?) GLOB ?", (model, model_glob(name))).fetchone()[0] == 1
-    assert here == (re.search(model_regex(name), model, re.IGNORECASE) is not None), (model_glob(name),
-                                                                                        model_regex(name))
+    regex = model_regex(name)
+    there = regex is not None and re.search(regex, model, re.IGNORECASE) is not None
+    assert here == there, (model_glob(name), regex)

@@ -77,3 +77,28 @@ def test_team_usage_adds_every_machine_once_by_host(postgres_server: Any, tmp_pa
         assert counted == [responses, responses - 1 if responses else 0], (model, counted)
     text = _harvester(alpha, "usage", "--team", "--timezone", "UTC", "--by", "host")
     assert text.returncode == 0 and "└ beta" in text.stdout, text.stdout + text.stderr
+
+
+def test_model_patterns_mean_on_postgresql_what_they_mean_here(postgres_server: Any) -> None:
+    """The regexes --model becomes on the team bank, run by PostgreSQL itself: odd classes (a `]` first, escaped
+    `^ - [ \\`, reversed ranges) are valid there and match the ids SQLite's GLOB matches here."""
+    import re
+    import sqlite3
+
+    import psycopg
+
+    from harvester.usage.query import model_glob, model_regex
+
+    names = ["[]x-]*", "*[\\\\^]*", "c[^a-b]*", "[1-.]*", "*[[]*", "claude-[a-z]*", "*-[!]", "a[z-a]", "x[-a]y",
+             "[a-c-e]*", "sonnet", "c?a*"]
+    ids = ["]x-", "a\\b", "a^b", "cat", "cbt", "1abc", "[x", "claude-sonnet", "x-!", "x-a", "xay", "x-y", "d", "-q",
+           "claude_sonnet", "ca"]
+    local = sqlite3.connect(":memory:")
+    with psycopg.connect(postgres_server.uri()) as pg:
+        for name in names:
+            regex = model_regex(name)
+            for model in ids:
+                here = local.execute("SELECT lower(?) GLOB ?", (model, model_glob(name))).fetchone()[0] == 1
+                there = regex is not None and pg.execute("SELECT %s ~* %s", (model, regex)).fetchone()[0]
+                assert here == there == (regex is not None and re.search(regex, model, re.I) is not None), \
+                    (name, model, regex)

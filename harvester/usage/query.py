@@ -63,10 +63,10 @@ def model_glob(name: str) -> str:
                    for kind, text in _model_pattern(name))
 
 
-def model_regex(name: str) -> str:
+def model_regex(name: str) -> str | None:
     """The same as an anchored POSIX regular expression, for PostgreSQL's ``~*`` (the team bank): the same ids match
-    there as here (an ``ILIKE`` would read ``_`` and ``%`` in a name as wildcards). Inside a class, ``[`` and ``\\``
-    are escaped (POSIX reads ``[.`` ``[:`` ``[=`` there as collating elements and classes)."""
+    there as here (an ``ILIKE`` would read ``_`` and ``%`` in a name as wildcards). None: no id can match (a class
+    of reversed ranges only, ``[9-0]``, matches nothing in SQLite and is an error in a regular expression)."""
     out = []
     for kind, text in _model_pattern(name):
         if kind == "*":
@@ -74,11 +74,41 @@ def model_regex(name: str) -> str:
         elif kind == "?":
             out.append(".")
         elif kind == "class":
-            negated, body = text.startswith("^"), text[text.startswith("^"):]
-            out.append("[" + "^" * negated + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
+            if (members := _class_regex(text)) is None:
+                return None
+            out.append(members)
         else:
             out.append(re.escape(text))
     return "^" + "".join(out) + "$"
+
+
+def _class_regex(body: str) -> str | None:
+    """A GLOB class's body (between its brackets) read as SQLite reads it, as a regex class of escaped members: a
+    leading ``^`` inverts, a ``]`` first is itself, ``a-z`` a range where a ``-`` follows a member that did not end
+    a range and precedes another, a reversed range nothing. None: a class no character is in."""
+    invert = body.startswith("^")
+    chars = body[invert:]
+    members, prior, i = [], "", 0
+    if chars.startswith("]"):
+        members.append("\\]")
+        i = 1
+    while i < len(chars):
+        c = chars[i]
+        if c == "-" and prior and i + 1 < len(chars):
+            high = chars[i + 1]
+            if prior <= high:  # the range; `prior` alone was added already, and is in it
+                members.append(f"{_in_class(prior)}-{_in_class(high)}")
+            prior, i = "", i + 2
+            continue
+        members.append(_in_class(c))
+        prior, i = c, i + 1
+    if not members:
+        return "." if invert else None
+    return "[" + "^" * invert + "".join(members) + "]"
+
+
+def _in_class(c: str) -> str:
+    return "\\" + c if c in "\\]^-[" else c
 
 
 @dataclass(frozen=True, slots=True)

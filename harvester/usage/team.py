@@ -54,8 +54,9 @@ def _responses(reader: TeamReader, request: Request) -> tuple[str, list[Any]]:
         clauses.append("s.harness = ANY(%s)")
         args.append(list(request.harnesses))
     if request.models:
-        clauses.append("(" + " OR ".join("e.model ~* %s" for _ in request.models) + ")")
-        args += [query.model_regex(m) for m in request.models]
+        patterns = [p for p in (query.model_regex(m) for m in request.models) if p is not None]
+        clauses.append("(" + (" OR ".join("e.model ~* %s" for _ in patterns) or "FALSE") + ")")
+        args += patterns
     key = (f"CASE WHEN length(e.uid) >= {RECORD_ID_MIN} AND e.uid NOT LIKE 'h:%%' THEN e.uid "
            "ELSE s.id::text || ':' || e.uid END")
     sql = (f"SELECT DISTINCT ON (s.harness, {key}) s.id AS session_id, s.harness, s.host, s.bank_id, e.ts, e.model, "
