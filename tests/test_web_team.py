@@ -119,3 +119,29 @@ def test_the_usage_page_under_team_is_the_team_banks_usage(team: dict[str, Any])
         dear = shown.text.split('id="dear-sessions"', 1)[1]
         assert f"why does {PHRASE} run out?" in unescape(dear) and f"id={team['session']}" in unescape(dear)
     source.close()
+
+
+def test_the_status_page_under_team_reports_the_team_bank_and_labels_this_machines_own(
+        team: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under --team the status page is the team bank's: the machines that pushed (the teammate's host, its sessions
+    and events, its last push) and each agent's sessions on each machine; this machine's service, archive, sinks
+    and push are labelled as this machine's, not passed off as the team's."""
+    monkeypatch.setenv("HARVESTER_HOST_NAME", "alpha-host")  # read when asked (TeamSettings.host_name)
+    settings = settings_for({"HOME": str(team["alpha"]), "HARVESTER_TEAM_BANK": team["url"],
+                            "HARVESTER_HOST_NAME": "alpha-host"}, bank=str(team["alpha"] / "bank.sqlite"))
+    source, local = TeamSource(settings), LocalSource(str(settings.bank))
+    with TestClient(create_app(Served(source, local, settings, "127.0.0.1", PORT, "tok")),
+                    base_url=f"http://127.0.0.1:{PORT}") as c:
+        c.cookies.set(cookie_name(PORT), "tok")
+        shown = c.get("/status")
+        assert shown.status_code == 200 and "team bank" in shown.text
+        machines = shown.text.split('id="team-machines"', 1)[1].split("</table>", 1)[0]
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", machines, re.S)]
+        assert cells[:4] == ["beta-host", cells[1], "1", "2"], cells  # the teammate's machine: 1 session, 2 events
+        assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d", cells[4]), cells  # its last push
+        agents = shown.text.split('id="team-agents"', 1)[1].split("</table>", 1)[0]
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", agents, re.S)]
+        assert cells[:4] == ["claude-code", "beta-host", "1", "2"], cells
+        assert 'id="agents"' not in shown.text  # this machine's agents table is not the team's
+        assert "This machine (alpha-host)" in shown.text  # its service, archive, sinks and push: said as its own
+    source.close()

@@ -281,8 +281,38 @@ def status(request: Request) -> Response:
     every = request.query_params.get("all") == "1"
     harnesses = [h for h in data["harnesses"] if every or h["found"]]
     problems = sum(h["malformed"] + h["failed"] + h["unreadable"] + h["oversize"] for h in harnesses)
+    team = None
+    if request.app.state.source.team:
+        # Under --team the page is the team bank's; what only this machine knows (its service, archive, sinks,
+        # push) follows, said as this machine's.
+        try:
+            team = team_status(request.app.state.source.status())
+        except Unavailable as exc:
+            return unavailable(request, exc)
+        team["this_host"] = one_line(settings.team.host_name(), 60) if settings.team is not None else "-"
     return page(request, "status.html", {"title": "Status", "d": data, "harnesses": harnesses, "every": every,
-                                         "problems": problems, "facts": facts})
+                                         "problems": problems, "facts": facts, "team_view": team})
+
+
+def _moment_of(value: Any) -> str:
+    """A time from either bank as pages show it: an ISO string (SQLite, the team bank's text columns) or a
+    PostgreSQL timestamptz."""
+    from datetime import UTC, datetime
+
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    return when(value)
+
+
+def team_status(found: dict[str, Any]) -> dict[str, Any]:
+    """The team bank's machines and agents (TeamSource.status) as rows for the template."""
+    machines = [{"host": one_line(m["host"], 60), "user": one_line(m["os_user"], 40),
+                 "sessions": m["sessions"], "events": m["events"], "last_push": _moment_of(m["last_push_at"]),
+                 "first_push": _moment_of(m["first_push_at"]), "version": one_line(m["harvester_version"], 30)}
+                for m in found["machines"]]
+    agents = [{"harness": one_line(a["harness"], 40), "host": one_line(a["host"], 60), "sessions": a["sessions"],
+               "events": a["events"], "last_import": _moment_of(a["last_import"])} for a in found["agents"]]
+    return {"machines": machines, "agents": agents}
 
 
 def facts(value: Any, depth: int = 0) -> list[tuple[str, str]]:

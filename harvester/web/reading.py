@@ -267,6 +267,23 @@ class TeamSource:
                           f"FROM {SCHEMA}.events WHERE session_id = ANY(%s) GROUP BY session_id", [pks])
         return {r["session_id"]: (f"{int(r['n'] or 0):,}", "-") for r in rows}
 
+    def status(self) -> dict[str, Any]:
+        """What the team bank holds, for the status page: each machine that pushed (its sessions, events, first and
+        last push) and each agent's sessions on each machine. The agents' health (malformed records, drift,
+        failures) is each machine's own bank's: the team bank receives sessions, not their problems."""
+        from harvester.team.schema import SCHEMA
+
+        machines = self._rows(
+            "SELECT m.host, m.os_user, m.harvester_version, m.first_push_at, max(s.pushed_at) AS last_push_at, "
+            "count(s.id) AS sessions, coalesce(sum(s.event_count), 0) AS events "
+            f"FROM {SCHEMA}.machines m LEFT JOIN {SCHEMA}.sessions s ON s.machine_id = m.id "
+            "GROUP BY m.id, m.host, m.os_user, m.harvester_version, m.first_push_at "
+            "ORDER BY last_push_at DESC NULLS LAST, m.host", [])
+        agents = self._rows(
+            "SELECT harness, host, count(*) AS sessions, sum(event_count) AS events, max(last_imported_at) AS "
+            f"last_import FROM {SCHEMA}.sessions GROUP BY harness, host ORDER BY harness, host", [])
+        return {"machines": machines, "agents": agents}
+
     def clock(self) -> int | None:
         return None
 
