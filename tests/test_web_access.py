@@ -325,3 +325,33 @@ def test_what_a_scan_writes_after_the_viewer_opened_the_bank_is_shown(tmp_path: 
         assert "a second session, scanned later" in listing and "the first session" in listing
         assert "a second session, scanned later" in c.get("/search?q=scanned").text
     source.close()
+
+
+def test_the_status_page_shows_each_agents_problems_the_sinks_and_the_team_push_lag(tmp_path: Path) -> None:
+    """Status as a page: an agent's malformed record counted with the problem (its file and line), a sink's queue
+    and the team push's lag, as `harvester status --json` gathers them."""
+    home, path = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    s.write(s.user("a session with a broken line"), b"{this is not json\n", s.assistant("ok"))
+    scan(home, path)
+    env = {"HOME": str(home), "HARVESTER_TEAM_BANK": "postgresql://nobody@127.0.0.1:9/team"}
+    config = tmp_path / "config.toml"
+    config.write_text('[sinks.hindsight]\nurl = "http://127.0.0.1:9"\n')
+    settings = settings_for({**env, "HARVESTER_CONFIG": str(config)}, bank=str(path))
+    assert settings.sinks and settings.team is not None
+    source = LocalSource(str(path))
+    with TestClient(create_app(Served(source, source, settings, "127.0.0.1", PORT, TOKEN)),
+                    base_url=f"http://127.0.0.1:{PORT}") as c:
+        text = signed_in(c).get("/status").text
+    source.close()
+    row = re.search(r"<tr[^>]*>\s*<td>Claude Code.*?</tr>", text, re.S)[0]
+    cells = [re.sub(r"<[^>]+>", " ", c).split() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    assert cells[1] == ["yes"] and cells[2] == ["1"] and cells[5] == ["1"], cells  # found, 1 session, 1 malformed
+    assert "malformed" in cells[8] and any(w.endswith(".jsonl:2") for w in cells[8]), cells  # the file and line
+    assert "<h3>sink hindsight</h3>" in text
+    sink = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]*)</td></tr>", text.split("<h3>sink hindsight</h3>")[1]
+                           .split("</table>")[0]))
+    assert sink["unqueued"] == "1" and sink["url"] == "http://127.0.0.1:9", sink
+    push = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]*)</td></tr>", text.split('id="team-push"')[1]
+                           .split("</table>")[0]))
+    assert push["lag.events"] == "2" and push["lag.sessions"] == "1", push  # nothing pushed yet: the whole session
