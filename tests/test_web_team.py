@@ -145,3 +145,43 @@ def test_the_status_page_under_team_reports_the_team_bank_and_labels_this_machin
         assert 'id="agents"' not in shown.text  # this machine's agents table is not the team's
         assert "This machine (alpha-host)" in shown.text  # its service, archive, sinks and push: said as its own
     source.close()
+
+
+def test_unrelated_repositories_of_one_name_are_two_rows_each_with_its_own_sessions(
+        postgres_server: Any, tmp_path: Path) -> None:
+    """Two teammates' repositories both called "shop" (acme's and another organisation's): the team bank keeps
+    them apart by identity (their origins), and so does the viewer: two rows, each listing only its sessions, and
+    a search scoped to one finds nothing of the other."""
+    url = postgres_server.uri("web_team_names")
+    ids = {}
+    for host, origin in (("gamma-host", "https://github.com/acme/shop"), ("delta-host", "https://github.com/other/shop")):
+        home = tmp_path / host
+        repo = make_repo(home / "src" / "shop", origin=origin)
+        s = ClaudeSession(home, str(repo))
+        s.write(s.user(f"the okapi question on {host}"), s.assistant("answered"))
+        scan(home, home / "bank.sqlite")
+        env = env_for(home, home / "bank.sqlite", tmp_path / f"{host}.toml", HARVESTER_TEAM_BANK=url,
+                      HARVESTER_HOST_NAME=host)
+        pushed = subprocess.run([*_harvester(), "team", "push"], env=env, capture_output=True, text=True, timeout=120)
+        assert pushed.returncode == 0, pushed.stderr
+        ids[host] = s.id
+    settings = settings_for({"HOME": str(tmp_path), "HARVESTER_TEAM_BANK": url}, bank=str(tmp_path / "bank.sqlite"))
+    source, local = TeamSource(settings), LocalSource(str(settings.bank))
+    with TestClient(create_app(Served(source, local, settings, "127.0.0.1", PORT, "tok")),
+                    base_url=f"http://127.0.0.1:{PORT}") as c:
+        c.cookies.set(cookie_name(PORT), "tok")
+        rows = re.findall(r'<a class="repo" href="([^"]+)">([^<]+)</a>', c.get("/").text)
+        assert [label for _, label in rows] == ["coding-agent::shop", "coding-agent::shop"], rows
+        listed = []
+        for href, _ in rows:
+            listing = unescape(c.get(unescape(href)).text)
+            listed.append(sorted(host for host, sid in ids.items() if f"id={sid}" in listing))
+        assert sorted(listed) == [["delta-host"], ["gamma-host"]], listed
+        search = c.get("/search", params={"q": "okapi"}).text
+        options = re.findall(r'<option value="([^"]+)">coding-agent::shop</option>', search)
+        assert len(options) == 2, options
+        found = [sorted(host for host, sid in ids.items()
+                        if f"id={sid}" in unescape(c.get("/search", params={"q": "okapi", "repo": unescape(o)}).text))
+                 for o in options]
+        assert sorted(found) == [["delta-host"], ["gamma-host"]], found
+    source.close()

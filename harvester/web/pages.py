@@ -74,6 +74,7 @@ def repositories(request: Request) -> Response:
         return unavailable(request, exc)
     shown_rows = [{"label": one_line(r.label, 120), "sessions": r.sessions, "last": when(r.last),
                    "roots": [one_line(x, 200) for x in r.roots[:3]], "hosts": [one_line(h, 60) for h in r.hosts],
+                   "origin": one_line(r.origin, 200),
                    "unknown": r.unknown, "href": link("/sessions", repo=r.ref, unknown=1 if r.unknown else None)}
                   for r in rows]
     return page(request, "repositories.html", {"title": "Repositories", "repositories": shown_rows,

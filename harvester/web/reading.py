@@ -38,6 +38,7 @@ class RepositoryRow:
     roots: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
     unknown: bool = False
+    origin: str = ""  # in the team bank: its origin URL (credentials stripped when pushed), which tells it apart
 
 
 class Unavailable(Exception):
@@ -235,19 +236,25 @@ class TeamSource:
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     def repositories(self) -> list[RepositoryRow]:
+        """Each repository of the team bank by its identity there (its key: the origin, or a machine's own root),
+        named as pushed: unrelated repositories of one name are rows of their own, told apart by their origin."""
         from harvester.team.schema import SCHEMA
 
         rows = self._rows(
-            f"SELECT r.name, count(*) AS sessions, max(coalesce(s.updated_at, s.started_at, s.last_imported_at)) AS "
-            "last, array_agg(DISTINCT s.host) AS hosts, array_agg(DISTINCT s.repo_root) FILTER (WHERE s.repo_root "
-            f"IS NOT NULL) AS roots FROM {SCHEMA}.sessions s JOIN {SCHEMA}.repositories r ON r.id = s.repository_id "
-            "GROUP BY r.name ORDER BY last DESC NULLS LAST", [])
-        return [RepositoryRow(r["name"], r["name"], r["sessions"], r["last"] or "", tuple(sorted(r["roots"] or ())),
-                              tuple(sorted(r["hosts"] or ()))) for r in rows]
+            f"SELECT r.repo_key, r.name, r.origin_url, count(*) AS sessions, "
+            "max(coalesce(s.updated_at, s.started_at, s.last_imported_at)) AS last, array_agg(DISTINCT s.host) AS "
+            "hosts, array_agg(DISTINCT s.repo_root) FILTER (WHERE s.repo_root IS NOT NULL) AS roots "
+            f"FROM {SCHEMA}.sessions s JOIN {SCHEMA}.repositories r ON r.id = s.repository_id "
+            "GROUP BY r.id, r.repo_key, r.name, r.origin_url ORDER BY last DESC NULLS LAST", [])
+        return [RepositoryRow(r["repo_key"], r["name"], r["sessions"], r["last"] or "", tuple(sorted(r["roots"] or ())),
+                              tuple(sorted(r["hosts"] or ())), origin=r["origin_url"] or "") for r in rows]
 
     def scope(self, ref: str | None, unknown: bool = False) -> Scope:
-        """A repository of the team bank by its name (TeamReader's scope by bank id matches the name too)."""
-        return Scope(ref, bank_id=ref) if ref else EVERYTHING
+        """A repository of the team bank by its key there (as :meth:`repositories` names it)."""
+        if not ref:
+            return EVERYTHING
+        label = next((r.label for r in self.repositories() if r.ref == ref), ref)
+        return Scope(label, repository=ref)
 
     def sessions_page(self, scope: Scope, harness: str | None, since: str | None, until: str | None,
                       state: str | None, offset: int, limit: int) -> list[dict[str, Any]]:
