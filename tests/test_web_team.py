@@ -14,6 +14,7 @@ from html import unescape
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from starlette.testclient import TestClient
 
@@ -185,3 +186,43 @@ def test_unrelated_repositories_of_one_name_are_two_rows_each_with_its_own_sessi
                  for o in options]
         assert sorted(found) == [["delta-host"], ["gamma-host"]], found
     source.close()
+
+
+def test_the_team_sessions_list_gives_each_session_the_tokens_and_cost_usage_team_gives_it(
+        postgres_server: Any, tmp_path: Path) -> None:
+    """Under --team a session's row gives the tokens and cost `harvester usage session --team` gives it (each
+    response once, its cache tokens counted, priced by the catalogue), not a bare sum of its events' input and
+    output tokens without a cost."""
+    import json
+
+    url = postgres_server.uri("web_team_cost")
+    home = tmp_path / "eps"
+    s = ClaudeSession(home, "/work/app")
+    answer = s._envelope("assistant", message={
+        "id": "msg-cached", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "priced"}],
+        "usage": {"input_tokens": 1000, "output_tokens": 20_000, "cache_read_input_tokens": 400_000}})
+    s.write(s.user("price this session on the team bank"), orjson.dumps(answer) + b"\n")
+    scan(home, home / "bank.sqlite")
+    env = env_for(home, home / "bank.sqlite", tmp_path / "eps.toml", HARVESTER_TEAM_BANK=url,
+                  HARVESTER_HOST_NAME="eps-host")
+    pushed = subprocess.run([*_harvester(), "team", "push"], env=env, capture_output=True, text=True, timeout=120)
+    assert pushed.returncode == 0, pushed.stderr
+    cli = subprocess.run([*_harvester(), "usage", "session", "--team", "--json"], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    row = next(r for r in json.loads(cli.stdout)["rows"] if r["session"] == s.id)
+    assert row["total_tokens"] == 421_000 and row["cost_usd"] > 0
+    from harvester.usage.sessions import short
+
+    tokens, cost = short(row)
+    settings = settings_for({"HOME": str(tmp_path), "HARVESTER_TEAM_BANK": url}, bank=str(tmp_path / "bank.sqlite"))
+    source, local = TeamSource(settings), LocalSource(str(settings.bank))
+    with TestClient(create_app(Served(source, local, settings, "127.0.0.1", PORT, "tok")),
+                    base_url=f"http://127.0.0.1:{PORT}") as c:
+        c.cookies.set(cookie_name(PORT), "tok")
+        listing = c.get("/sessions").text
+    source.close()
+    found = re.search(r"<tr[^>]*>\s*<td class=\"title[^>]*>.*?price this session on the team bank.*?</tr>", listing, re.S)
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", found[0], re.S)]
+    assert (cells[7], cells[8]) == (tokens, cost) == ("421k", cost), cells

@@ -264,15 +264,21 @@ class TeamSource:
                                           offset=offset)
 
     def usage_of(self, pks: list[int]) -> dict[int, tuple[str, str]]:
-        """Each session's tokens (summed over its events; the team bank keeps no usage table: its cost is
-        ``harvester usage --team``'s)."""
+        """Each session's tokens and cost as ``harvester usage session --team`` gives them (each response once, priced
+        by the catalogue; the team bank keeps no usage table: its events are read), for a page of sessions."""
         from harvester.team.schema import SCHEMA
+        from harvester.usage.answer import Request
+        from harvester.usage.api import report
+        from harvester.usage.sessions import short
 
         if not pks:
             return {}
-        rows = self._rows(f"SELECT session_id, sum(coalesce(tokens_in, 0) + coalesce(tokens_out, 0)) AS n "
-                          f"FROM {SCHEMA}.events WHERE session_id = ANY(%s) GROUP BY session_id", [pks])
-        return {r["session_id"]: (f"{int(r['n'] or 0):,}", "-") for r in rows}
+        ids = {(r["harness"], r["native_id"], r["host"]): r["id"] for r in self._rows(
+            f"SELECT id, harness, native_id, host FROM {SCHEMA}.sessions WHERE id = ANY(%s)", [pks])}
+        with self.bank() as reader:
+            found = report(reader, Request("session", sessions=tuple(pks)))
+        return {ids[key]: short(row) for row in found["rows"]
+                if (key := (row["harness"], row["session"], row["host"])) in ids}
 
     def status(self) -> dict[str, Any]:
         """What the team bank holds, for the status page: each machine that pushed (its sessions, events, first and
