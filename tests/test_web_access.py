@@ -355,3 +355,23 @@ def test_the_status_page_shows_each_agents_problems_the_sinks_and_the_team_push_
     push = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]*)</td></tr>", text.split('id="team-push"')[1]
                            .split("</table>")[0]))
     assert push["lag.events"] == "2" and push["lag.sessions"] == "1", push  # nothing pushed yet: the whole session
+
+
+def test_open_hands_the_printed_url_to_the_browser(bank: dict[str, Any], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """--open: the URL with its token goes to the user's browser ($BROWSER, as Python's webbrowser reads it)."""
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {opened}\n')
+    browser.chmod(0o755)
+    monkeypatch.setenv("BROWSER", f"{browser} %s")
+    proc, url = _serve(bank, "--open")
+    try:
+        for _ in range(100):
+            if opened.exists() and opened.read_text():
+                break
+            time.sleep(0.1)
+        assert opened.read_text() == url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
