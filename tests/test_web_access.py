@@ -355,6 +355,10 @@ def test_the_status_page_shows_each_agents_problems_the_sinks_and_the_team_push_
     push = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]*)</td></tr>", text.split('id="team-push"')[1]
                            .split("</table>")[0]))
     assert push["lag.events"] == "2" and push["lag.sessions"] == "1", push  # nothing pushed yet: the whole session
+    archive = re.sub(r"<[^>]+>", " ", text.split('id="archive"')[1].split("</div>")[0]).split()
+    assert archive[2:4] == ["on", "·"] and archive[-3:] == ["of", "1", "sources"], archive  # the one source archived
+    service = re.sub(r"<[^>]+>", " ", text.split('id="service"')[1].split("</div>")[0])
+    assert "not running" in service, service
 
 
 def test_open_hands_the_printed_url_to_the_browser(bank: dict[str, Any], tmp_path: Path,
