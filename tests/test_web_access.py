@@ -379,3 +379,37 @@ def test_open_hands_the_printed_url_to_the_browser(bank: dict[str, Any], tmp_pat
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_live_transcript_gets_every_event_of_a_large_write_not_only_its_first_page(tmp_path: Path) -> None:
+    """A session's live stream (harvester/web/live.py) after one write of 160 events, the clock moved once: all 160
+    reach the page, not the first page of a hundred with the rest left until the session changes again."""
+    import httpx
+
+    from tests.web_browser import Viewer, env_for
+
+    home, path = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    s.write(s.user("start"), s.assistant("ok"))
+    scan(home, path)
+    viewer = Viewer(env_for(home, path, tmp_path / "config.toml"))
+    seen: list[int] = []
+    try:
+        with httpx.Client(timeout=httpx.Timeout(30, read=8), follow_redirects=True) as http:
+            http.get(viewer.url)  # the cookie
+            with http.stream("GET", f"{viewer.base}/live/session",
+                             params={"h": "claude-code", "id": s.id, "after": 2}) as stream:
+                assert stream.status_code == 200
+                time.sleep(1.5)  # the stream has read the session's stamp once
+                s.write(*s.conversation(80))
+                scan(home, path)
+                try:
+                    for line in stream.iter_lines():
+                        seen += [int(n) for n in re.findall(r'<article [^>]*\bid="(\d+)"', line)]
+                        if len(seen) >= 160:
+                            break
+                except httpx.ReadTimeout:
+                    pass  # nothing more came
+    finally:
+        viewer.stop()
+    assert seen == list(range(3, 163)), (len(seen), seen[-3:])
