@@ -66,12 +66,12 @@ def test_the_team_banks_repositories_sessions_transcript_and_search(team: dict[s
         assert "coding-agent::shop" in home.text and "beta-host" in home.text
         listing = c.get(unescape(re.search(r'class="repo" href="([^"]+)"', home.text)[1]))
         assert f"why does {PHRASE} run out?" in listing.text and "beta-host" in listing.text
-        assert 'id="sessions" data-live=""' in listing.text  # no change clock to watch
+        assert 'id="sessions" data-live="/live/sessions' in listing.text  # live by the pushes' stamps
         transcript = c.get(unescape(re.search(r'href="(/session\?[^"]+)"', listing.text)[1]))
         assert transcript.status_code == 200
         assert re.findall(r'<a class="seq" href="#(\d+)">', transcript.text) == ["1", "2"]
         assert f"harvester show {team['session']} --around 2 --team" in transcript.text
-        assert 'data-live=""' in transcript.text  # the team bank has no change clock: not live
+        assert 'data-live="/live/session?' in transcript.text  # live by the session's push stamp
         found = c.get("/search", params={"q": "flaky checkout"})
         assert "2 matches" in found.text and "<mark>flaky</mark>" in found.text
         assert f"id={team['session']}" in unescape(found.text) and "#1" in found.text
@@ -226,3 +226,69 @@ def test_the_team_sessions_list_gives_each_session_the_tokens_and_cost_usage_tea
     found = re.search(r"<tr[^>]*>\s*<td class=\"title[^>]*>.*?price this session on the team bank.*?</tr>", listing, re.S)
     cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", found[0], re.S)]
     assert (cells[7], cells[8]) == (tokens, cost) == ("421k", cost), cells
+
+
+def _sse_until(stream: Any, wanted: str) -> list[str]:
+    """The lines of a server-sent event stream up to one holding ``wanted`` (or its read timeout)."""
+    import httpx
+
+    lines: list[str] = []
+    try:
+        for line in stream.iter_lines():
+            lines.append(line)
+            if wanted in line:
+                break
+    except httpx.ReadTimeout:
+        pass
+    return lines
+
+
+def test_under_team_a_transcript_and_the_sessions_list_update_live_as_teammates_push(
+        postgres_server: Any, tmp_path: Path) -> None:
+    """The team bank has no change clock, but each push that changes something stamps its machine's row and each
+    session it changes: a transcript open under --team gets the events a teammate pushes after, and the sessions
+    list is told to fetch its rows again when a push lands."""
+    import time
+
+    import httpx
+
+    url = postgres_server.uri("web_team_live")
+    home = tmp_path / "zeta"
+    s = ClaudeSession(home, "/work/app")
+    s.write(s.user("the first question"), s.assistant("the first answer"))
+    env = env_for(home, home / "bank.sqlite", tmp_path / "zeta.toml", HARVESTER_TEAM_BANK=url,
+                  HARVESTER_HOST_NAME="zeta-host")
+
+    def push() -> None:
+        scan(home, home / "bank.sqlite")
+        done = subprocess.run([*_harvester(), "team", "push"], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+
+    push()
+    alpha = tmp_path / "alpha"
+    alpha.mkdir()
+    viewer = Viewer(env_for(alpha, alpha / "bank.sqlite", tmp_path / "alpha.toml", HARVESTER_TEAM_BANK=url), "--team")
+    try:
+        with httpx.Client(timeout=httpx.Timeout(30, read=10), follow_redirects=True) as http:
+            http.get(viewer.url)  # the cookie
+            page = http.get(f"{viewer.base}/session", params={"h": "claude-code", "id": s.id}).text
+            live = unescape(re.search(r'<section id="events" data-live="([^"]*)"', page)[1])
+            assert live.startswith("/live/session?"), live
+            with http.stream("GET", viewer.base + live) as stream:
+                time.sleep(1.5)  # the stream has read the session's stamp once
+                s.write(s.user("a question pushed while the page is open: axolotl"))
+                push()
+                said = "\n".join(_sse_until(stream, "axolotl"))
+            assert 'id="3"' in said and "axolotl" in said, said
+            listing = http.get(f"{viewer.base}/sessions").text
+            assert 'data-live="/live/sessions' in listing
+            with http.stream("GET", f"{viewer.base}/live/sessions") as stream:
+                time.sleep(1.5)
+                other = ClaudeSession(home, "/work/app")
+                other.write(other.user("a new session pushed: capybara"))
+                push()
+                said = "\n".join(_sse_until(stream, "event: changed"))
+            assert "event: changed" in said, said
+            assert "capybara" in http.get(f"{viewer.base}/sessions/rows").text
+    finally:
+        viewer.stop()

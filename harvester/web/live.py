@@ -1,4 +1,5 @@
-"""Live pages: server-sent events driven by the bank's change clock (migration 8).
+"""Live pages: server-sent events driven by the bank's change clock (migration 8), or under ``--team`` by the team
+bank's push stamps (harvester/web/reading.py TeamSource.clock).
 
 Every write that changes a session moves the clock and stamps the session with it, in the write's own transaction
 (harvester/bank/sqlite_events.stamp_changed). A stream reads the clock once a second (one indexed row, off the

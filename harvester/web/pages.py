@@ -125,8 +125,7 @@ def sessions(request: Request) -> Response:
     context = {"title": f"Sessions of {one_line(label, 80)}", "label": one_line(label, 120), "rows": rows, "f": f,
                "harnesses": request.app.state.harnesses, "states": STATES,
                "rows_href": link("/sessions/rows", **base, offset=f["offset"]),
-               "live_href": None if request.app.state.source.team else link("/live/sessions", **base,
-                                                                                   offset=f["offset"]),
+               "live_href": link("/live/sessions", **base, offset=f["offset"]),
                "next_href": link("/sessions", **base, offset=f["offset"] + SESSIONS_PAGE) if more else None,
                "prev_href": link("/sessions", **base, offset=max(f["offset"] - SESSIONS_PAGE, 0))
                if f["offset"] else None,
@@ -201,7 +200,7 @@ def session(request: Request) -> Response:
             "started": when(s["started_at"]), "updated": when(s["updated_at"]), "events": s["event_count"],
             "host": one_line(s.get("host"), 60), "parent_kind": one_line(s.get("parent_kind"), 30),
             "parent_id": one_line(s.get("parent_native_id"), 120), "parent_href": parent}
-    live = (not more and not source.team) and source.session_clock(s["id"]) is not None
+    live = not more and source.session_clock(s["id"]) is not None
     context = {"title": head["title"], "s": head, "events": views, "copies": copy_commands(s, source.team),
                "next_href": session_link(s["harness"], s["native_id"], start=last + 1) if more else None,
                "prev_href": session_link(s["harness"], s["native_id"], start=max(start - EVENTS_PAGE, 0))

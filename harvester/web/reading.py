@@ -193,7 +193,8 @@ class LocalSource:
 @dataclass
 class TeamSource:
     """The team bank on PostgreSQL (harvester/team/read.py), read through its reader; ``local``: the local bank's
-    path, whose machine id marks this machine's own sessions. No change clock: its pages are not live."""
+    path, whose machine id marks this machine's own sessions. Its pages are live by the pushes' stamps (it has no
+    change clock: :meth:`clock`)."""
 
     settings: Any
     team = True
@@ -287,18 +288,32 @@ class TeamSource:
         from harvester.team.schema import SCHEMA
 
         machines = self._rows(
-            "SELECT m.host, m.os_user, m.harvester_version, m.first_push_at, max(s.pushed_at) AS last_push_at, "
+            "SELECT m.host, m.os_user, m.harvester_version, m.first_push_at, m.last_push_at, "
             "count(s.id) AS sessions, coalesce(sum(s.event_count), 0) AS events "
             f"FROM {SCHEMA}.machines m LEFT JOIN {SCHEMA}.sessions s ON s.machine_id = m.id "
-            "GROUP BY m.id, m.host, m.os_user, m.harvester_version, m.first_push_at "
+            "GROUP BY m.id, m.host, m.os_user, m.harvester_version, m.first_push_at, m.last_push_at "
             "ORDER BY last_push_at DESC NULLS LAST, m.host", [])
         agents = self._rows(
             "SELECT harness, host, count(*) AS sessions, sum(event_count) AS events, max(last_imported_at) AS "
             f"last_import FROM {SCHEMA}.sessions GROUP BY harness, host ORDER BY harness, host", [])
         return {"machines": machines, "agents": agents}
 
-    def clock(self) -> int | None:
-        return None
+    def clock(self) -> Any:
+        """What stands for a change clock in the team bank: its latest push that changed anything (each machine's
+        row is stamped by such a push, harvester/team/push.py); None when it cannot be read now."""
+        from harvester.team.schema import SCHEMA
 
-    def session_clock(self, pk: int) -> tuple[int, int, str] | None:
-        return None
+        try:
+            return self._rows(f"SELECT max(last_push_at) AS n FROM {SCHEMA}.machines", [])[0]["n"]
+        except Exception:  # unreachable, or gone mid-query: the stream asks again in a second
+            return None
+
+    def session_clock(self, pk: int) -> tuple[Any, int, str] | None:
+        """A session's stamp in the team bank (its row's last change by a push), its event count and state."""
+        from harvester.team.schema import SCHEMA
+
+        try:
+            rows = self._rows(f"SELECT pushed_at, event_count, state FROM {SCHEMA}.sessions WHERE id = %s", [pk])
+        except Exception:  # as in clock
+            return None
+        return (rows[0]["pushed_at"], rows[0]["event_count"], rows[0]["state"]) if rows else None
