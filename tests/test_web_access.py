@@ -413,3 +413,13 @@ def test_a_live_transcript_gets_every_event_of_a_large_write_not_only_its_first_
     finally:
         viewer.stop()
     assert seen == list(range(3, 163)), (len(seen), seen[-3:])
+
+
+def test_the_token_redirect_stays_on_this_server_whatever_the_path(client: TestClient) -> None:
+    """The redirect that trades the token for the cookie goes to the same path: a path a browser would read as
+    another host (``//host``, ``/\\host``: browsers take a backslash for a slash) is sent to / instead."""
+    for path in ("//evil.example/", "/\\evil.example/", "/%5Cevil.example/", "/%2F%2Fevil.example/", "/日本"):
+        r = client.get(f"{path}?token={TOKEN}", follow_redirects=False)
+        assert r.status_code == 303, path
+        where = r.headers["location"]
+        assert where.startswith("/") and not where.startswith(("//", "/\\")), (path, where)
