@@ -14,6 +14,7 @@ import re
 import sqlite3
 import subprocess
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from html import unescape
 from typing import Any
 
@@ -124,3 +125,17 @@ def test_the_copy_buttons_hand_over_every_resume_command(client: TestClient, ban
         if target != "claude-code":
             assert f"harvester resume {bank['old']} --in {target}" in copied, copied
     assert f"harvester show {bank['old']}" in copied
+
+
+def test_a_sessions_row_gives_its_agent_title_branch_state_times_and_events(client: TestClient,
+                                                                            bank: dict[str, Any]) -> None:
+    listing = client.get("/sessions").text
+    rows = {}
+    for row in re.findall(r"<tr class=\"state-.*?</tr>", listing, re.S):
+        cells = [" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        rows[cells[0]] = cells[1:]
+    old = rows[f"pelican: the old question in the main checkout {bank['old']}"]
+    assert old[:6] == ["claude-code", "main", "ended", "2026-11-01 10:00:01Z", "2026-11-01 10:00:02Z", "2"], old
+    new = rows[f"pelican: a question in the worktree today {bank['new']}"]
+    assert new[0] == "claude-code" and new[2] == "unknown" and new[5] == "2", new
+    assert new[3].startswith(datetime.now(UTC).strftime("%Y-%m-%d ")), new  # written today
