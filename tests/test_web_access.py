@@ -325,3 +325,101 @@ def test_what_a_scan_writes_after_the_viewer_opened_the_bank_is_shown(tmp_path: 
         assert "a second session, scanned later" in listing and "the first session" in listing
         assert "a second session, scanned later" in c.get("/search?q=scanned").text
     source.close()
+
+
+def test_the_status_page_shows_each_agents_problems_the_sinks_and_the_team_push_lag(tmp_path: Path) -> None:
+    """Status as a page: an agent's malformed record counted with the problem (its file and line), a sink's queue
+    and the team push's lag, as `harvester status --json` gathers them."""
+    home, path = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    s.write(s.user("a session with a broken line"), b"{this is not json\n", s.assistant("ok"))
+    scan(home, path)
+    env = {"HOME": str(home), "HARVESTER_TEAM_BANK": "postgresql://nobody@127.0.0.1:9/team"}
+    config = tmp_path / "config.toml"
+    config.write_text('[sinks.hindsight]\nurl = "http://127.0.0.1:9"\n')
+    settings = settings_for({**env, "HARVESTER_CONFIG": str(config)}, bank=str(path))
+    assert settings.sinks and settings.team is not None
+    source = LocalSource(str(path))
+    with TestClient(create_app(Served(source, source, settings, "127.0.0.1", PORT, TOKEN)),
+                    base_url=f"http://127.0.0.1:{PORT}") as c:
+        text = signed_in(c).get("/status").text
+    source.close()
+    row = re.search(r"<tr[^>]*>\s*<td>Claude Code.*?</tr>", text, re.S)[0]
+    cells = [re.sub(r"<[^>]+>", " ", c).split() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    assert cells[1] == ["yes"] and cells[2] == ["1"] and cells[5] == ["1"], cells  # found, 1 session, 1 malformed
+    assert "malformed" in cells[8] and any(w.endswith(".jsonl:2") for w in cells[8]), cells  # the file and line
+    assert "<h3>sink hindsight</h3>" in text
+    sink = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]*)</td></tr>", text.split("<h3>sink hindsight</h3>")[1]
+                           .split("</table>")[0]))
+    assert sink["unqueued"] == "1" and sink["url"] == "http://127.0.0.1:9", sink
+    push = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]*)</td></tr>", text.split('id="team-push"')[1]
+                           .split("</table>")[0]))
+    assert push["lag.events"] == "2" and push["lag.sessions"] == "1", push  # nothing pushed yet: the whole session
+    archive = re.sub(r"<[^>]+>", " ", text.split('id="archive"')[1].split("</div>")[0]).split()
+    assert archive[2:4] == ["on", "·"] and archive[-3:] == ["of", "1", "sources"], archive  # the one source archived
+    service = re.sub(r"<[^>]+>", " ", text.split('id="service"')[1].split("</div>")[0])
+    assert "not running" in service, service
+
+
+def test_open_hands_the_printed_url_to_the_browser(bank: dict[str, Any], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """--open: the URL with its token goes to the user's browser ($BROWSER, as Python's webbrowser reads it)."""
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {opened}\n')
+    browser.chmod(0o755)
+    monkeypatch.setenv("BROWSER", f"{browser} %s")
+    proc, url = _serve(bank, "--open")
+    try:
+        for _ in range(100):
+            if opened.exists() and opened.read_text():
+                break
+            time.sleep(0.1)
+        assert opened.read_text() == url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_a_live_transcript_gets_every_event_of_a_large_write_not_only_its_first_page(tmp_path: Path) -> None:
+    """A session's live stream (harvester/web/live.py) after one write of 160 events, the clock moved once: all 160
+    reach the page, not the first page of a hundred with the rest left until the session changes again."""
+    import httpx
+
+    from tests.web_browser import Viewer, env_for
+
+    home, path = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    s.write(s.user("start"), s.assistant("ok"))
+    scan(home, path)
+    viewer = Viewer(env_for(home, path, tmp_path / "config.toml"))
+    seen: list[int] = []
+    try:
+        with httpx.Client(timeout=httpx.Timeout(30, read=8), follow_redirects=True) as http:
+            http.get(viewer.url)  # the cookie
+            with http.stream("GET", f"{viewer.base}/live/session",
+                             params={"h": "claude-code", "id": s.id, "after": 2}) as stream:
+                assert stream.status_code == 200
+                time.sleep(1.5)  # the stream has read the session's stamp once
+                s.write(*s.conversation(80))
+                scan(home, path)
+                try:
+                    for line in stream.iter_lines():
+                        seen += [int(n) for n in re.findall(r'<article [^>]*\bid="(\d+)"', line)]
+                        if len(seen) >= 160:
+                            break
+                except httpx.ReadTimeout:
+                    pass  # nothing more came
+    finally:
+        viewer.stop()
+    assert seen == list(range(3, 163)), (len(seen), seen[-3:])
+
+
+def test_the_token_redirect_stays_on_this_server_whatever_the_path(client: TestClient) -> None:
+    """The redirect that trades the token for the cookie goes to the same path: a path a browser would read as
+    another host (``//host``, ``/\\host``: browsers take a backslash for a slash) is sent to / instead."""
+    for path in ("//evil.example/", "/\\evil.example/", "/%5Cevil.example/", "/%2F%2Fevil.example/", "/日本"):
+        r = client.get(f"{path}?token={TOKEN}", follow_redirects=False)
+        assert r.status_code == 303, path
+        where = r.headers["location"]
+        assert where.startswith("/") and not where.startswith(("//", "/\\")), (path, where)

@@ -47,3 +47,13 @@ def test_a_snippet_marks_the_querys_words_not_the_transcripts_own_brackets() -> 
     assert [text for text, hit in parts if hit] == ["quasar", "Quasars"]
     assert "".join(text for text, _ in parts) == "see [array] index quasar and [x] then Quasars"
     assert snippet_parts("plain [text]", "") == [("plain [text]", False)]
+
+
+def test_a_command_and_a_search_pattern_are_shown_with_the_call() -> None:
+    bash = event_view(_event(kind="tool_call", tool_name="Bash", text="Bash: run the tests",
+                             tool_input={"command": "pytest -x tests/test_a.py", "description": "run the tests"}))
+    assert bash.family == "command" and [line.text for line in bash.lines][-1] == "$ pytest -x tests/test_a.py"
+    assert not bash.more  # shown, not folded: what the call did is the point of it
+    grep = event_view(_event(kind="tool_call", tool_name="Grep", text="Grep: budget",
+                             tool_input={"pattern": "retry_budget\\(", "path": "src", "glob": "*.py"}))
+    assert grep.family == "search" and [line.text for line in grep.lines][-1] == "pattern retry_budget\\( in src (*.py)"

@@ -23,15 +23,20 @@ class Scope:
     origin_id: str | None = None
     keys: tuple[str, ...] = ()
     recorded_at: str | None = None
+    # A team bank's repository by its key there (harvester/team/identity.py: its origin, or a machine's own
+    # root): what the viewer's team pages name a repository by. No local session is in it.
+    repository: str | None = None
 
     @property
     def everything(self) -> bool:
-        return not self.keys and self.bank_id is None and self.recorded_at is None
+        return not self.keys and self.bank_id is None and self.recorded_at is None and self.repository is None
 
     def sql(self, alias: str = "s") -> tuple[str, list[Any]]:
         """A WHERE condition on sessions (aliased ``alias``) and its arguments."""
         if self.bank_id is not None:
             return f"{alias}.bank_id = ?", [self.bank_id]
+        if self.repository is not None:  # a team bank's repository: nothing of the local bank
+            return "0", []
         if self.keys:  # the index sessions_repo_key (migration 14)
             return f"{alias}.repo_key IN ({', '.join('?' * len(self.keys))})", list(self.keys)
         if self.recorded_at is not None:  # the path, or beneath it
@@ -46,6 +51,8 @@ class Scope:
             return True
         if self.bank_id is not None:
             return session["bank_id"] == self.bank_id
+        if self.repository is not None:
+            return session.get("repo_key") == self.repository
         if "host" in session:  # a team bank's row: another machine's clone is this repository by its origin
             return bool((self.origin_id and session.get("origin_id") == self.origin_id)
                         or (self.repo_root and session.get("repo_root") == self.repo_root))

@@ -119,6 +119,8 @@ class TeamReader:
             return "(s.bank_id = %s OR r.name = %s)", [scope.bank_id, scope.bank_id]
         if scope.everything:
             return "TRUE", []
+        if scope.repository is not None:  # the repository by its key here (the viewer's pages name it so)
+            return "r.repo_key = %s", [scope.repository]
         # This repository by its origin, on every machine; this machine's sessions of it too by its main worktree
         # (its repository key there when they were pushed without a remote: identity.py). Never by the bank id,
         # which unrelated repositories of one name share.

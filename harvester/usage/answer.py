@@ -33,12 +33,13 @@ class Request:
     cost: str = "auto"
     zone: tzinfo | None = None  # None: the system's local time
     zone_name: str = "local"
+    sessions: tuple[int, ...] = ()  # only these sessions (their ids in the bank asked): a listing's page
 
 
 def answer(conn: sqlite3.Connection, request: Request, book: PriceBook, now: datetime | None = None) -> dict[str, Any]:
     days = Days(request.zone)
     start, end = days.bounds(request.since, request.until)
-    where = query.Filter(start, end, request.harnesses, request.models, request.scope)
+    where = query.Filter(start, end, request.harnesses, request.models, request.scope, request.sessions)
     head = {"report": request.report, "timezone": request.zone_name, "cost_mode": request.cost,
             "since": request.since.isoformat() if request.since else None,
             "until": request.until.isoformat() if request.until else None,
@@ -90,7 +91,7 @@ def active_block(conn: sqlite3.Connection, request: Request, book: PriceBook,
     days = Days(request.zone)
     start, end = days.bounds(request.since, request.until)
     now = now or datetime.now().astimezone()
-    where = query.Filter(start, end, request.harnesses, request.models, request.scope)
+    where = query.Filter(start, end, request.harnesses, request.models, request.scope, request.sessions)
     times = query.times_since_gap(conn, where, BLOCK.total_seconds(), now)
     where = replace(where, start=last_block_start(times) if times else query.utc_ms(now))
     prices = book.lookup(query.models(conn))

@@ -50,6 +50,9 @@ def _responses(reader: TeamReader, request: Request) -> tuple[str, list[Any]]:
     if end:
         clauses.append("e.ts < %s")
         args.append(end)
+    if request.sessions:
+        clauses.append("s.id = ANY(%s)")
+        args.append(list(request.sessions))
     if request.harnesses:
         clauses.append("s.harness = ANY(%s)")
         args.append(list(request.harnesses))

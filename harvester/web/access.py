@@ -23,7 +23,7 @@ import ipaddress
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -106,7 +106,9 @@ class Guard:
                 await _refuse(send, 403, "Wrong token: open the URL `harvester serve` printed.")
                 return
             rest = urlencode([(k, v) for k, v in query if k != "token"])
-            where = scope.get("path", "/") + (f"?{rest}" if rest else "")
+            # The path quoted (a backslash, which browsers read as a slash, as %5C; anything beyond latin-1 too),
+            # and never one a browser would read as another host (//host).
+            where = quote(scope.get("path", "/")) + (f"?{rest}" if rest else "")
             if not where.startswith("/") or where.startswith("//"):
                 where = "/"
             cookie = f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict"

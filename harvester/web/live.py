@@ -1,4 +1,5 @@
-"""Live pages: server-sent events driven by the bank's change clock (migration 8).
+"""Live pages: server-sent events driven by the bank's change clock (migration 8), or under ``--team`` by the team
+bank's push stamps (harvester/web/reading.py TeamSource.clock).
 
 Every write that changes a session moves the clock and stamps the session with it, in the write's own transaction
 (harvester/bank/sqlite_events.stamp_changed). A stream reads the clock once a second (one indexed row, off the
@@ -44,7 +45,9 @@ def session_stream(request: Request) -> Response:
     harness, native_id, after = q.get("h"), q.get("id"), int_param(q.get("after"), 0)
     templates = request.app.state.templates
 
-    def new_events(last: int) -> tuple[str, int, dict[str, Any]] | None:
+    def new_events(last: int) -> tuple[str, int, dict[str, Any], bool] | None:
+        """The events past ``last`` (a page of them), the last one's number, the session, and whether the page was
+        full (more may follow)."""
         with source.bank() as bank:
             s = find_session(bank, harness, native_id)
             if s is None:
@@ -52,7 +55,7 @@ def session_stream(request: Request) -> Response:
             events = bank.events_page(s["id"], last + 1, EVENTS_PAGE, include_recall=True)
             views = event_views(bank, s, events, source.team)
         html = templates.get_template("_events.html").render(events=views) if views else ""
-        return html, (views[-1]["v"].seq if views else last), s
+        return html, (views[-1]["v"].seq if views else last), s, len(events) == EVENTS_PAGE
 
     async def changes() -> AsyncIterator[dict[str, Any]]:
         last = after
@@ -74,15 +77,18 @@ def session_stream(request: Request) -> Response:
             if now == seen or now is None:
                 continue
             seen = now
-            try:
-                found = await anyio.to_thread.run_sync(new_events, last)
-            except Unavailable:
-                continue
-            if found is None:
-                return
-            html, last, row = found
-            if html:
-                yield {"event": "events", "data": html}
-            yield {"event": "state", "data": f"{row['state']} · {row['event_count']} events"}
+            full, row = True, None
+            while full:  # one write may add more than a page: each page is sent, not only the first
+                try:
+                    found = await anyio.to_thread.run_sync(new_events, last)
+                except Unavailable:
+                    break
+                if found is None:
+                    return
+                html, last, row, full = found
+                if html:
+                    yield {"event": "events", "data": html}
+            if row is not None:
+                yield {"event": "state", "data": f"{row['state']} · {row['event_count']} events"}
 
     return EventSourceResponse(changes(), ping=15)

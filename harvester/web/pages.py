@@ -74,6 +74,7 @@ def repositories(request: Request) -> Response:
         return unavailable(request, exc)
     shown_rows = [{"label": one_line(r.label, 120), "sessions": r.sessions, "last": when(r.last),
                    "roots": [one_line(x, 200) for x in r.roots[:3]], "hosts": [one_line(h, 60) for h in r.hosts],
+                   "origin": one_line(r.origin, 200),
                    "unknown": r.unknown, "href": link("/sessions", repo=r.ref, unknown=1 if r.unknown else None)}
                   for r in rows]
     return page(request, "repositories.html", {"title": "Repositories", "repositories": shown_rows,
@@ -124,8 +125,7 @@ def sessions(request: Request) -> Response:
     context = {"title": f"Sessions of {one_line(label, 80)}", "label": one_line(label, 120), "rows": rows, "f": f,
                "harnesses": request.app.state.harnesses, "states": STATES,
                "rows_href": link("/sessions/rows", **base, offset=f["offset"]),
-               "live_href": None if request.app.state.source.team else link("/live/sessions", **base,
-                                                                                   offset=f["offset"]),
+               "live_href": link("/live/sessions", **base, offset=f["offset"]),
                "next_href": link("/sessions", **base, offset=f["offset"] + SESSIONS_PAGE) if more else None,
                "prev_href": link("/sessions", **base, offset=max(f["offset"] - SESSIONS_PAGE, 0))
                if f["offset"] else None,
@@ -200,7 +200,7 @@ def session(request: Request) -> Response:
             "started": when(s["started_at"]), "updated": when(s["updated_at"]), "events": s["event_count"],
             "host": one_line(s.get("host"), 60), "parent_kind": one_line(s.get("parent_kind"), 30),
             "parent_id": one_line(s.get("parent_native_id"), 120), "parent_href": parent}
-    live = (not more and not source.team) and source.session_clock(s["id"]) is not None
+    live = not more and source.session_clock(s["id"]) is not None
     context = {"title": head["title"], "s": head, "events": views, "copies": copy_commands(s, source.team),
                "next_href": session_link(s["harness"], s["native_id"], start=last + 1) if more else None,
                "prev_href": session_link(s["harness"], s["native_id"], start=max(start - EVENTS_PAGE, 0))
@@ -281,8 +281,38 @@ def status(request: Request) -> Response:
     every = request.query_params.get("all") == "1"
     harnesses = [h for h in data["harnesses"] if every or h["found"]]
     problems = sum(h["malformed"] + h["failed"] + h["unreadable"] + h["oversize"] for h in harnesses)
+    team = None
+    if request.app.state.source.team:
+        # Under --team the page is the team bank's; what only this machine knows (its service, archive, sinks,
+        # push) follows, said as this machine's.
+        try:
+            team = team_status(request.app.state.source.status())
+        except Unavailable as exc:
+            return unavailable(request, exc)
+        team["this_host"] = one_line(settings.team.host_name(), 60) if settings.team is not None else "-"
     return page(request, "status.html", {"title": "Status", "d": data, "harnesses": harnesses, "every": every,
-                                         "problems": problems, "facts": facts})
+                                         "problems": problems, "facts": facts, "team_view": team})
+
+
+def _moment_of(value: Any) -> str:
+    """A time from either bank as pages show it: an ISO string (SQLite, the team bank's text columns) or a
+    PostgreSQL timestamptz."""
+    from datetime import UTC, datetime
+
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    return when(value)
+
+
+def team_status(found: dict[str, Any]) -> dict[str, Any]:
+    """The team bank's machines and agents (TeamSource.status) as rows for the template."""
+    machines = [{"host": one_line(m["host"], 60), "user": one_line(m["os_user"], 40),
+                 "sessions": m["sessions"], "events": m["events"], "last_push": _moment_of(m["last_push_at"]),
+                 "first_push": _moment_of(m["first_push_at"]), "version": one_line(m["harvester_version"], 30)}
+                for m in found["machines"]]
+    agents = [{"harness": one_line(a["harness"], 40), "host": one_line(a["host"], 60), "sessions": a["sessions"],
+               "events": a["events"], "last_import": _moment_of(a["last_import"])} for a in found["agents"]]
+    return {"machines": machines, "agents": agents}
 
 
 def facts(value: Any, depth: int = 0) -> list[tuple[str, str]]:

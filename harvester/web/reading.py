@@ -38,6 +38,7 @@ class RepositoryRow:
     roots: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
     unknown: bool = False
+    origin: str = ""  # in the team bank: its origin URL (credentials stripped when pushed), which tells it apart
 
 
 class Unavailable(Exception):
@@ -192,7 +193,8 @@ class LocalSource:
 @dataclass
 class TeamSource:
     """The team bank on PostgreSQL (harvester/team/read.py), read through its reader; ``local``: the local bank's
-    path, whose machine id marks this machine's own sessions. No change clock: its pages are not live."""
+    path, whose machine id marks this machine's own sessions. Its pages are live by the pushes' stamps (it has no
+    change clock: :meth:`clock`)."""
 
     settings: Any
     team = True
@@ -235,19 +237,25 @@ class TeamSource:
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     def repositories(self) -> list[RepositoryRow]:
+        """Each repository of the team bank by its identity there (its key: the origin, or a machine's own root),
+        named as pushed: unrelated repositories of one name are rows of their own, told apart by their origin."""
         from harvester.team.schema import SCHEMA
 
         rows = self._rows(
-            f"SELECT r.name, count(*) AS sessions, max(coalesce(s.updated_at, s.started_at, s.last_imported_at)) AS "
-            "last, array_agg(DISTINCT s.host) AS hosts, array_agg(DISTINCT s.repo_root) FILTER (WHERE s.repo_root "
-            f"IS NOT NULL) AS roots FROM {SCHEMA}.sessions s JOIN {SCHEMA}.repositories r ON r.id = s.repository_id "
-            "GROUP BY r.name ORDER BY last DESC NULLS LAST", [])
-        return [RepositoryRow(r["name"], r["name"], r["sessions"], r["last"] or "", tuple(sorted(r["roots"] or ())),
-                              tuple(sorted(r["hosts"] or ()))) for r in rows]
+            f"SELECT r.repo_key, r.name, r.origin_url, count(*) AS sessions, "
+            "max(coalesce(s.updated_at, s.started_at, s.last_imported_at)) AS last, array_agg(DISTINCT s.host) AS "
+            "hosts, array_agg(DISTINCT s.repo_root) FILTER (WHERE s.repo_root IS NOT NULL) AS roots "
+            f"FROM {SCHEMA}.sessions s JOIN {SCHEMA}.repositories r ON r.id = s.repository_id "
+            "GROUP BY r.id, r.repo_key, r.name, r.origin_url ORDER BY last DESC NULLS LAST", [])
+        return [RepositoryRow(r["repo_key"], r["name"], r["sessions"], r["last"] or "", tuple(sorted(r["roots"] or ())),
+                              tuple(sorted(r["hosts"] or ())), origin=r["origin_url"] or "") for r in rows]
 
     def scope(self, ref: str | None, unknown: bool = False) -> Scope:
-        """A repository of the team bank by its name (TeamReader's scope by bank id matches the name too)."""
-        return Scope(ref, bank_id=ref) if ref else EVERYTHING
+        """A repository of the team bank by its key there (as :meth:`repositories` names it)."""
+        if not ref:
+            return EVERYTHING
+        label = next((r.label for r in self.repositories() if r.ref == ref), ref)
+        return Scope(label, repository=ref)
 
     def sessions_page(self, scope: Scope, harness: str | None, since: str | None, until: str | None,
                       state: str | None, offset: int, limit: int) -> list[dict[str, Any]]:
@@ -257,18 +265,55 @@ class TeamSource:
                                           offset=offset)
 
     def usage_of(self, pks: list[int]) -> dict[int, tuple[str, str]]:
-        """Each session's tokens (summed over its events; the team bank keeps no usage table: its cost is
-        ``harvester usage --team``'s)."""
+        """Each session's tokens and cost as ``harvester usage session --team`` gives them (each response once, priced
+        by the catalogue; the team bank keeps no usage table: its events are read), for a page of sessions."""
         from harvester.team.schema import SCHEMA
+        from harvester.usage.answer import Request
+        from harvester.usage.api import report
+        from harvester.usage.sessions import short
 
         if not pks:
             return {}
-        rows = self._rows(f"SELECT session_id, sum(coalesce(tokens_in, 0) + coalesce(tokens_out, 0)) AS n "
-                          f"FROM {SCHEMA}.events WHERE session_id = ANY(%s) GROUP BY session_id", [pks])
-        return {r["session_id"]: (f"{int(r['n'] or 0):,}", "-") for r in rows}
+        ids = {(r["harness"], r["native_id"], r["host"]): r["id"] for r in self._rows(
+            f"SELECT id, harness, native_id, host FROM {SCHEMA}.sessions WHERE id = ANY(%s)", [pks])}
+        with self.bank() as reader:
+            found = report(reader, Request("session", sessions=tuple(pks)))
+        return {ids[key]: short(row) for row in found["rows"]
+                if (key := (row["harness"], row["session"], row["host"])) in ids}
 
-    def clock(self) -> int | None:
-        return None
+    def status(self) -> dict[str, Any]:
+        """What the team bank holds, for the status page: each machine that pushed (its sessions, events, first and
+        last push) and each agent's sessions on each machine. The agents' health (malformed records, drift,
+        failures) is each machine's own bank's: the team bank receives sessions, not their problems."""
+        from harvester.team.schema import SCHEMA
 
-    def session_clock(self, pk: int) -> tuple[int, int, str] | None:
-        return None
+        machines = self._rows(
+            "SELECT m.host, m.os_user, m.harvester_version, m.first_push_at, m.last_push_at, "
+            "count(s.id) AS sessions, coalesce(sum(s.event_count), 0) AS events "
+            f"FROM {SCHEMA}.machines m LEFT JOIN {SCHEMA}.sessions s ON s.machine_id = m.id "
+            "GROUP BY m.id, m.host, m.os_user, m.harvester_version, m.first_push_at, m.last_push_at "
+            "ORDER BY last_push_at DESC NULLS LAST, m.host", [])
+        agents = self._rows(
+            "SELECT harness, host, count(*) AS sessions, sum(event_count) AS events, max(last_imported_at) AS "
+            f"last_import FROM {SCHEMA}.sessions GROUP BY harness, host ORDER BY harness, host", [])
+        return {"machines": machines, "agents": agents}
+
+    def clock(self) -> Any:
+        """What stands for a change clock in the team bank: its latest push that changed anything (each machine's
+        row is stamped by such a push, harvester/team/push.py); None when it cannot be read now."""
+        from harvester.team.schema import SCHEMA
+
+        try:
+            return self._rows(f"SELECT max(last_push_at) AS n FROM {SCHEMA}.machines", [])[0]["n"]
+        except Exception:  # unreachable, or gone mid-query: the stream asks again in a second
+            return None
+
+    def session_clock(self, pk: int) -> tuple[Any, int, str] | None:
+        """A session's stamp in the team bank (its row's last change by a push), its event count and state."""
+        from harvester.team.schema import SCHEMA
+
+        try:
+            rows = self._rows(f"SELECT pushed_at, event_count, state FROM {SCHEMA}.sessions WHERE id = %s", [pk])
+        except Exception:  # as in clock
+            return None
+        return (rows[0]["pushed_at"], rows[0]["event_count"], rows[0]["state"]) if rows else None
