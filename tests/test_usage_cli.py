@@ -61,6 +61,23 @@ def test_daily_counts_every_agent_and_says_an_unknown_price_is_unknown(captured:
     assert f"+{fake['responses']} unpriced" in text and "unknown (" in text and "$0.00" not in text
 
 
+def test_the_text_report_has_the_issues_columns_with_the_json_counts(captured: Path) -> None:
+    """Input, output, cache write, cache read, reasoning, total tokens, cost (USD), models: in that order, each
+    row's cells the numbers --json gives."""
+    data = usage(captured)
+    lines = run(captured, "usage", "--timezone", "UTC").splitlines()
+    header = next(line for line in lines if line.startswith("Date "))
+    assert [c.strip() for c in header.split("  ") if c.strip()] == [
+        "Date", "Input", "Output", "Cache write", "Cache read", "Reasoning", "Total", "Cost (USD)", "Models"]
+    [day] = data["rows"]
+    cells = next(line for line in lines if line.startswith(day["date"])).split()
+    counts = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "reasoning_tokens",
+              "total_tokens")
+    assert cells[1:7] == [f"{day[key]:,}" for key in counts]
+    assert cells[7] == f"${day['cost_usd']:,.2f}" and f"+{day['unpriced_responses']} unpriced" in " ".join(cells)
+    assert ", ".join(day["models"]) in next(line for line in lines if line.startswith(day["date"]))
+
+
 def test_filters_and_periods(captured: Path) -> None:
     everything = usage(captured)["totals"]
     claude = usage(captured, "--harness", "claude-code")["totals"]
