@@ -1,6 +1,9 @@
 """Numbered schema migrations of the SQLite bank. ``PRAGMA user_version`` is the number applied.
 
 Append new migrations; never edit one that has shipped.
+
+Over 500 lines: the numbered migrations are one append-only list, each with its SQL and its reason inline,
+read in order (the usage table's, the longest, is apart in migrations_usage.py).
 """
 
 from __future__ import annotations
