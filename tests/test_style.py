@@ -4,6 +4,8 @@ runs these like any other test."""
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -109,3 +111,36 @@ def test_no_module_imports_itself_round_a_loop() -> None:
         if module not in index:
             visit(module)
     assert cycles == []
+
+
+def _resolves(package: str, ref: str) -> bool:
+    """Whether a docstring's reference (``name``, ``module.name``, ``harvester.a.b.name``) names something that
+    exists, read from ``package``."""
+    parts = (ref if ref.startswith("harvester.") else f"{package}.{ref}").split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(found, name):
+                return False
+            found = getattr(found, name)
+        return True
+    return False
+
+
+def test_every_package_names_its_entry_point() -> None:
+    """Issue 25: one package per stage, each with its entry point named in its ``__init__`` docstring (a paragraph
+    that says "entry point" and names it as :func:, :class:, :data: or :mod:), and what it names exists: a
+    newcomer starts reading there."""
+    unnamed, dangling = [], []
+    for init in sorted((ROOT / "harvester").glob("*/__init__.py")):
+        package = f"harvester.{init.parent.name}"
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        said = " ".join(p for p in re.split(r"\n\s*\n", doc) if "entry point" in p.lower())
+        refs = re.findall(r":(?:func|class|data|mod):`~?([\w.]+)`", said)
+        if not refs:
+            unnamed.append(package)
+        dangling += [f"{package}: {ref}" for ref in refs if not _resolves(package, ref)]
+    assert (unnamed, dangling) == ([], [])
