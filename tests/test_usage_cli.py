@@ -244,3 +244,32 @@ def test_reasoning_an_agent_counts_apart_is_in_the_total_and_billed_as_output(tm
     expected = calc_price(Usage(input_tokens=10200, cache_read_tokens=4000, output_tokens=45), "gemini-2.5-pro",
                           genai_request_timestamp=datetime(2026, 11, 29, 12, tzinfo=UTC)).total_price
     assert row["cost_usd"] == pytest.approx(float(expected), rel=1e-6)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kathmandu"])  # from the hourly sums; from the responses (+05:45)
+def test_auto_calculates_what_the_agent_recorded_as_zero(tmp_path: Path, zone: str) -> None:
+    """``auto`` takes the recorded cost where it is more than zero, and calculates the rest, response by response:
+    opencode records zero for what a subscription pays, beside steps it records a price for (its hand fixture has
+    both, one model), in one session and hour or across sessions of a day."""
+    from harvester.bank import open_bank
+    from harvester.model import Event, Usage
+    from tests.test_usage_bank import _write
+
+    def step(session: str, uid: str, cost: float, ts: str) -> Event:
+        return Event(session, uid, "assistant", "meta", "step finished", ts=ts, model="claude-sonnet-4-5",
+                     usage=Usage(input=1000, output=100, response=uid, cost=cost))
+
+    bank = tmp_path / "bank.sqlite"
+    with open_bank(bank) as opened:
+        _write(opened, "/a.json", "a", [step("a", "p1", 0.0, "2026-11-29T10:00:00Z"),
+                                        step("a", "p2", 0.5, "2026-11-29T10:30:00Z")], harness="opencode")
+        _write(opened, "/b.json", "b", [step("b", "q1", 0.0, "2026-11-29T12:00:00Z")], harness="opencode")
+
+    def totals(cost: str) -> dict[str, Any]:
+        return orjson.loads(run(bank, "usage", "--json", "--timezone", zone, "--cost", cost))["totals"]
+
+    calculated, auto, recorded = totals("calculate"), totals("auto"), totals("recorded")
+    assert calculated["cost_usd"] > 0 and calculated["unpriced_responses"] == 0
+    assert auto["cost_usd"] == pytest.approx(0.5 + calculated["cost_usd"] * 2 / 3)  # three equal responses
+    assert auto["unpriced_responses"] == 0
+    assert recorded["cost_usd"] == pytest.approx(0.5) and recorded["recorded_responses"] == 3

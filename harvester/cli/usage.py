@@ -86,7 +86,7 @@ def _breakdowns(ctx: click.Context, param: click.Parameter, value: str | None) -
               "(comma-separated; host with --team).")
 @click.option("--cost", "cost_mode", type=click.Choice(("auto", "calculate", "recorded")), default="auto",
               show_default=True, help="calculate: from the price catalogue; recorded: only what the agent recorded; "
-              "auto: the recorded cost where there is one, else calculated.")
+              "auto: the recorded cost where it is more than zero, else calculated.")
 @click.option("--timezone", "zone_name", metavar="ZONE", help="Days in this time zone (default: the local one).")
 @team_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON (fields below).")

@@ -13,6 +13,7 @@ import os
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from harvester.bank.migrations_usage import recorded_kind
 from harvester.model import RECORD_ID_MIN
 from harvester.team.schema import SCHEMA
 from harvester.usage import query
@@ -101,7 +102,7 @@ def answer_team(reader: TeamReader, request: Request, book: PriceBook) -> dict[s
                 "totals": grand_total_of(b.totals for b in found).as_json()}
     extra = [c for c, wanted in (("session_id", request.report == "session"), ("bank_id", "repo" in request.by),
                                  ("host", "host" in request.by)) if wanted]
-    keys = ["to_char(ts::timestamptz AT TIME ZONE %s, 'YYYY-MM-DD')", "model", _tier(tiers), "cost IS NOT NULL",
+    keys = ["to_char(ts::timestamptz AT TIME ZONE %s, 'YYYY-MM-DD')", "model", _tier(tiers), recorded_kind(""),
             "harness" if "harness" in request.by else "NULL::text", *extra]
     sums = ("count(*)", "sum(tokens_in)", "sum(tokens_out)", "sum(tokens_cache_read)", "sum(tokens_cache_write)", "0",
             "sum(tokens_reasoning)", "sum(cost)", "min(ts)", "max(ts)", f"sum(CASE WHEN {apart} THEN tokens_reasoning "
