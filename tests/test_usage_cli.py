@@ -273,3 +273,17 @@ def test_auto_calculates_what_the_agent_recorded_as_zero(tmp_path: Path, zone: s
     assert auto["cost_usd"] == pytest.approx(0.5 + calculated["cost_usd"] * 2 / 3)  # three equal responses
     assert auto["unpriced_responses"] == 0
     assert recorded["cost_usd"] == pytest.approx(0.5) and recorded["recorded_responses"] == 3
+
+
+def test_blocks_break_down_by_harness_model_and_repo(captured: Path) -> None:
+    """``--by`` breaks each five-hour block down as it does a day (the issue: every report takes it): the parts add
+    up to their block, in the JSON and as the text's └ lines."""
+    [block] = usage(captured, "blocks", "--by", "harness,model,repo")["blocks"]
+    parts = block["breakdown"]
+    assert {(p["harness"], p["model"]) for p in parts} == {("claude-code", "claude-opus-4-8"), ("codex", "fake-model")}
+    assert all(p["repo"] for p in parts)
+    for key in ("input_tokens", "output_tokens", "total_tokens", "responses", "unpriced_responses"):
+        assert sum(p[key] for p in parts) == block[key], key
+    text = run(captured, "usage", "blocks", "--timezone", "UTC", "--by", "harness,model")
+    assert "└ claude-code · claude-opus-4-8" in text and "└ codex · fake-model" in text
+    assert "breakdown" not in usage(captured, "blocks")["blocks"][0]

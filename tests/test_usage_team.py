@@ -75,6 +75,13 @@ def test_team_usage_adds_every_machine_once_by_host(postgres_server: Any, tmp_pa
         counted = [orjson.loads(answer.stdout)["totals"]["responses"] if orjson.loads(answer.stdout)["rows"] else 0
                    for answer in (team_answer, local_answer)]
         assert counted == [responses, responses - 1 if responses else 0], (model, counted)
+    blocked = _harvester(alpha, "usage", "blocks", "--team", "--json", "--timezone", "UTC", "--by", "host")
+    assert blocked.returncode == 0, blocked.stderr
+    by_host: dict[str, int] = {}
+    for block in orjson.loads(blocked.stdout)["blocks"]:
+        for part in block.get("breakdown", []):
+            by_host[part["host"]] = by_host.get(part["host"], 0) + part["responses"]
+    assert by_host == {"alpha": 3, "beta": 1}  # the blocks broken down by host too
     text = _harvester(alpha, "usage", "--team", "--timezone", "UTC", "--by", "host")
     assert text.returncode == 0 and "└ beta" in text.stdout, text.stdout + text.stderr
 

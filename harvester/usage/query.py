@@ -228,13 +228,17 @@ def groups(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], d
     return out
 
 
-def responses(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], by_time: bool = False) -> list[tuple]:
+def responses(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], by_time: bool = False,
+              with_repo: bool = False) -> list[tuple]:
     """Every counted response in time order (the billing blocks need each one's time): (ts, harness, model, tier,
-    in, out, cache read, cache write, of it 1h, reasoning, recorded cost). ``by_time``: read along the usage_time
-    index (for a short stretch of time, which the planner cannot know: it would sort all of one agent's)."""
+    in, out, cache read, cache write, of it 1h, reasoning, recorded cost), and its session's bank id with
+    ``with_repo``. ``by_time``: read along the usage_time index (for a short stretch of time, which the planner
+    cannot know: it would sort all of one agent's)."""
     condition, args, joined = where.where()
+    joined = joined or with_repo
     sql = (f"SELECT u.ts, u.harness, u.model, {tier_sql(thresholds)}, u.tokens_in, u.tokens_out, "
-           "u.tokens_cache_read, u.tokens_cache_write, u.tokens_cache_write_1h, u.tokens_reasoning, u.cost "
+           "u.tokens_cache_read, u.tokens_cache_write, u.tokens_cache_write_1h, u.tokens_reasoning, u.cost"
+           f"{', s.bank_id ' if with_repo else ' '}"
            f"FROM usage u {'INDEXED BY usage_time ' if by_time else ''}{'JOIN sessions s ON s.id = u.session_id ' if joined else ''}"
            f"WHERE {condition} AND u.ts IS NOT NULL ORDER BY u.ts")
     return conn.execute(sql, args).fetchall()

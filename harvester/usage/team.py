@@ -91,14 +91,19 @@ def answer_team(reader: TeamReader, request: Request, book: PriceBook) -> dict[s
             "price_catalogue": f"genai-prices {book.version}", "team": True}
     apart = f"harness = ANY(ARRAY[{', '.join(repr(h) for h in sorted(REASONING_APART))}])"
     if request.report == "blocks":
+        from harvester.usage.answer import response_part_of
         from harvester.usage.blocks import blocks
 
+        names = [n for n in request.by if n in ("harness", "model", "repo", "host")]
+        asked = [(name, column) for name, column in (("repo", "bank_id"), ("host", "host")) if name in names]
         rows = reader._rows(f"SELECT ts, harness, model, {_tier(tiers)} AS tier, tokens_in, tokens_out, "
-                            "tokens_cache_read, tokens_cache_write, 0 AS write_1h, tokens_reasoning, cost "
-                            f"FROM ({responses}) u ORDER BY ts", args)  # (names unique: a dict's keys)
-        found = blocks([tuple(r.values()) for r in rows], Days(request.zone), prices, request.cost)
+                            "tokens_cache_read, tokens_cache_write, 0 AS write_1h, tokens_reasoning, cost"
+                            + "".join(f", {column}" for _, column in asked)
+                            + f" FROM ({responses}) u ORDER BY ts", args)  # (names unique: a dict's keys)
+        part_of = response_part_of(names, {name: 11 + i for i, (name, _) in enumerate(asked)})
+        found = blocks([tuple(r.values()) for r in rows], Days(request.zone), prices, request.cost, part_of=part_of)
         now = datetime.now().astimezone()
-        return {**head, "blocks": [b.as_json(now) for b in found],
+        return {**head, "blocks": [b.as_json(now, names) for b in found],
                 "totals": grand_total_of(b.totals for b in found).as_json()}
     extra = [c for c, wanted in (("session_id", request.report == "session"), ("bank_id", "repo" in request.by),
                                  ("host", "host" in request.by)) if wanted]
