@@ -229,13 +229,30 @@ class KillPoints:
             yield fraction
 
 
+def as_migration_18_left_it(conn: sqlite3.Connection) -> None:
+    """Undo migration 19 on a bank: usage_hours keyed by whether a cost was recorded at all, as migration 16 made
+    it (its triggers, and its sums of the counted rows)."""
+    from harvester.bank.migrations_usage import _usage_hours_triggers, usage_tier
+
+    sums = "tokens_in, tokens_out, tokens_cache_read, tokens_cache_write, tokens_cache_write_1h, tokens_reasoning"
+    conn.executescript(
+        "DROP TRIGGER usage_hours_insert; DROP TRIGGER usage_hours_delete; DROP TRIGGER usage_hours_counted; "
+        "DROP TRIGGER usage_hours_uncounted; DELETE FROM usage_hours; "
+        f"INSERT INTO usage_hours (hour, session_id, harness, model, tier, recorded, responses, {sums}, cost) "
+        f"SELECT coalesce(substr(ts, 1, 13), ''), session_id, harness, coalesce(model, ''), {usage_tier('')}, "
+        f"cost IS NOT NULL, count(*), {', '.join(f'sum({c})' for c in sums.split(', '))}, coalesce(sum(cost), 0) "
+        "FROM usage WHERE counted = 1 GROUP BY 1, 2, 3, 4, 5, 6;"
+        + _usage_hours_triggers() + "PRAGMA user_version = 18;")
+
+
 def as_migration_17_left_it(conn: sqlite3.Connection) -> None:
-    """Undo migration 18 on a bank: no resumes table."""
+    """Undo migrations 19 and 18 on a bank: usage_hours as migration 16 made it, no resumes table."""
+    as_migration_18_left_it(conn)
     conn.executescript("DROP TABLE resumes; PRAGMA user_version = 17;")
 
 
 def as_migration_16_left_it(conn: sqlite3.Connection) -> None:
-    """Undo migrations 18 and 17 on a bank (every event indexed: the watermark at the last one): no resumes table,
+    """Undo migrations 19 to 17 on a bank (every event indexed: the watermark at the last one): no resumes table,
     no watermark, and the index's triggers as migration 15 made them."""
     as_migration_17_left_it(conn)
     conn.executescript(
@@ -246,7 +263,7 @@ def as_migration_16_left_it(conn: sqlite3.Connection) -> None:
 
 
 def as_migration_15_left_it(conn: sqlite3.Connection) -> None:
-    """Undo migrations 18, 17 and 16 on a bank: no resumes table, no watermark, no usage table (its triggers go
+    """Undo migrations 19 to 16 on a bank: no resumes table, no watermark, no usage table (its triggers go
     with it) nor hourly sums."""
     as_migration_16_left_it(conn)
     conn.executescript("DROP TRIGGER usage_event_deleted; DROP TABLE usage; DROP TABLE usage_hours; "
@@ -254,7 +271,7 @@ def as_migration_15_left_it(conn: sqlite3.Connection) -> None:
 
 
 def as_migration_14_left_it(conn: sqlite3.Connection) -> None:
-    """Undo migrations 18 to 15 on a bank: tool calls indexed by their text alone, no injected column."""
+    """Undo migrations 19 to 15 on a bank: tool calls indexed by their text alone, no injected column."""
     as_migration_15_left_it(conn)
     conn.executescript(
         f"INSERT INTO events_fts (events_fts, rowid, text) SELECT 'delete', id, {search_text()} FROM events "

@@ -11,6 +11,7 @@ imported and no drift (or, for a store no parser can read, as present and not re
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import orjson
 import pytest
@@ -21,14 +22,20 @@ from tests.machine import PLACES, harvester_cli, lay_out_every_store, roots_conf
 
 
 @pytest.fixture(scope="module")
-def status(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def machine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The machine's directory (HOME, config, bank), every store scanned."""
     tmp = tmp_path_factory.mktemp("machine")
     home = tmp / "home"
     lay_out_every_store(home)
     (tmp / "config.toml").write_text(roots_config(home))
     scanned = harvester_cli(tmp, "scan", "--json")
     assert scanned.returncode == 0, scanned.stderr
-    shown = harvester_cli(tmp, "status", "--json")
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def status(machine: Path) -> dict:
+    shown = harvester_cli(machine, "status", "--json")
     assert shown.returncode == 0, shown.stderr
     return orjson.loads(shown.stdout)
 
@@ -68,3 +75,30 @@ def test_no_harness_reads_another_ones_files(status: dict) -> None:
     Cursor's user folder) are each read by their own harness only: counts match the golden readings."""
     got = {h["name"]: h["sessions"] for h in status["harnesses"]}
     assert got == dict(_expected_sessions())
+
+
+def _expected_usage() -> Counter:
+    """Events that carry a model response's token counts, per harness, as the golden readings say."""
+    counts: Counter = Counter()
+    for key in PLACES:
+        reading = orjson.loads(expected_path(key, LAYOUTS[key].hand.replace("/", "-")).read_bytes())
+        counts[LAYOUTS[key].harness] += sum(1 for s in reading["sessions"] for e in s["events"] if e["usage"])
+    return counts
+
+
+def test_usage_reports_every_harness_that_records_usage(machine: Path) -> None:
+    """`harvester usage` works on every harness whose store records token usage (issue 27): each such harness has
+    its responses in the report (at most one per event that carried counts: a response repeated over several
+    events counts once), and no other harness appears."""
+    done = harvester_cli(machine, "usage", "--json", "--by", "harness", "--timezone", "UTC")
+    assert done.returncode == 0, done.stderr
+    reported: Counter = Counter()
+    tokens: Counter = Counter()
+    for row in orjson.loads(done.stdout)["rows"]:
+        for part in row["breakdown"]:
+            reported[part["harness"]] += part["responses"]
+            tokens[part["harness"]] += part["total_tokens"]
+    expected = _expected_usage()
+    assert set(reported) == {h for h, n in expected.items() if n}
+    assert {h: n for h, n in reported.items() if not 0 < n <= expected[h]} == {}
+    assert {h for h in reported if tokens[h] <= 0} == set()

@@ -60,3 +60,28 @@ def test_every_readme_link_into_docs_lands_on_a_page_and_heading() -> None:
     own = {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", readme, re.M)}
     for anchor in re.findall(r"\]\(#([^)\s]+)\)", readme):
         assert anchor in own, f"README links to #{anchor}: no such heading"
+
+
+# The docs pages issue 25 lists (agents, connecting, the bank and archive, search, MCP tools, the team bank, Hindsight,
+# configuration, security and privacy, performance, architecture, contributing): each in docs/ and linked from the README.
+ISSUE_PAGES = ("agents", "connecting", "bank", "search", "mcp", "team", "hindsight", "configuration", "security",
+               "performance", "architecture", "contributing")
+
+
+def test_the_readme_keeps_the_parts_a_newcomer_needs() -> None:
+    """What it is with a picture of the flow, a Quick start that installs, scans, connects the agents and installs
+    the login service, the commands table, where the bank lives, the test command, and a link to every docs page."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sections = {h: body for h, body in re.findall(r"^## (.+)\n((?:(?!^## ).*\n?)*)", readme, re.M)}
+    intro = readme.split("\n## ", 1)[0]
+    assert "```" in intro and "─▶" in intro, "no picture of the flow before the Quick start"
+    quick = sections.get("Quick start", "")
+    for step in ("pipx install", "harvester scan", "harvester connect", "harvester install"):
+        assert step in quick, f"the Quick start does not show {step!r}"
+    assert re.search(r"^\| `harvester \w+", sections.get("Commands", ""), re.M), "no commands table"
+    assert "bank.sqlite" in sections.get("Where the bank lives", "")
+    assert "python -m pytest" in sections.get("Running the tests", "")
+    for page in ISSUE_PAGES:
+        assert (ROOT / "docs" / f"{page}.md").is_file(), f"docs/{page}.md is missing"
+        assert f"](docs/{page}.md" in readme, f"the README does not link docs/{page}.md"
+    assert "```mermaid" in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")

@@ -91,3 +91,21 @@ def test_a_call_split_across_batches_is_still_kept_once(split: int) -> None:
     second = iflow.parse(ref, records[split:], orjson.loads(orjson.dumps(state)))
     calls = [e.tool_call_id for e in first.events + second.events if e.kind == "tool_call"]
     assert calls == ["call_aaa", "call_bbb"]
+
+
+@pytest.mark.parametrize("tree", [HAND, REAL], ids=["hand", "real"])
+def test_its_all_zero_usage_is_no_usage_recorded(tmp_path: Path, tree: Path) -> None:
+    """iFlow writes Claude Code's ``usage`` on every assistant line, but all zeros (it records none): `harvester
+    usage` must not list its responses as costing nothing (a known model would show $0.00), and the usage table
+    holds no row for them (issue 27: what is not known is never shown as zero)."""
+    from click.testing import CliRunner
+
+    from harvester.cli import cli
+
+    bank = _bank(tmp_path, tree)
+    done = CliRunner().invoke(cli, ["--bank", str(bank), "usage", "--json", "--timezone", "UTC"])
+    assert done.exit_code == 0, done.output
+    assert orjson.loads(done.output)["rows"] == []
+    listed = CliRunner().invoke(cli, ["--bank", str(bank), "sessions", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert [s["usage"] for s in orjson.loads(listed.output)] == [None] * len(orjson.loads(listed.output))

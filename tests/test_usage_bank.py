@@ -10,7 +10,7 @@ from harvester.bank import open_bank
 from harvester.bank.sqlite_usage import utc_ts
 from harvester.capture.contract import Cursor, SessionWrite, Write
 from harvester.model import Event, SessionPatch, Usage
-from tests.helpers import as_migration_15_left_it
+from tests.helpers import as_migration_15_left_it, as_migration_18_left_it
 
 
 def _write(bank, path: str, session: str, events: list[Event], revise: bool = False, harness: str = "claude-code"):
@@ -34,11 +34,11 @@ def _counted(bank) -> list[tuple]:
 
 def _hours_are_the_counted_rows(conn: sqlite3.Connection) -> None:
     """usage_hours, kept by triggers, holds what summing the counted rows gives."""
-    from harvester.bank.migrations_usage import usage_tier
+    from harvester.bank.migrations_usage import recorded_kind, usage_tier
 
     summed = conn.execute(
         f"SELECT coalesce(substr(ts, 1, 13), ''), session_id, harness, coalesce(model, ''), {usage_tier('')}, "
-        "cost IS NOT NULL, count(*), sum(tokens_in), sum(tokens_out), sum(tokens_cache_read), "
+        f"{recorded_kind('')}, count(*), sum(tokens_in), sum(tokens_out), sum(tokens_cache_read), "
         "sum(tokens_cache_write), sum(tokens_cache_write_1h), sum(tokens_reasoning), coalesce(sum(cost), 0) "
         "FROM usage WHERE counted = 1 GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6").fetchall()
     assert conn.execute("SELECT * FROM usage_hours ORDER BY 1, 2, 3, 4, 5, 6").fetchall() == summed
@@ -167,3 +167,31 @@ def test_reparse_gives_a_migrated_banks_responses_their_ids(tmp_path: Path) -> N
     with open_bank(path) as bank, Ingestor(bank, DEFAULT_BANK_ID_TEMPLATE) as ingestor:
         assert {s.how for s in reparse(ingestor, [HARNESSES["claude-code"].name]).sources} == {"archive"}
     assert counted() == fresh
+
+
+def test_a_banks_hourly_sums_tell_a_recorded_zero_from_a_recorded_price(tmp_path: Path) -> None:
+    """Migration 19: an hour of one session and model where the agent recorded zero for one step and a price for
+    another is two groups (``auto`` calculates the zero's cost), kept so by the triggers and made so on a bank
+    migration 16 left with one group."""
+    path = tmp_path / "bank.sqlite"
+
+    def step(uid: str, cost: float | None, minute: int) -> Event:
+        return Event("s", uid, "assistant", "meta", "step finished", ts=f"2026-11-29T10:{minute:02d}:00Z",
+                     model="claude-sonnet-4-5", usage=Usage(input=1000, output=100, response=uid, cost=cost))
+
+    def hours(conn: sqlite3.Connection) -> list[tuple]:
+        _hours_are_the_counted_rows(conn)
+        return conn.execute("SELECT recorded, responses, cost FROM usage_hours ORDER BY recorded").fetchall()
+
+    with open_bank(path) as bank:
+        _write(bank, "/o.json", "s", [step("p1", 0.0, 0), step("p2", 0.5, 10), step("p3", 0.25, 20),
+                                      step("p4", None, 30)], harness="opencode")
+        assert hours(bank.conn) == [(0, 1, 0.0), (1, 2, 0.75), (2, 1, 0.0)]
+    conn = sqlite3.connect(path)
+    as_migration_18_left_it(conn)
+    assert conn.execute("SELECT recorded, responses FROM usage_hours ORDER BY recorded").fetchall() == [(0, 1), (1, 3)]
+    conn.close()
+    with open_bank(path) as bank:
+        assert hours(bank.conn) == [(0, 1, 0.0), (1, 2, 0.75), (2, 1, 0.0)]
+        bank.conn.execute("DELETE FROM events WHERE uid = 'p1'")  # the triggers keep the kinds apart
+        assert hours(bank.conn) == [(0, 1, 0.0), (1, 2, 0.75)]

@@ -61,6 +61,23 @@ def test_daily_counts_every_agent_and_says_an_unknown_price_is_unknown(captured:
     assert f"+{fake['responses']} unpriced" in text and "unknown (" in text and "$0.00" not in text
 
 
+def test_the_text_report_has_the_issues_columns_with_the_json_counts(captured: Path) -> None:
+    """Input, output, cache write, cache read, reasoning, total tokens, cost (USD), models: in that order, each
+    row's cells the numbers --json gives."""
+    data = usage(captured)
+    lines = run(captured, "usage", "--timezone", "UTC").splitlines()
+    header = next(line for line in lines if line.startswith("Date "))
+    assert [c.strip() for c in header.split("  ") if c.strip()] == [
+        "Date", "Input", "Output", "Cache write", "Cache read", "Reasoning", "Total", "Cost (USD)", "Models"]
+    [day] = data["rows"]
+    cells = next(line for line in lines if line.startswith(day["date"])).split()
+    counts = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "reasoning_tokens",
+              "total_tokens")
+    assert cells[1:7] == [f"{day[key]:,}" for key in counts]
+    assert cells[7] == f"${day['cost_usd']:,.2f}" and f"+{day['unpriced_responses']} unpriced" in " ".join(cells)
+    assert ", ".join(day["models"]) in next(line for line in lines if line.startswith(day["date"]))
+
+
 def test_filters_and_periods(captured: Path) -> None:
     everything = usage(captured)["totals"]
     claude = usage(captured, "--harness", "claude-code")["totals"]
@@ -227,3 +244,46 @@ def test_reasoning_an_agent_counts_apart_is_in_the_total_and_billed_as_output(tm
     expected = calc_price(Usage(input_tokens=10200, cache_read_tokens=4000, output_tokens=45), "gemini-2.5-pro",
                           genai_request_timestamp=datetime(2026, 11, 29, 12, tzinfo=UTC)).total_price
     assert row["cost_usd"] == pytest.approx(float(expected), rel=1e-6)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kathmandu"])  # from the hourly sums; from the responses (+05:45)
+def test_auto_calculates_what_the_agent_recorded_as_zero(tmp_path: Path, zone: str) -> None:
+    """``auto`` takes the recorded cost where it is more than zero, and calculates the rest, response by response:
+    opencode records zero for what a subscription pays, beside steps it records a price for (its hand fixture has
+    both, one model), in one session and hour or across sessions of a day."""
+    from harvester.bank import open_bank
+    from harvester.model import Event, Usage
+    from tests.test_usage_bank import _write
+
+    def step(session: str, uid: str, cost: float, ts: str) -> Event:
+        return Event(session, uid, "assistant", "meta", "step finished", ts=ts, model="claude-sonnet-4-5",
+                     usage=Usage(input=1000, output=100, response=uid, cost=cost))
+
+    bank = tmp_path / "bank.sqlite"
+    with open_bank(bank) as opened:
+        _write(opened, "/a.json", "a", [step("a", "p1", 0.0, "2026-11-29T10:00:00Z"),
+                                        step("a", "p2", 0.5, "2026-11-29T10:30:00Z")], harness="opencode")
+        _write(opened, "/b.json", "b", [step("b", "q1", 0.0, "2026-11-29T12:00:00Z")], harness="opencode")
+
+    def totals(cost: str) -> dict[str, Any]:
+        return orjson.loads(run(bank, "usage", "--json", "--timezone", zone, "--cost", cost))["totals"]
+
+    calculated, auto, recorded = totals("calculate"), totals("auto"), totals("recorded")
+    assert calculated["cost_usd"] > 0 and calculated["unpriced_responses"] == 0
+    assert auto["cost_usd"] == pytest.approx(0.5 + calculated["cost_usd"] * 2 / 3)  # three equal responses
+    assert auto["unpriced_responses"] == 0
+    assert recorded["cost_usd"] == pytest.approx(0.5) and recorded["recorded_responses"] == 3
+
+
+def test_blocks_break_down_by_harness_model_and_repo(captured: Path) -> None:
+    """``--by`` breaks each five-hour block down as it does a day (the issue: every report takes it): the parts add
+    up to their block, in the JSON and as the text's └ lines."""
+    [block] = usage(captured, "blocks", "--by", "harness,model,repo")["blocks"]
+    parts = block["breakdown"]
+    assert {(p["harness"], p["model"]) for p in parts} == {("claude-code", "claude-opus-4-8"), ("codex", "fake-model")}
+    assert all(p["repo"] for p in parts)
+    for key in ("input_tokens", "output_tokens", "total_tokens", "responses", "unpriced_responses"):
+        assert sum(p[key] for p in parts) == block[key], key
+    text = run(captured, "usage", "blocks", "--timezone", "UTC", "--by", "harness,model")
+    assert "└ claude-code · claude-opus-4-8" in text and "└ codex · fake-model" in text
+    assert "breakdown" not in usage(captured, "blocks")["blocks"][0]

@@ -75,6 +75,13 @@ def test_team_usage_adds_every_machine_once_by_host(postgres_server: Any, tmp_pa
         counted = [orjson.loads(answer.stdout)["totals"]["responses"] if orjson.loads(answer.stdout)["rows"] else 0
                    for answer in (team_answer, local_answer)]
         assert counted == [responses, responses - 1 if responses else 0], (model, counted)
+    blocked = _harvester(alpha, "usage", "blocks", "--team", "--json", "--timezone", "UTC", "--by", "host")
+    assert blocked.returncode == 0, blocked.stderr
+    by_host: dict[str, int] = {}
+    for block in orjson.loads(blocked.stdout)["blocks"]:
+        for part in block.get("breakdown", []):
+            by_host[part["host"]] = by_host.get(part["host"], 0) + part["responses"]
+    assert by_host == {"alpha": 3, "beta": 1}  # the blocks broken down by host too
     text = _harvester(alpha, "usage", "--team", "--timezone", "UTC", "--by", "host")
     assert text.returncode == 0 and "└ beta" in text.stdout, text.stdout + text.stderr
 
@@ -102,3 +109,34 @@ def test_model_patterns_mean_on_postgresql_what_they_mean_here(postgres_server: 
                 there = regex is not None and pg.execute("SELECT %s ~* %s", (model, regex)).fetchone()[0]
                 assert here == there == (regex is not None and re.search(regex, model, re.I) is not None), \
                     (name, model, regex)
+
+
+def test_team_usage_calculates_what_the_agent_recorded_as_zero(postgres_server: Any, tmp_path: Path) -> None:
+    """``auto`` on the team bank as here: opencode's store records a price for most steps and zero for one (a
+    subscription's), of one model on one day; the zero's cost is calculated, not lost in the day's recorded sum."""
+    import sqlite3
+
+    from tests.helpers import FIXTURES
+
+    home = tmp_path / "gamma"
+    repo = make_repo(home / "src" / "shop", origin="git@github.com:acme/shop.git")
+    (home / "config.toml").write_text("")
+    data = tmp_path / "data"
+    data.mkdir()
+    conn = sqlite3.connect(data / "opencode.db")
+    conn.executescript((FIXTURES / "opencode" / "hand" / "opencode.sql").read_text())
+    # One step paid by a subscription: recorded as zero, its tokens those of the steps priced beside it.
+    conn.execute("UPDATE part SET data = json_set(data, '$.cost', 0) WHERE rowid = (SELECT min(rowid) FROM part "
+                 "WHERE json_extract(data, '$.type') = 'step-finish' AND json_extract(data, '$.cost') > 0)")
+    conn.commit()
+    conn.close()
+    machine = {"home": home, "bank": home / "bank.sqlite", "config": home / "config.toml", "host": "gamma",
+               "url": postgres_server.uri("team_usage_zero"), "clone": repo}
+    scan(home, machine["bank"], ("opencode",), env={"HOME": str(home), "OPENCODE_DB": str(data / "opencode.db")})
+    pushed = _harvester(machine, "team", "push")
+    assert pushed.returncode == 0, pushed.stderr
+    team, local = (orjson.loads(_harvester(machine, "usage", *team_flag, "--json", "--timezone", "UTC").stdout)["totals"]
+                   for team_flag in (("--team",), ()))
+    assert team["recorded_responses"] == local["recorded_responses"] == team["responses"] > 1
+    assert team["cost_usd"] > team["recorded_cost_usd"] > 0  # the zero step priced from the catalogue
+    assert team["cost_usd"] == pytest.approx(local["cost_usd"])

@@ -1,11 +1,14 @@
 """Numbered schema migrations of the SQLite bank. ``PRAGMA user_version`` is the number applied.
 
 Append new migrations; never edit one that has shipped.
+
+Over 500 lines: the numbered migrations are one append-only list, each with its SQL and its reason inline,
+read in order (the usage table's, the longest, is apart in migrations_usage.py).
 """
 
 from __future__ import annotations
 
-from harvester.bank.migrations_usage import usage_migration
+from harvester.bank.migrations_usage import recorded_kinds_migration, usage_migration
 
 
 def search_text_v1(row: str = "") -> str:
@@ -545,4 +548,10 @@ MIGRATIONS: list[str] = [
         UNIQUE (target_harness, target_native_id)
     );
     """,
+    # 19: `harvester usage --cost auto` calculates what an agent recorded as costing zero (opencode, for what a
+    #     subscription pays) and takes the recorded cost where it is more: usage_hours told only whether a cost
+    #     was recorded, so a zero and a price of one model and hour summed into one group, and the zero's
+    #     responses went uncalculated. Its ``recorded`` becomes 0 none, 1 more than zero, 2 zero (the triggers
+    #     made again, the sums rebuilt from the counted rows: harvester/bank/migrations_usage.py).
+    recorded_kinds_migration(),
 ]

@@ -23,13 +23,22 @@ def usage_tier(row: str, tiers: tuple[int, ...] = USAGE_TIERS) -> str:
     return f"CASE {cases} ELSE 0 END" if tiers else "0"
 
 
-def _usage_hours_triggers() -> str:
-    """The triggers that keep usage_hours the sum of the counted usage rows (migration 16): a row counted adds, a
-    row uncounted or deleted while counted subtracts (and a group left with no response goes). A usage row is
-    never updated but for ``counted``: a revised event's row is deleted and inserted anew."""
+def recorded_kind(row: str) -> str:
+    """SQL for what the agent recorded of a usage row's cost, the key reports group by (and usage_hours' ``recorded``
+    since migration 19): 0 nothing, 1 more than zero, 2 zero (opencode's for what a subscription pays). ``auto``
+    calculates the cost of what was recorded as zero (harvester/usage/report.py), so those responses are never
+    summed with priced ones. ``row``: "", "new.", "old." or a table alias with its dot; SQLite and PostgreSQL."""
+    return f"CASE WHEN {row}cost IS NULL THEN 0 WHEN {row}cost > 0 THEN 1 ELSE 2 END"
+
+
+def _usage_hours_triggers(recorded: str = "{row}cost IS NOT NULL") -> str:
+    """The triggers that keep usage_hours the sum of the counted usage rows (migration 16; migration 19 makes them
+    again with :func:`recorded_kind` as ``recorded``): a row counted adds, a row uncounted or deleted while counted
+    subtracts (and a group left with no response goes). A usage row is never updated but for ``counted``: a revised
+    event's row is deleted and inserted anew."""
     def key(row: str) -> str:
         return (f"coalesce(substr({row}ts, 1, 13), ''), {row}session_id, {row}harness, coalesce({row}model, ''), "
-                f"{usage_tier(row)}, {row}cost IS NOT NULL")
+                f"{usage_tier(row)}, {recorded.format(row=row)}")
 
     sums = ("tokens_in", "tokens_out", "tokens_cache_read", "tokens_cache_write", "tokens_cache_write_1h",
             "tokens_reasoning")
@@ -39,7 +48,7 @@ def _usage_hours_triggers() -> str:
            + ", ".join(f"{c} = {c} + excluded.{c}" for c in sums) + ", cost = cost + excluded.cost;")
     where = ("hour = coalesce(substr(old.ts, 1, 13), '') AND session_id = old.session_id AND harness = old.harness "
              f"AND model = coalesce(old.model, '') AND tier = {usage_tier('old.')} "
-             "AND recorded = (old.cost IS NOT NULL)")
+             f"AND recorded = ({recorded.format(row='old.')})")
     subtract = ("UPDATE usage_hours SET responses = responses - 1, " + ", ".join(f"{c} = {c} - old.{c}" for c in sums)
                 + f", cost = cost - coalesce(old.cost, 0) WHERE {where};\n"
                 f"        DELETE FROM usage_hours WHERE {where} AND responses <= 0;")
@@ -120,4 +129,27 @@ def usage_migration() -> str:
                CASE WHEN json_valid(e.meta) AND json_type(e.meta, '$.cost') IN ('integer', 'real')
                     AND json_extract(e.meta, '$.cost') >= 0 THEN json_extract(e.meta, '$.cost') END, 1
         FROM events e JOIN sessions s ON s.id = e.session_id WHERE e.tokens_in IS NOT NULL;
+    """
+
+
+_HOURS_SUMS = ("tokens_in", "tokens_out", "tokens_cache_read", "tokens_cache_write", "tokens_cache_write_1h",
+               "tokens_reasoning")
+
+
+def recorded_kinds_migration() -> str:
+    """Migration 19's script: usage_hours keyed by :func:`recorded_kind`, its triggers made again with it and its
+    rows summed again from the counted usage rows, in the migration's one transaction."""
+    kind = recorded_kind("{row}")
+    return f"""
+    DROP TRIGGER IF EXISTS usage_hours_insert;
+    DROP TRIGGER IF EXISTS usage_hours_delete;
+    DROP TRIGGER IF EXISTS usage_hours_counted;
+    DROP TRIGGER IF EXISTS usage_hours_uncounted;
+    DELETE FROM usage_hours;
+    INSERT INTO usage_hours (hour, session_id, harness, model, tier, recorded, responses, {', '.join(_HOURS_SUMS)},
+                             cost)
+        SELECT coalesce(substr(ts, 1, 13), ''), session_id, harness, coalesce(model, ''), {usage_tier('')},
+               {recorded_kind('')}, count(*), {', '.join(f'sum({c})' for c in _HOURS_SUMS)}, coalesce(sum(cost), 0)
+        FROM usage WHERE counted = 1 GROUP BY 1, 2, 3, 4, 5, 6;
+    {_usage_hours_triggers(kind)}
     """

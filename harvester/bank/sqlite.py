@@ -1,4 +1,8 @@
-"""The embedded default bank: one SQLite file (WAL), mode 0600, FTS5 over event text."""
+"""The embedded default bank: one SQLite file (WAL), mode 0600, FTS5 over event text.
+
+Over 500 lines: what is left here is the write path, one chunk's transaction (apply, _write_events,
+_upsert_session, _record_import), kept in one place so its order of operations is read and checked whole;
+reading, search, the archive, the index, forget, sources and usage are parts of their own (sqlite_*.py)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,10 @@ Each source is ingested by exactly one of them, in the same transactions as ever
 two writers' commits (and :meth:`SqliteBank.share_writes` hands the bank over without polling). Sending
 the read chunks to one committing process instead would cost their pickling and leave that process, not
 the reading, the bottleneck.
+
+Over 500 lines: one class commits chunks with their cursors and schedules a scan over two processes; the
+scheduling calls the commit path at every step, and splitting them would put the transaction's order of
+operations, and why a crash is harmless, in two files.
 """
 
 from __future__ import annotations

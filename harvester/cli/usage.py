@@ -33,7 +33,8 @@ read from nor written to the cache), "output_tokens", "cache_write_tokens", "cac
 "recorded_cost_usd", "recorded_responses", "calculated_cost_usd", "calculated_unpriced_responses", "models",
 "first_at", "last_at". A block: "start", "end", "last_at", "active", "gap", the same counts, "burn_rate"
 ({"tokens_per_minute", "input_output_tokens_per_minute", "cost_per_hour_usd"}) and "projection" ({"total_tokens",
-"cost_usd", "remaining_minutes"}), null but for the active block. docs/usage.md says what each means."""
+"cost_usd", "remaining_minutes"}), null but for the active block, and with --by its "breakdown". docs/usage.md says
+what each means."""
 
 
 def _day(ctx: click.Context, param: click.Parameter, value: str | None) -> date | None:
@@ -86,7 +87,7 @@ def _breakdowns(ctx: click.Context, param: click.Parameter, value: str | None) -
               "(comma-separated; host with --team).")
 @click.option("--cost", "cost_mode", type=click.Choice(("auto", "calculate", "recorded")), default="auto",
               show_default=True, help="calculate: from the price catalogue; recorded: only what the agent recorded; "
-              "auto: the recorded cost where there is one, else calculated.")
+              "auto: the recorded cost where it is more than zero, else calculated.")
 @click.option("--timezone", "zone_name", metavar="ZONE", help="Days in this time zone (default: the local one).")
 @team_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON (fields below).")

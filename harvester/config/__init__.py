@@ -1,5 +1,8 @@
 """Settings: where things live, and the few knobs that change them.
 
+The entry point: :func:`load` (defaults, the file, the environment and the command line's options made one
+:class:`Settings`, every value checked).
+
 Zero configuration is the normal case: every value has a default. An optional TOML file
 (``~/.config/harvester/config.toml`` on Linux; ``HARVESTER_CONFIG`` points elsewhere) overrides the
 defaults, environment variables override the file, command-line options override everything.

@@ -1,5 +1,7 @@
 """``harvester connect`` / ``disconnect``: our MCP server in every agent's user-level configuration.
 
+The entry points: :func:`plan`, :func:`apply` and :func:`run` (both, as ``connect`` and ``disconnect`` do it).
+
 :func:`plan` reads each agent's files and computes their new text, touching nothing; :func:`apply`
 writes the changed ones (:mod:`harvester.connect.files`: atomic, with a backup); :func:`run` is both,
 as the commands do it. Why this is safe to run on a person's real files:

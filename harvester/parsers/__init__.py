@@ -1,5 +1,8 @@
 """One module per harness, behind the interface in :mod:`harvester.parsers.base`.
 
+The entry point: :data:`HARNESSES`, the registry (a harness's name -> its
+:class:`~harvester.parsers.base.Harness`: roots, sources, parser), which capture reads.
+
 Adding a harness: write ``harvester/parsers/<name>.py``, add ``fixtures/<name>/`` with a SOURCE.md, and add one
 line to ``HARNESSES`` below.
 """

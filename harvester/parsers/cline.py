@@ -14,6 +14,10 @@ legacy Cline extension, Roo Code and the old Kilo Code extension. Facts and sour
   by its id, its result by the call. A rewrite that appends, re-splits or merges messages adds only what is new.
 - The human's words are the inside of ``<task>``, ``<feedback>``, ``<answer>``, ``<user_message>``, the SDK's
   ``<user_input>``; environment details, attachments, notices and instructions around them are ``system``.
+
+Over 500 lines: the project's shape is one parser module per harness (parsers/__init__.py), and one family's
+four stores share their message shapes: the format facts above and the functions that read them stay side by
+side.
 """
 
 from __future__ import annotations

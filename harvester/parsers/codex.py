@@ -20,6 +20,9 @@ Format facts and their sources: ``fixtures/codex/SOURCE.md`` (eras, upstream fil
 TraeX (ByteDance's TRAE CLI 2.0) is a closed-source fork of codex-rs that writes the same rollout JSONL
 under ``~/.trae/cli``: a member of this family with its own name, root and processes, read by this same
 ``parse`` (``fixtures/traex/SOURCE.md``).
+
+Over 500 lines: the project's shape is one parser module per harness (parsers/__init__.py), and Codex's
+rollouts come in several eras: the format facts above and the functions that read them stay side by side.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ read as text; real 1.0.102 runs in ``fixtures/copilot_cli/real``) and the versio
   ``session.info`` of infoType ``fork``: the copies are the source's, dropped here.
 - Before: ``history-session-state/session_<id>_<ms>.json``, a document rewritten whole, whose ``timeline``
   entries have ids; a newer CLI resuming it copies it into ``session.import_legacy``: same ids, same events.
+
+Over 500 lines: the project's shape is one parser module per harness (parsers/__init__.py), and every
+version's layout is read here: the format facts above and the functions that read them stay side by side.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ by field in ``fixtures/cursor/cli/SOURCE.md`` and ``fixtures/cursor/ide/SOURCE.m
   watermark stays below the oldest row that may still change (``_KV_SQL``) and events are revised.
   ``workspaceStorage/<hash>/state.vscdb`` lists a workspace's composers and its ``workspace.json``
   names the folder: the cwd of composers that do not carry their own.
+
+Over 500 lines: the project's shape is one parser module per harness (parsers/__init__.py), and the CLI's and
+the IDE's stores share shapes: the format facts above and the functions that read them stay side by side.
 """
 
 from __future__ import annotations

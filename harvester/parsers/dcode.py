@@ -23,6 +23,10 @@ Format facts and their sources: ``fixtures/dcode/SOURCE.md``. In short:
   A summarization is the ``_summarization_event`` channel: a compaction event.
 - ``transcripts/<slug>--<sha256>.jsonl`` (and ``.../agents/*.jsonl``) is a Hooks v2 projection written
   only when hooks run, without tool calls: read only where the database is absent (``shadowed_by``).
+
+Over 500 lines: the project's shape is one parser module per harness (parsers/__init__.py), and LangGraph's
+checkpoints are decoded and ordered here: the format facts above and the functions that read them stay side by
+side.
 """
 
 from __future__ import annotations

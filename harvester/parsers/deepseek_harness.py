@@ -23,6 +23,10 @@ Format facts and their sources (upstream repository, paths, commit, npm versions
 - Subagents (``origin: "subagent"``) and forks are logs of their own naming ``parentSession``; a
   child's first ``seedLength`` events are copies of the parent's and are skipped.
 - No record says a session ended: ``turn/start``/``turn/end`` give the last turn's state.
+
+Over 500 lines: the project's shape is one parser module per harness (parsers/__init__.py), and its log comes
+plain and as checksummed zstd frames: the format facts above and the functions that read them stay side by
+side.
 """
 
 from __future__ import annotations

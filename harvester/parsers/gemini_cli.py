@@ -16,6 +16,10 @@ Format facts and their sources: ``fixtures/gemini_cli/SOURCE.md``. In short:
   summaries, a subagent's task) is ``system``. Subagents: ``chats/<parentSessionId>/<id>.jsonl``.
 - cwd: ``tmp/<slug>/.project_root`` (0.29+), ``projects.json`` for sha256 folders, else any path
   the session names whose ancestor hashes to the header's ``projectHash``.
+
+Over 500 lines: the project's shape is one parser module per harness (parsers/__init__.py), and Gemini CLI's
+JSONL sessions and its earlier JSON files are one format's history: the format facts above and the functions
+that read them stay side by side.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ Format facts and their sources: ``fixtures/grok/SOURCE.md``. In short:
 - cwd: ``summary.json`` ``info.cwd``; the folder name (URL-encoded cwd) only when no summary names it.
 - Injected text (host turns, synthetic user items, the ``<user_query>`` envelopes of interjections) is
   ``system``; only what the user typed is ``user``.
+
+Over 500 lines: the project's shape is one parser module per harness (parsers/__init__.py), and a Grok session
+is several files read together: the format facts above and the functions that read them stay side by side.
 """
 
 from __future__ import annotations

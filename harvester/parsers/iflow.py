@@ -11,6 +11,8 @@ A member of the Claude Code family: the records are Claude Code's ``user`` / ``a
 - ``stop_reason`` is always null, so the store never says a turn finished: no ``last_turn`` is noted
   (the service judges an iFlow session by its file's activity alone).
 - ``sessionId`` is the file's stem (``session-<uuid>``), which is the native id here too.
+- ``usage`` is written on every assistant line but all zeros: iFlow records no token usage, so none is kept
+  (`harvester usage` would otherwise count its responses as costing nothing).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
     known = set(seen)
     kept = []
     for event in batch.events:
+        if event.usage is not None and not event.usage.as_dict() and not event.usage.cost:
+            event.usage = None  # the zeros iFlow writes in place of counts it does not keep
         call = event.tool_call_id
         if event.kind == "tool_call" and call:
             if call in known:

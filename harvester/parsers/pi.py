@@ -17,6 +17,9 @@ Format facts and their sources: ``fixtures/pi/<member>/SOURCE.md``. In short:
   children in ``session-artifacts/``); oh-my-pi (a fixed-width title slot as line 1, subagents beside the
   session, a ``session_exit`` record when its process goes); OpenClaw before v2026.8.1, which moved its
   transcripts into SQLite.
+
+Over 500 lines: the project's shape is one parser module per harness (parsers/__init__.py), and four agents
+share this one tree format: the format facts above and the functions that read them stay side by side.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ Format facts and their sources: ``fixtures/qwen_code/SOURCE.md``. In short:
   session-*.json``, one document rewritten whole, which does not name its cwd.
 - Saved chats (``/chat save <tag>``): ``tmp/<sha256(cwd)>/checkpoint-<tag>.json``, read by
   ``harvester/parsers/gemini_checkpoint.py`` (Gemini CLI's are the same).
+
+Over 500 lines: the project's shape is one parser module per harness (parsers/__init__.py), and Qwen Code's
+record tree is read here whole: the format facts above and the functions that read them stay side by side.
 """
 
 from __future__ import annotations

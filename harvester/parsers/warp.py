@@ -19,6 +19,10 @@ Format facts and their sources: ``fixtures/warp/SOURCE.md``. In short:
   answers went to ``ai_blocks`` (dropped with its rows by ``remove_persisted_ai_blocks``, 2025-11-19). The
   prompts of conversations from before that date with no task are read (``prompt``), in a database of that
   era too (``prompt_v0``, where ``agent_tasks`` does not exist): the user's side of those conversations.
+
+Over 500 lines: the project's shape is one parser module per harness (parsers/__init__.py), and Warp's one
+database holds conversations, tasks and tool calls (protobuf fields): the format facts above and the functions
+that read them stay side by side.
 """
 
 from __future__ import annotations

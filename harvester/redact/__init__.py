@@ -1,5 +1,7 @@
 """Redaction of secrets from every text before it reaches the bank.
 
+The entry points: :func:`redact` and :func:`redact_value`; what they find is :data:`RULES`.
+
 ``redact(text)`` returns the text with each secret replaced by ``[REDACTED:<kind>]`` and a count per
 kind. ``redact_value(value)`` does the same over a JSON-like value and also redacts the string values
 of keys that name a secret (``{"password": "hunter2"}``, ``{"name": "DB_PASSWORD", "value": ...}``).

@@ -1,5 +1,8 @@
 """Which agents delete their own session history, and what their settings make of it (``harvester status``).
 
+The entry point: :func:`status_entries` (``status``'s list: what each installed agent will delete on its own,
+:func:`warnings`, each said by :func:`describe`).
+
 :data:`POLICIES` holds one plain entry per agent that deletes (or rewrites) history on its own; every
 other agent keeps its sessions until someone deletes them. ``fixtures/retention/SOURCE.md`` names the
 upstream file and version behind each fact, and lists the agents that keep everything.

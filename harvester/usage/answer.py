@@ -48,11 +48,12 @@ def answer(conn: sqlite3.Connection, request: Request, book: PriceBook, now: dat
         from harvester.usage.blocks import blocks
 
         prices = book.lookup(query.models(conn))
-        responses = query.responses(conn, where, tiers_of(prices))
-        found = blocks(responses, days, prices, request.cost, now)
+        names = [n for n in request.by if n in ("harness", "model", "repo")]
+        responses = query.responses(conn, where, tiers_of(prices), with_repo="repo" in names)
+        found = blocks(responses, days, prices, request.cost, now, response_part_of(names, {"repo": 11}))
         now = now or datetime.now().astimezone()
         total = grand_total_of(b.totals for b in found)
-        return {**head, "blocks": [b.as_json(now) for b in found], "totals": total.as_json()}
+        return {**head, "blocks": [b.as_json(now, names) for b in found], "totals": total.as_json()}
     prices = book.lookup(query.models(conn))
     groups = query.groups(conn, where, tiers_of(prices), days, by_harness="harness" in request.by,
                           by_session=request.report == "session", by_repo="repo" in request.by)
@@ -120,6 +121,15 @@ def _part_of(by: tuple[str, ...], by_session: bool) -> Any:
              "repo": lambda g: g.extra[1 if by_session else 0] or ""}
     pickers = [index[name] for name in by if name in index]
     return lambda g: tuple(pick(g) for pick in pickers)
+
+
+def response_part_of(names: list[str], columns: dict[str, int]) -> Any:
+    """A response's part of its block by ``names`` (``--by``), from harvester/usage/query.py's response tuple (the
+    harness and the model where it names them; ``columns``: where the others are, after them)."""
+    if not names:
+        return None
+    at = {"harness": 1, "model": 2, **columns}
+    return lambda response: tuple(str(response[at[name]] or "") for name in names)
 
 
 def _root(facts: dict[int, dict[str, Any]], by_native: dict[tuple[str, str], int], pk: int) -> int:

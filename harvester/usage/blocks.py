@@ -5,11 +5,12 @@ five hours after the block's start, or after the previous response, starts a new
 is shown as a gap). The block still running (its last response less than five hours ago, and it has not ended)
 is active: its burn rate is its tokens (and cost) per minute between its first and its last response, and its
 projection adds that rate over the minutes it has left. The same rules as ccusage's (blocks.rs), on every agent's
-responses together or on those asked for.
+responses together or on those asked for; ``--by`` breaks each block down as it does a day.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -30,6 +31,7 @@ class Block:
     first: datetime | None = None
     totals: Totals = field(default_factory=Totals)
     active: bool = False
+    parts: dict[tuple[str, ...], Totals] = field(default_factory=dict)  # by the breakdown's values (--by)
 
     @property
     def gap(self) -> bool:
@@ -56,10 +58,15 @@ class Block:
                 "cost_usd": round(self.totals.cost + burn["cost_per_hour_usd"] / 60 * remaining, 2),
                 "remaining_minutes": remaining}
 
-    def as_json(self, now: datetime) -> dict[str, Any]:
-        return {"start": _iso(self.start), "end": _iso(self.end), "last_at": _iso(self.last) if self.last else None,
-                "active": self.active, "gap": self.gap, **self.totals.as_json(),
-                "burn_rate": self.burn() if self.active else None, "projection": self.projection(now)}
+    def as_json(self, now: datetime, names: list[str] | None = None) -> dict[str, Any]:
+        """``names``: the breakdown's fields (``--by``), in the order of a part's values."""
+        out = {"start": _iso(self.start), "end": _iso(self.end), "last_at": _iso(self.last) if self.last else None,
+               "active": self.active, "gap": self.gap, **self.totals.as_json(),
+               "burn_rate": self.burn() if self.active else None, "projection": self.projection(now)}
+        if self.parts and names:
+            out["breakdown"] = [{**dict(zip(names, part, strict=True)), **totals.as_json()}
+                                for part, totals in sorted(self.parts.items())]
+        return out
 
 
 def _iso(when: datetime) -> str:
@@ -71,12 +78,15 @@ def _parse(ts: str) -> datetime:
 
 
 def blocks(responses: list[tuple], days: Days, prices: dict[str, ModelPrices | None], mode: str,
-           now: datetime | None = None) -> list[Block]:
-    """``responses``: harvester/usage/query.py's, in time order."""
+           now: datetime | None = None, part_of: Callable[[tuple], tuple[str, ...]] | None = None) -> list[Block]:
+    """``responses``: harvester/usage/query.py's, in time order (ts, harness, model, tier, six counts, recorded
+    cost, then what a breakdown asks for); ``part_of``: a response's part of its block (``--by``)."""
     now = now or datetime.now(UTC)
     out: list[Block] = []
     current: Block | None = None
-    for ts, harness, model, tier, *counts, cost in responses:
+    for response in responses:
+        ts, harness, model, tier = response[:4]
+        counts, cost = list(response[4:10]), response[10]
         when = _parse(ts)
         if current is not None:
             assert current.last is not None
@@ -94,6 +104,8 @@ def blocks(responses: list[tuple], days: Days, prices: dict[str, ModelPrices | N
         totals = price_group(apart, model, days.of_ts(ts), tier, counts, cost, 1, prices, mode)
         totals.first = totals.last = ts
         current.totals.add(totals)
+        if part_of is not None:
+            current.parts.setdefault(part_of(response), Totals()).add(totals)
     if current is not None:
         _close(current, now)
         out.append(current)

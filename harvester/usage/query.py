@@ -1,6 +1,6 @@
 """The one SQL aggregate every usage report starts from: the counted responses (migration 16) summed by local day,
-agent, model, input tier and whether the agent recorded a cost (and by session or repository when the report needs
-it). A report then prices each group by arithmetic (harvester/usage/prices.py) and adds them up: a bank of a
+agent, model, input tier and what the agent recorded of their cost (none, zero, more: migration 19), and by session
+or repository when the report needs it. A report then prices each group by arithmetic (harvester/usage/prices.py) and adds them up: a bank of a
 million events holds a few hundred thousand responses, already summed by hour in usage_hours, and a year of them
 is a few thousand groups.
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from harvester.bank.migrations_usage import USAGE_TIERS
+from harvester.bank.migrations_usage import USAGE_TIERS, recorded_kind
 from harvester.usage.harnesses import apart_sql
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class Group:
     harness: str | None  # None unless asked for (by_harness)
     model: str | None
     tier: int  # the largest tier start the requests' input exceeds (0: none)
-    recorded: bool  # the agent recorded these responses' cost
+    recorded: bool  # the agent recorded these responses' cost (all more than zero, or all zero: recorded_kind)
     extra: tuple[Any, ...]  # session id, repository: as asked
     responses: int = 0
     tokens: list[int] = field(default_factory=lambda: [0] * 6)  # in, out, cache read, cache write, of it 1h, reasoning
@@ -213,7 +213,7 @@ def groups(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], d
                 "NULL, NULL")
         table = "usage_hours"
     else:
-        keys = [days.sql("u.ts", hours=False), "u.model", tier_sql(thresholds), "u.cost IS NOT NULL", *extra]
+        keys = [days.sql("u.ts", hours=False), "u.model", tier_sql(thresholds), recorded_kind("u."), *extra]
         sums, table = SUMS, "usage"
     grouped = [*range(1, len(keys) + 1), *([len(keys) + 1] if by_harness else [])]
     sql = (f"SELECT {', '.join(keys)}, {harness}, {sums}, {apart} FROM {table} u "
@@ -228,13 +228,17 @@ def groups(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], d
     return out
 
 
-def responses(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], by_time: bool = False) -> list[tuple]:
+def responses(conn: sqlite3.Connection, where: Filter, thresholds: Sequence[int], by_time: bool = False,
+              with_repo: bool = False) -> list[tuple]:
     """Every counted response in time order (the billing blocks need each one's time): (ts, harness, model, tier,
-    in, out, cache read, cache write, of it 1h, reasoning, recorded cost). ``by_time``: read along the usage_time
-    index (for a short stretch of time, which the planner cannot know: it would sort all of one agent's)."""
+    in, out, cache read, cache write, of it 1h, reasoning, recorded cost), and its session's bank id with
+    ``with_repo``. ``by_time``: read along the usage_time index (for a short stretch of time, which the planner
+    cannot know: it would sort all of one agent's)."""
     condition, args, joined = where.where()
+    joined = joined or with_repo
     sql = (f"SELECT u.ts, u.harness, u.model, {tier_sql(thresholds)}, u.tokens_in, u.tokens_out, "
-           "u.tokens_cache_read, u.tokens_cache_write, u.tokens_cache_write_1h, u.tokens_reasoning, u.cost "
+           "u.tokens_cache_read, u.tokens_cache_write, u.tokens_cache_write_1h, u.tokens_reasoning, u.cost"
+           f"{', s.bank_id ' if with_repo else ' '}"
            f"FROM usage u {'INDEXED BY usage_time ' if by_time else ''}{'JOIN sessions s ON s.id = u.session_id ' if joined else ''}"
            f"WHERE {condition} AND u.ts IS NOT NULL ORDER BY u.ts")
     return conn.execute(sql, args).fetchall()

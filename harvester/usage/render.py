@@ -85,6 +85,11 @@ def blocks_text(data: dict[str, Any], zone: tzinfo | None = None) -> str:
         status = "ACTIVE" if b["active"] else f"ended {_local(b['last_at'], zone)[11:]}"
         table.append([start, status, *_counts(b), cost_cell(b["cost_usd"], b["unpriced_responses"], b["responses"]),
                       _models(b["models"])])
+        for part in b.get("breakdown", []):
+            name = " · ".join(str(part[k]) or "-" for k in ("host", "harness", "model", "repo") if k in part)
+            table.append([f"  └ {name}", "", *_counts(part),
+                          cost_cell(part["cost_usd"], part["unpriced_responses"], part["responses"]),
+                          _models(part["models"])])
     out = title + "\n\n" + _aligned(headers, table, numeric=set(range(2, 2 + len(TOKEN_COLUMNS) + 1)))
     active = next((b for b in blocks if b["active"]), None)
     if active is not None and active["burn_rate"]:

@@ -13,6 +13,7 @@ import os
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from harvester.bank.migrations_usage import recorded_kind
 from harvester.model import RECORD_ID_MIN
 from harvester.team.schema import SCHEMA
 from harvester.usage import query
@@ -93,18 +94,23 @@ def answer_team(reader: TeamReader, request: Request, book: PriceBook) -> dict[s
             "price_catalogue": f"genai-prices {book.version}", "team": True}
     apart = f"harness = ANY(ARRAY[{', '.join(repr(h) for h in sorted(REASONING_APART))}])"
     if request.report == "blocks":
+        from harvester.usage.answer import response_part_of
         from harvester.usage.blocks import blocks
 
+        names = [n for n in request.by if n in ("harness", "model", "repo", "host")]
+        asked = [(name, column) for name, column in (("repo", "bank_id"), ("host", "host")) if name in names]
         rows = reader._rows(f"SELECT ts, harness, model, {_tier(tiers)} AS tier, tokens_in, tokens_out, "
-                            "tokens_cache_read, tokens_cache_write, 0 AS write_1h, tokens_reasoning, cost "
-                            f"FROM ({responses}) u ORDER BY ts", args)  # (names unique: a dict's keys)
-        found = blocks([tuple(r.values()) for r in rows], Days(request.zone), prices, request.cost)
+                            "tokens_cache_read, tokens_cache_write, 0 AS write_1h, tokens_reasoning, cost"
+                            + "".join(f", {column}" for _, column in asked)
+                            + f" FROM ({responses}) u ORDER BY ts", args)  # (names unique: a dict's keys)
+        part_of = response_part_of(names, {name: 11 + i for i, (name, _) in enumerate(asked)})
+        found = blocks([tuple(r.values()) for r in rows], Days(request.zone), prices, request.cost, part_of=part_of)
         now = datetime.now().astimezone()
-        return {**head, "blocks": [b.as_json(now) for b in found],
+        return {**head, "blocks": [b.as_json(now, names) for b in found],
                 "totals": grand_total_of(b.totals for b in found).as_json()}
     extra = [c for c, wanted in (("session_id", request.report == "session"), ("bank_id", "repo" in request.by),
                                  ("host", "host" in request.by)) if wanted]
-    keys = ["to_char(ts::timestamptz AT TIME ZONE %s, 'YYYY-MM-DD')", "model", _tier(tiers), "cost IS NOT NULL",
+    keys = ["to_char(ts::timestamptz AT TIME ZONE %s, 'YYYY-MM-DD')", "model", _tier(tiers), recorded_kind(""),
             "harness" if "harness" in request.by else "NULL::text", *extra]
     sums = ("count(*)", "sum(tokens_in)", "sum(tokens_out)", "sum(tokens_cache_read)", "sum(tokens_cache_write)", "0",
             "sum(tokens_reasoning)", "sum(cost)", "min(ts)", "max(ts)", f"sum(CASE WHEN {apart} THEN tokens_reasoning "

@@ -1,5 +1,8 @@
 """``harvester serve``: a local, read-only web viewer over the bank (or the team bank).
 
+The entry point: :func:`harvester.web.server.serve` (``harvester serve``), serving the application
+:func:`harvester.web.app.create_app` makes.
+
 Repositories by identity → their sessions → a transcript numbered as everywhere else (``#N``), search with the
 hits marked, live updates from the bank's change clock, and status. Server-rendered (Starlette, Jinja2 with
 autoescape, uvicorn); the JavaScript and the stylesheet ship in this package (``static/``), as the templates do
