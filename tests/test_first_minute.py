@@ -243,7 +243,10 @@ def _one_session(tmp_path: Path) -> tuple[Path, Path, ClaudeSession]:
 @pytest.mark.parametrize("args", [["export", "--repo", "{tmp}/nonexistent/x"], ["context", "--repo", "{tmp}/nonexistent/x"],
                                   ["sessions", "--repo", "{tmp}/nonexistent/x"],
                                   ["search", "x", "--repo", "{tmp}/nonexistent/x"],
-                                  ["export", "--repo", "{tmp}/plain"], ["sessions", "--repo", "{tmp}/plain"]])
+                                  ["export", "--repo", "{tmp}/plain"], ["sessions", "--repo", "{tmp}/plain"],
+                                  # here, no repository, and sessions were recorded only beneath it (in a folder
+                                  # that is gone): export made {tmp}/.harvester/history for none of them
+                                  ["export", "--repo", "{tmp}"], ["sessions", "--repo", "{tmp}"]])
 def test_repo_must_be_a_git_work_tree_or_a_directory_sessions_were_recorded_in(tmp_path: Path,
                                                                               args: list[str]) -> None:
     home, bank, _ = _one_session(tmp_path)
