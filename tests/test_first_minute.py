@@ -394,6 +394,16 @@ def test_handoff_where_there_is_no_session_says_there_is_none(tmp_path: Path) ->
     assert "all_repos" in text
 
 
+def test_context_of_a_session_not_in_this_repository_names_the_command_that_lists_them(tmp_path: Path) -> None:
+    """A person's `context --session ID` of another repository's session is told a command, not an MCP tool."""
+    bank_path, s = _two_repositories(tmp_path)
+    empty = make_repo(tmp_path / "empty")
+    result = CliRunner().invoke(cli, ["--bank", str(bank_path), "context", "--repo", str(empty), "--session",
+                                      s["shop"].id], env={"HOME": str(tmp_path / "home")})
+    assert result.exit_code == 1 and f"no session '{s['shop'].id}' in coding-agent::empty" in result.stderr
+    assert "recent_sessions" not in result.stderr and "`harvester sessions`" in result.stderr, result.stderr
+
+
 def test_the_server_offers_handoff_and_search_prompts_and_its_resources_still_work(tmp_path: Path) -> None:
     from harvester.bank import open_bank
 

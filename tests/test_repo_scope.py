@@ -215,7 +215,8 @@ def test_sessions_of_a_missing_folder_named_repo_are_not_handed_to_a_fresh_git_i
     assert listing.count("(unknown repository)") == 2
     status = orjson.loads(ok(harvester(bank, fresh, "status", "--json")))
     assert status["repositories"]["unknown_sessions"] == 2
-    assert "2 sessions of unknown repository" in ok(harvester(bank, fresh, "status"))
+    said = ok(harvester(bank, fresh, "status"))
+    assert "2 sessions of unknown repository" in said and "--bank-id ID reads them" in said, said  # the option's name
     reached = orjson.loads(ok(harvester(bank, fresh, "sessions", "--bank-id", "coding-agent::repo", "--json")))
     assert {s["native_id"] for s in reached} == gone
 

@@ -209,7 +209,7 @@ def context(settings: Settings, repo: str | None, session_ref: str | None, harne
     """Print where work stands in this repository: the handoff brief of the latest session."""
     from harvester.recall import brief
     from harvester.recall.scope import scope_for
-    from harvester.recall.views import NoSession, Recall, RecallError
+    from harvester.recall.views import NoSession, NotInScope, Recall, RecallError
 
     with open_reading(settings, team) as bank:
         check_repo(bank, repo)
@@ -225,6 +225,10 @@ def context(settings: Settings, repo: str | None, session_ref: str | None, harne
             else:
                 terminal.echo(said)
             return
+        except NotInScope as exc:
+            raise click.ClickException(f"no session {exc.ref!r} in {exc.where} (`harvester sessions` lists every "
+                                       "repository's, `harvester show ID` reads one)"
+                                       + unknown_hint(bank, r.scope)) from exc
         except RecallError as exc:
             raise click.ClickException(str(exc) + unknown_hint(bank, r.scope)) from exc
     if as_json:
