@@ -158,6 +158,8 @@ def test_context_sessions_search_and_export_in_one_never_show_the_other(two_apis
     assert orjson.loads(ok(harvester(bank, a, "search", "--here", "zebra quota", "--json")))["hits"] == []
     assert {h["session"] for h in orjson.loads(ok(harvester(bank, a, "search", "zebra quota", "--json")))["hits"]} \
         <= theirs
+    spent = orjson.loads(ok(harvester(bank, a, "usage", "session", "--here", "--json")))["rows"]  # the usage view too
+    assert spent and {row["session"] for row in spent} <= mine
     out = ok(harvester(bank, a, "export"))
     exported = {p.name for p in (a / ".harvester" / "history").iterdir()}
     assert len(exported) == len(mine) and all(any(n in name for n in mine) for name in exported), out

@@ -455,6 +455,10 @@ def test_sessions_and_search_take_a_time_window(tmp_path: Path) -> None:
     assert found("--role", "user") == [("early", 2)] and found("--role", "assistant", "--since", "2026-01-15") == [
         ("late", 1)]
     assert listed("--since", "1d") == [] and found("--since", "9999d") == [("early", 1), ("early", 2), ("late", 1)]
+    # sessions by what they hold: a role or a kind of event (the sessions where the user spoke, that compacted, ...)
+    assert listed("--role", "user") == ["early"] and listed("--role", "assistant") == ["late", "early"]
+    assert listed("--kind", "text", "--since", "2026-01-10") == ["late"] and listed("--kind", "compaction") == []
+    assert listed("--role", "user", "--kind", "tool_call") == []
     bad = CliRunner().invoke(cli, ["--bank", str(bank), "search", "zebra", "--until", "soon"])
     assert bad.exit_code == 2 and "--until" in bad.output
 

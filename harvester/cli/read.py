@@ -43,13 +43,17 @@ class BadQuery(click.ClickException):
 @where_option
 @click.option("--harness", type=HarnessChoice(), help="Only this agent's sessions.")
 @when_option
+@click.option("--role", callback=names("ROLES", many=False), metavar="ROLE",
+              help=f"Only sessions with an event of this role ({ROLE_NAMES}).")
+@click.option("--kind", callback=names("KINDS", many=False), metavar="KIND",
+              help=f"Only sessions with an event of this kind ({KIND_NAMES}).")
 @click.option("--limit", type=int, default=None, help="At most this many (newest first).")
 @team_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
 def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str | None, old_bank_id: str | None,
-             harness: str | None, since: str | None, until: str | None, limit: int | None, team: bool,
-             as_json: bool) -> None:
+             harness: str | None, since: str | None, until: str | None, role: str | None, kind: str | None,
+             limit: int | None, team: bool, as_json: bool) -> None:
     """List sessions, newest first, each subagent under the session that started it (of every repository,
     unless --repo, --here or --bank-id; active in --since/--until)."""
     from harvester.cli import render
@@ -58,7 +62,7 @@ def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str 
     with open_reading(settings, team, empty=[]) as bank:
         check_repo(bank, repo)
         rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness, listed=not as_json, since=since,
-                                    until=until)
+                                    until=until, role=role, kind=kind)
         if not team:
             from harvester.usage.sessions import attach
 
