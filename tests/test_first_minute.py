@@ -40,7 +40,8 @@ def _tree(root: Path) -> list[str]:
 
 @pytest.mark.parametrize("args", [["sessions"], ["sessions", "--json"], ["show", "abc"], ["search", "pelican"],
                                   ["search", "pelican", "--json"], ["context"], ["context", "--json"],
-                                  ["export"], ["status"], ["status", "--json"]])
+                                  ["export"], ["status"], ["status", "--json"],
+                                  ["usage"], ["usage", "session"], ["resume", "abc", "--in", "codex"]])  # later reads too
 def test_every_read_before_the_first_scan_says_there_is_no_history_and_creates_nothing(
         tmp_path: Path, args: list[str]) -> None:
     home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
