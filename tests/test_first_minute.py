@@ -40,7 +40,8 @@ def _tree(root: Path) -> list[str]:
 
 @pytest.mark.parametrize("args", [["sessions"], ["sessions", "--json"], ["show", "abc"], ["search", "pelican"],
                                   ["search", "pelican", "--json"], ["context"], ["context", "--json"],
-                                  ["export"], ["status"], ["status", "--json"]])
+                                  ["export"], ["status"], ["status", "--json"],
+                                  ["usage"], ["usage", "session"], ["resume", "abc", "--in", "codex"]])  # later reads too
 def test_every_read_before_the_first_scan_says_there_is_no_history_and_creates_nothing(
         tmp_path: Path, args: list[str]) -> None:
     home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
@@ -243,7 +244,10 @@ def _one_session(tmp_path: Path) -> tuple[Path, Path, ClaudeSession]:
 @pytest.mark.parametrize("args", [["export", "--repo", "{tmp}/nonexistent/x"], ["context", "--repo", "{tmp}/nonexistent/x"],
                                   ["sessions", "--repo", "{tmp}/nonexistent/x"],
                                   ["search", "x", "--repo", "{tmp}/nonexistent/x"],
-                                  ["export", "--repo", "{tmp}/plain"], ["sessions", "--repo", "{tmp}/plain"]])
+                                  ["export", "--repo", "{tmp}/plain"], ["sessions", "--repo", "{tmp}/plain"],
+                                  # here, no repository, and sessions were recorded only beneath it (in a folder
+                                  # that is gone): export made {tmp}/.harvester/history for none of them
+                                  ["export", "--repo", "{tmp}"], ["sessions", "--repo", "{tmp}"]])
 def test_repo_must_be_a_git_work_tree_or_a_directory_sessions_were_recorded_in(tmp_path: Path,
                                                                               args: list[str]) -> None:
     home, bank, _ = _one_session(tmp_path)
@@ -389,6 +393,16 @@ def test_handoff_where_there_is_no_session_says_there_is_none(tmp_path: Path) ->
         [(error, text)] = _in_process(bank, empty, [("handoff", {})])["results"]
     assert not error and text.startswith("<harvester-history") and "No session in coding-agent::empty" in text
     assert "all_repos" in text
+
+
+def test_context_of_a_session_not_in_this_repository_names_the_command_that_lists_them(tmp_path: Path) -> None:
+    """A person's `context --session ID` of another repository's session is told a command, not an MCP tool."""
+    bank_path, s = _two_repositories(tmp_path)
+    empty = make_repo(tmp_path / "empty")
+    result = CliRunner().invoke(cli, ["--bank", str(bank_path), "context", "--repo", str(empty), "--session",
+                                      s["shop"].id], env={"HOME": str(tmp_path / "home")})
+    assert result.exit_code == 1 and f"no session '{s['shop'].id}' in coding-agent::empty" in result.stderr
+    assert "recent_sessions" not in result.stderr and "`harvester sessions`" in result.stderr, result.stderr
 
 
 def test_the_server_offers_handoff_and_search_prompts_and_its_resources_still_work(tmp_path: Path) -> None:

@@ -222,3 +222,30 @@ def test_real_tool_errors_are_listed_with_their_line_and_relative_paths(tmp_path
         text = brief.handoff(Recall(bank, EVERYTHING), s["native_id"], None, 4096, reader="cli")
     assert "Read `missing.txt`: File does not exist." in text
     assert "1 ask," in text and "1 tool call," in text and "1 tool error." in text
+
+
+def test_the_last_exchange_shows_what_each_call_changed_searched_for_and_ran(tmp_path: Path) -> None:
+    """Issue 24 item 2 in the handoff: a call of the last exchange shows its edit as a compact diff, a write as its
+    size and head, a search as its pattern (which Claude Code's Grep text does not name), clipped with a count and
+    the command that shows the rest; not the bare ``Edit: path``."""
+    from tests.helpers import ClaudeSession
+
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    old = "\n".join(f"line {i}" for i in range(10))
+    new = "\n".join(f"line {i}" if i % 2 else f"changed {i}" for i in range(10))
+    s.write(s.user("fix the retries"),
+            s.tool_use("Grep", {"pattern": "retry|backoff", "path": "/work/app/src"}, "t1"), s.tool_result("t1", "a"),
+            s.tool_use("Edit", {"file_path": "/work/app/src/a.py", "old_string": old, "new_string": new}, "t2"),
+            s.tool_result("t2", "ok"),
+            s.tool_use("Write", {"file_path": "/work/app/notes.md", "content": "# Notes\nretry twice\n"}, "t3"),
+            s.tool_result("t3", "ok"), s.assistant("done"))
+    scan(home, bank)
+    result = CliRunner().invoke(cli, ["--bank", str(bank), "context", "--repo", "/work/app", "--session", s.id],
+                                env={"HOME": str(home)})
+    assert result.exit_code == 0, result.output
+    last = _sections(result.stdout)["## The last exchange"]
+    assert "> pattern retry|backoff in /work/app/src" in last, last
+    assert "> -line 0\n> +changed 0\n" in last and "changed 8" not in last
+    assert re.search(rf"\*… \d+ more lines: `harvester show {s.id} --around 4`\*", last), last
+    assert "> 2 lines, 20 bytes:\n> +# Notes\n> +retry twice" in last

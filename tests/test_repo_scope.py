@@ -158,6 +158,8 @@ def test_context_sessions_search_and_export_in_one_never_show_the_other(two_apis
     assert orjson.loads(ok(harvester(bank, a, "search", "--here", "zebra quota", "--json")))["hits"] == []
     assert {h["session"] for h in orjson.loads(ok(harvester(bank, a, "search", "zebra quota", "--json")))["hits"]} \
         <= theirs
+    spent = orjson.loads(ok(harvester(bank, a, "usage", "session", "--here", "--json")))["rows"]  # the usage view too
+    assert spent and {row["session"] for row in spent} <= mine
     out = ok(harvester(bank, a, "export"))
     exported = {p.name for p in (a / ".harvester" / "history").iterdir()}
     assert len(exported) == len(mine) and all(any(n in name for n in mine) for name in exported), out
@@ -215,7 +217,8 @@ def test_sessions_of_a_missing_folder_named_repo_are_not_handed_to_a_fresh_git_i
     assert listing.count("(unknown repository)") == 2
     status = orjson.loads(ok(harvester(bank, fresh, "status", "--json")))
     assert status["repositories"]["unknown_sessions"] == 2
-    assert "2 sessions of unknown repository" in ok(harvester(bank, fresh, "status"))
+    said = ok(harvester(bank, fresh, "status"))
+    assert "2 sessions of unknown repository" in said and "--bank-id ID reads them" in said, said  # the option's name
     reached = orjson.loads(ok(harvester(bank, fresh, "sessions", "--bank-id", "coding-agent::repo", "--json")))
     assert {s["native_id"] for s in reached} == gone
 

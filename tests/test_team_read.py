@@ -106,6 +106,9 @@ def test_sessions_team_holds_both_machines_clones_as_one_repository_with_provena
     assert table.stdout.splitlines()[0].split() == ["SESSION", "HARNESS", "BANK", "UPDATED", "EVENTS", "TITLE", "HOST"]
     everyone = orjson.loads(harvester(alpha, "sessions", "--team", "--json").stdout)
     assert team["hidden"] not in {r["native_id"] for r in everyone}  # push = false on beta
+    spoken = orjson.loads(harvester(alpha, "sessions", "--team", "--here", "--role", "user", "--json").stdout)
+    assert {r["native_id"] for r in spoken} == set(rows)  # the same filter on the team bank
+    assert orjson.loads(harvester(alpha, "sessions", "--team", "--kind", "compaction", "--json").stdout) == []
 
 
 def test_show_and_context_team_read_the_other_machines_session(team: dict) -> None:

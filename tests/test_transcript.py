@@ -356,6 +356,11 @@ def test_sessions_at_any_width_keep_every_id_whole_and_put_subagents_under_their
         rows = out.splitlines()
         for native_id in ids:
             assert any(native_id in row for row in rows), (columns, native_id)
+        # An id too long to share a line with the rest at its narrowest (dcode's subagent: 79 characters) runs past
+        # the id column on its own row, never widening it for every row: the other rows keep within the terminal
+        # (at 80 columns every row was 81 wide or more).
+        fitting = [row for row in rows if len(row.split("  ")[0]) <= columns - 28]
+        assert len(fitting) > len(ids) // 2 and all(len(row) <= columns for row in fitting), (columns, fitting[:3])
         for (_, parent), child in parents.items():
             at = next(i for i, row in enumerate(rows) if re.match(rf"{re.escape(parent)}\s", row))
             below = rows[at + 1:at + 1 + sum(1 for (_, p) in parents if p == parent)]
@@ -455,6 +460,10 @@ def test_sessions_and_search_take_a_time_window(tmp_path: Path) -> None:
     assert found("--role", "user") == [("early", 2)] and found("--role", "assistant", "--since", "2026-01-15") == [
         ("late", 1)]
     assert listed("--since", "1d") == [] and found("--since", "9999d") == [("early", 1), ("early", 2), ("late", 1)]
+    # sessions by what they hold: a role or a kind of event (the sessions where the user spoke, that compacted, ...)
+    assert listed("--role", "user") == ["early"] and listed("--role", "assistant") == ["late", "early"]
+    assert listed("--kind", "text", "--since", "2026-01-10") == ["late"] and listed("--kind", "compaction") == []
+    assert listed("--role", "user", "--kind", "tool_call") == []
     bad = CliRunner().invoke(cli, ["--bank", str(bank), "search", "zebra", "--until", "soon"])
     assert bad.exit_code == 2 and "--until" in bad.output
 

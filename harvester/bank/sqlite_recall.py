@@ -79,9 +79,11 @@ class SqliteRecall:
     def scoped_sessions(self, scope: Scope, limit: int = 10, harness: str | None = None, since: str | None = None,
                         skip_live_of: str | None = None, recent_since: str | None = None,
                         listed: bool = False, until: str | None = None, state: str | None = None,
-                        offset: int = 0) -> list[dict[str, Any]]:
+                        offset: int = 0, role: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
         """Sessions of ``scope``, newest first: of those active since ``since`` (written to at or after it) and
-        until ``until`` (started before it), in ``state`` when given, from the ``offset``-th (a page of them).
+        until ``until`` (started before it), in ``state`` when given, holding an event of ``role`` and ``kind``
+        when given (neither injected nor the harvester's own answer: what search finds by default), from the
+        ``offset``-th (a page of them).
         ``skip_live_of``: leave out that harness's sessions that are still being written (live, or updated since
         ``recent_since``): the calling agent's own. ``listed``: only what a list of them shows (LISTED_COLUMNS; a
         bank's thousands of sessions read 4x quicker)."""
@@ -99,6 +101,10 @@ class SqliteRecall:
         if state:
             clauses.append("s.state = ?")
             args.append(state)
+        if role or kind:
+            clauses.append("EXISTS (SELECT 1 FROM events e WHERE e.session_id = s.id AND e.recall = 0 AND e.injected = 0"
+                           f"{' AND e.role = ?' if role else ''}{' AND e.kind = ?' if kind else ''})")
+            args += [v for v in (role, kind) if v]
         if skip_live_of:
             clauses.append("NOT (s.harness = ? AND (s.state = 'live' OR coalesce(s.updated_at, '') >= ?))")
             args += [skip_live_of, recent_since or "9999"]

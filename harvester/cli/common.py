@@ -235,8 +235,10 @@ def check_repo(bank: Any, repo: str | None) -> None:
     known = getattr(bank, "known_directories", None)
     if known is None:  # the team bank: another machine's paths are not known here
         return
-    beneath = where.rstrip(os.sep) + os.sep
-    if any(d == where or d.startswith(beneath) for d in known()):
+    # A path that is not here reaches what was recorded there or beneath (a deleted clone's subfolders); a
+    # directory that is here and in no repository is its own folder's identity, so only sessions recorded in it.
+    beneath = None if os.path.isdir(where) else where.rstrip(os.sep) + os.sep
+    if any(d == where or (beneath and d.startswith(beneath)) for d in known()):
         return
     raise NotARepository(f"{repo!r} is not a git work tree, and no session was recorded there",
                          param_hint="'--repo'")

@@ -43,13 +43,17 @@ class BadQuery(click.ClickException):
 @where_option
 @click.option("--harness", type=HarnessChoice(), help="Only this agent's sessions.")
 @when_option
+@click.option("--role", callback=names("ROLES", many=False), metavar="ROLE",
+              help=f"Only sessions with an event of this role ({ROLE_NAMES}).")
+@click.option("--kind", callback=names("KINDS", many=False), metavar="KIND",
+              help=f"Only sessions with an event of this kind ({KIND_NAMES}).")
 @click.option("--limit", type=int, default=None, help="At most this many (newest first).")
 @team_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
 def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str | None, old_bank_id: str | None,
-             harness: str | None, since: str | None, until: str | None, limit: int | None, team: bool,
-             as_json: bool) -> None:
+             harness: str | None, since: str | None, until: str | None, role: str | None, kind: str | None,
+             limit: int | None, team: bool, as_json: bool) -> None:
     """List sessions, newest first, each subagent under the session that started it (of every repository,
     unless --repo, --here or --bank-id; active in --since/--until)."""
     from harvester.cli import render
@@ -58,7 +62,7 @@ def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str 
     with open_reading(settings, team, empty=[]) as bank:
         check_repo(bank, repo)
         rows = bank.scoped_sessions(scope, limit or 1_000_000_000, harness=harness, listed=not as_json, since=since,
-                                    until=until)
+                                    until=until, role=role, kind=kind)
         if not team:
             from harvester.usage.sessions import attach
 
@@ -209,7 +213,7 @@ def context(settings: Settings, repo: str | None, session_ref: str | None, harne
     """Print where work stands in this repository: the handoff brief of the latest session."""
     from harvester.recall import brief
     from harvester.recall.scope import scope_for
-    from harvester.recall.views import NoSession, Recall, RecallError
+    from harvester.recall.views import NoSession, NotInScope, Recall, RecallError
 
     with open_reading(settings, team) as bank:
         check_repo(bank, repo)
@@ -225,6 +229,10 @@ def context(settings: Settings, repo: str | None, session_ref: str | None, harne
             else:
                 terminal.echo(said)
             return
+        except NotInScope as exc:
+            raise click.ClickException(f"no session {exc.ref!r} in {exc.where} (`harvester sessions` lists every "
+                                       "repository's, `harvester show ID` reads one)"
+                                       + unknown_hint(bank, r.scope)) from exc
         except RecallError as exc:
             raise click.ClickException(str(exc) + unknown_hint(bank, r.scope)) from exc
     if as_json:

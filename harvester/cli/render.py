@@ -168,10 +168,13 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return _aligned(headers, _visible_cells(rows))
 
 
-def _aligned(headers: list[str], rows: list[list[str]]) -> str:
-    """Cells already made visible, in columns."""
+def _aligned(headers: list[str], rows: list[list[str]], first_at_most: int | None = None) -> str:
+    """Cells already made visible, in columns; ``first_at_most``: the first column that wide at most (a longer
+    cell runs past it, whole)."""
     columns = zip(*rows, strict=True) if rows else ((),) * len(headers)
     widths = [max([len(h), *map(len, column)]) for h, column in zip(headers, columns, strict=True)]
+    if first_at_most is not None:
+        widths[0] = min(widths[0], first_at_most)
     # One format for every row: each cell padded as str.ljust pads it (a listing has thousands of rows).
     line = "  ".join(f"{{:<{width}}}" for width in widths).format
     return "\n".join([line(*headers).rstrip(), *(line(*row).rstrip() for row in rows)])
@@ -221,6 +224,9 @@ UNKNOWN_MARK = " (unknown repository)"
 AGENT_PREFIX = "coding-agent::"  # the common start of bank ids (the default template): the first thing cut
 
 
+ROOM_BESIDE_AN_ID = 28  # what the rest of a row takes at its narrowest: its time, events, a title's start, the gaps
+
+
 def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
     """The sessions as a table, each subagent under the session that started it (``└``); ``width`` (a
     terminal's columns): what each cost gives way first, then titles, then bank ids (their common
@@ -250,9 +256,19 @@ def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
         headers.append("HOST")
         for row, r in zip(table, _visible_cells([[r["host"] or ""] for r, _ in ordered]), strict=True):
             row.append(r[0])
-    if width:
-        headers, table = _fitted(headers, table, width)
-    return _aligned(headers, table)
+    if not width:
+        return _aligned(headers, table)
+    # An id too long to share a line with the rest at its narrowest (a subagent's: its parent's id and more) is not
+    # cut: it runs past the id column on its own row, and does not widen the column for every row (at 80 columns
+    # one 79-character subagent id made every row of a listing 81 wide).
+    ids = [row[0] for row in table]
+    for row in table:
+        row[0] = row[0] if len(row[0]) <= width - ROOM_BESIDE_AN_ID else ""
+    headers, table = _fitted(headers, table, width)
+    column = max(len(headers[0]), *(len(row[0]) for row in table))
+    for row, whole in zip(table, ids, strict=True):
+        row[0] = whole
+    return _aligned(headers, table, first_at_most=column)
 
 
 def _fitted(headers: list[str], table: list[list[str]], width: int) -> tuple[list[str], list[list[str]]]:

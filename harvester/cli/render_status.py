@@ -100,7 +100,7 @@ def repositories_text(repositories: dict[str, Any]) -> list[str]:
     if n:
         lines.append(f"{n} {plural(n, 'session')} of unknown repository: recorded in a folder that is not on this "
                      "machine (another machine's, a deleted clone) with no remote recorded; no repository's --here, "
-                     "context, MCP or export includes them (`sessions` lists them, --bank ID reads them)")
+                     "context, MCP or export includes them (`sessions` lists them, --bank-id ID reads them)")
     for shared in repositories.get("shared_bank_ids") or []:
         listed = ", ".join(f"{r['key']} ({r['sessions']} {plural(r['sessions'], 'session')})"
                            for r in shared["repositories"])

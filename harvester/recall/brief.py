@@ -23,6 +23,7 @@ from typing import Any
 from harvester.recall.actions import Actions, actions_of
 from harvester.recall.frame import frame
 from harvester.recall.shown import EMPTY, Md, md, quote
+from harvester.recall.tools import call_lines
 from harvester.recall.views import (
     DEFAULT_MAX_BYTES,
     NoSession,
@@ -43,6 +44,7 @@ SHARES = (("last", 0.30), ("changed", 0.22), ("failed", 0.22), ("asks", 0.16), (
 DROPPED_FIRST = ("also", "read", "asks")  # where the room cannot hold every section
 ASK_CHARS = 300  # of an earlier ask, in its list
 LINE_CHARS = 200  # of a command, an error line, a tool call in the last exchange
+STEP_LINES = 3  # of a call's diff, written head or pattern under it in the last exchange (show has the rest)
 
 
 def pick_session(r: Recall, session: str | None, harness: str | None) -> dict[str, Any]:
@@ -346,7 +348,7 @@ def _last_exchange(events: list[dict[str, Any]], asks: list[dict[str, Any]], roo
                and (e["kind"] != "text" or e["role"] == "assistant")]
     kept: list[dict[str, Any]] = []
     for e in reversed(between):  # the latest first: where the session stopped
-        line = _step(e)
+        line = _step(e, pointers)
         gap = _size(_skipped(between, len(between) - len(kept) - 1, pointers)) if len(kept) + 1 < len(between) else 0
         if left - _size(line) - 2 - gap < 0:
             break
@@ -356,7 +358,7 @@ def _last_exchange(events: list[dict[str, Any]], asks: list[dict[str, Any]], roo
     parts = [title, ask]
     if len(kept) < len(between):
         parts.append(_skipped(between, len(between) - len(kept), pointers))
-    parts += [told if e is answer else _step(e) for e in shown]
+    parts += [told if e is answer else _step(e, pointers) for e in shown]
     return Md("\n\n").join(p for p in parts if p)
 
 
@@ -367,10 +369,22 @@ def _skipped(between: list[dict[str, Any]], n: int, pointers: Pointers) -> Md:
               pointers.at(first))
 
 
-def _step(e: dict[str, Any]) -> Md:
+def _step(e: dict[str, Any], pointers: Pointers) -> Md:
+    """One event of the last exchange: a line; a tool call's with what its text leaves out (an edit's diff, a
+    write's head, a search's pattern, as show has them) quoted below it, clipped with a count and where it is whole."""
     what = e["kind"].replace("_", " ") if e["kind"] != "text" else "assistant"
     error = md(" (error)") if e.get("is_error") else EMPTY
-    return md("*{}* (#{}){}: {}", what, e["seq"], error, clip(e["text"], LINE_CHARS))
+    if e["kind"] != "tool_call":
+        return md("*{}* (#{}){}: {}", what, e["seq"], error, clip(e["text"], LINE_CHARS))
+    head, *details = call_lines(e, full=True) or [""]
+    details = [x for x in details if not (x.startswith("pattern ") and x[8:] in head)]  # Glob: P, then pattern P
+    line = md("*{}* (#{}){}: {}", what, e["seq"], error, clip(head, LINE_CHARS))
+    shown = details[:STEP_LINES]
+    if shown:
+        line += Md("\n") + quote("\n".join(clip(x, LINE_CHARS) for x in shown))
+    if len(details) > len(shown):
+        line += md("\n*… {} more lines: {}*", len(details) - len(shown), pointers.at(e["seq"], whole=True))
+    return line
 
 
 def _said(e: dict[str, Any], room: int, pointers: Pointers, keep_end: bool) -> Md:

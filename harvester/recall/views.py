@@ -32,6 +32,15 @@ class RecallError(ValueError):
     """A request that cannot be answered as asked: the one-line reason goes back to the caller."""
 
 
+class NotInScope(RecallError):
+    """The session asked for is not in the scope (or not at all): the reason names the tool that lists them, which a
+    command line replaces with its command (``where``: the scope's label)."""
+
+    def __init__(self, ref: str, where: str) -> None:
+        super().__init__(f"no session {ref!r} in {where} (recent_sessions lists them)")
+        self.ref, self.where = ref, where
+
+
 class NoSession(RecallError):
     """No session to hand off in the scope: an answer (there is none), not a failure."""
 
@@ -123,7 +132,7 @@ def session_in_scope(r: Recall, ref: str) -> dict[str, Any]:
     where = r.scope
     found = [s for s in found if where.holds(s)]
     if not found:
-        raise RecallError(f"no session {clip(ref, 80)!r} in {where.label} (recent_sessions lists them)")
+        raise NotInScope(clip(ref, 80), where.label)
     if len(found) > 1:
         raise RecallError(f"{clip(ref, 80)!r} names {len(found)} sessions: give more of the id")
     return found[0]

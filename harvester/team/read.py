@@ -133,7 +133,7 @@ class TeamReader:
     def scoped_sessions(self, scope: Scope, limit: int = 10, harness: str | None = None, since: str | None = None,
                         skip_live_of: str | None = None, recent_since: str | None = None,
                         listed: bool = False, until: str | None = None, state: str | None = None,
-                        offset: int = 0) -> list[dict[str, Any]]:
+                        offset: int = 0, role: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
         where, args = self._scope(scope)
         clauses = [where]
         if harness:
@@ -148,6 +148,11 @@ class TeamReader:
         if state:
             clauses.append("s.state = %s")
             args.append(state)
+        if role or kind:  # as the local bank's: an event neither the harvester's own answer nor injected
+            clauses.append(f"EXISTS (SELECT 1 FROM {SCHEMA}.events e WHERE e.session_id = s.id AND NOT e.recall AND "
+                           "coalesce(e.meta::jsonb ->> 'injected', 'false') <> 'true'"
+                           f"{' AND e.role = %s' if role else ''}{' AND e.kind = %s' if kind else ''})")
+            args += [v for v in (role, kind) if v]
         if skip_live_of:
             clauses.append("NOT (s.harness = %s AND (s.state = 'live' OR coalesce(s.updated_at, '') >= %s))")
             args += [skip_live_of, recent_since or "9999"]
