@@ -1,7 +1,7 @@
 """Nothing a transcript holds can break the frame an answer is handed over in (harvester/recall/frame.py).
 
 Every view (recent_sessions, search_history, get_events with and without ``full``, handoff, the MCP resource
-and the resource list, ``harvester context``) is rendered from a session whose every field, session and event,
+and the resource list, the two prompts, ``harvester context``) is rendered from a session whose every field, session and event,
 holds hostile text: tags that close the frame or open another one (raw, split by zero-width characters,
 in fullwidth or small-form brackets, with Unicode hyphens, combining marks, Cyrillic lookalikes), escape
 sequences and bidi controls, markdown headings after a newline, timestamps that are not timestamps. Each
@@ -156,6 +156,48 @@ def test_every_mcp_tool_and_resource_of_a_hostile_session_holdsone_frame(hostile
         assert not TAG_LIKE.search(fold(value)), value
     assert out["read"] and next(line for line in one_frame(out["read"][0]).splitlines()
                             if line.startswith("#")).startswith("# Handoff: title")
+
+
+def _prompts(bank: Any, cwd: str, prompts: list[tuple[str, dict[str, str]]]) -> list[tuple[bool, str]]:
+    """Each prompt's (is_error, text), through the SDK's own client: its one message's text, or the error."""
+    server = build_server(bank, cwd, DEFAULT_BANK_ID_TEMPLATE)
+
+    async def talk() -> list[tuple[bool, str]]:
+        got = []
+        async with Client(server) as client:
+            for name, arguments in prompts:
+                try:
+                    prompt = await client.get_prompt(name, arguments)
+                except Exception as exc:  # the SDK raises the server's error (McpError)
+                    got.append((True, str(exc)))
+                else:
+                    got.append((False, "".join(m.content.text for m in prompt.messages)))
+        return got
+    return asyncio.run(talk())
+
+
+def test_every_mcp_prompt_of_a_hostile_session_holds_one_frame(hostile: dict) -> None:
+    """A prompt carries the answer itself, after a line of the code's own words: that line is the only text
+    outside the frame, and the frame is whole."""
+    native = hostile["id"]
+    got = _prompts(hostile["bank"], str(hostile["repo"]), [
+        ("handoff", {"session": native}), ("handoff", {}), ("search", {"query": "zebra"}),
+        ("search", {"query": f"zebra {TAGS} {CONTROLS}"})])
+    for error, text in got:
+        assert not error, text
+        intro, opening, framed = text.partition("<harvester-history kind=")
+        assert opening and "\n" not in intro.strip() and RAW_CONTROL.search(intro) is None, intro
+        assert not TAG_LIKE.search(fold(intro)), intro
+        one_frame(opening + framed)
+
+
+def test_every_edge_argument_of_a_prompt_gets_a_one_line_error(hostile: dict) -> None:
+    got = _prompts(hostile["bank"], str(hostile["repo"]), [
+        ("handoff", {"session": "\ud800"}), ("handoff", {"harness": "nul\x00"}), ("search", {"query": "\udc00"}),
+        ("search", {}), ("no\nsuch prompt", {})])
+    for error, text in got:
+        assert error and text and "\n" not in text.strip() and len(text) < 600, text
+        assert "\ud800" not in text and "\udc00" not in text, text
 
 
 def test_every_character_that_folds_to_a_bracket_is_looked_for() -> None:
