@@ -1,8 +1,8 @@
 """Nothing a transcript holds can break the frame an answer is handed over in (harvester/recall/frame.py).
 
 Every view (recent_sessions, search_history, get_events with and without ``full``, handoff, the MCP resource
-and the resource list, the two prompts, ``harvester context``) is rendered from a session whose every field, session and event,
-holds hostile text: tags that close the frame or open another one (raw, split by zero-width characters,
+and the resource list, the two prompts, ``harvester context``) is rendered from a session whose every field,
+session and event, holds hostile text: tags that close the frame or open another one (raw, split by zero-width characters,
 in fullwidth or small-form brackets, with Unicode hyphens, combining marks, Cyrillic lookalikes), escape
 sequences and bidi controls, markdown headings after a newline, timestamps that are not timestamps. Each
 answer must hold exactly one opening and one closing tag (counted after normalizing the answer here, with
