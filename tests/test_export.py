@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -32,9 +33,16 @@ def _repo_with_session(tmp: Path, text: str = "hello", title: str | None = None)
     return repo, s
 
 
-def _export(tmp: Path, repo: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+def _export(tmp: Path, repo: Path, *args: str, timeout: float = 60,
+            memory: int | None = None) -> subprocess.CompletedProcess:
+    """``harvester export`` in a process of its own; with ``memory``, its address space bounded to that."""
+    def bounded() -> None:
+        if memory is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
     return subprocess.run([sys.executable, "-m", "harvester", "export", "--repo", str(repo), *args],
-                          env=harvester_env(tmp), capture_output=True, text=True, timeout=timeout, cwd=repo)
+                          env=harvester_env(tmp), capture_output=True, text=True, timeout=timeout, cwd=repo,
+                          preexec_fn=bounded)
 
 
 def _tree(path: Path) -> dict[str, bytes | str]:
@@ -100,6 +108,20 @@ def test_a_device_or_fifo_in_a_files_place_is_neither_read_nor_waited_on(tmp_pat
     done = _export(tmp_path, repo, timeout=30)  # reading /dev/zero whole, or opening a FIFO, never returns
     assert done.returncode == 0, done.stderr
     assert target.is_file() and not target.is_symlink() and "hello" in target.read_text()
+
+
+def test_a_huge_file_in_a_files_place_is_never_read(tmp_path: Path) -> None:
+    """A regular file of another size is not the one export wrote: it is replaced, not read (a committed file of
+    64 GiB, sparse here, would take the memory and the time of reading it)."""
+    repo, s = _repo_with_session(tmp_path)
+    history = repo / ".harvester" / "history"
+    history.mkdir(parents=True)
+    target = history / file_name("claude-code", s.id, "md")
+    with target.open("wb") as huge:
+        huge.truncate(64 << 30)
+    done = _export(tmp_path, repo, timeout=60, memory=4 << 30)  # reading it would fail, not take the machine
+    assert done.returncode == 0, done.stderr
+    assert target.stat().st_size < 1 << 20 and "hello" in target.read_text()
 
 
 def test_a_titles_newlines_never_start_a_line(tmp_path: Path) -> None:
