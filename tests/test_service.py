@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import sqlite3
 import subprocess
 import threading
 import time
@@ -267,12 +268,16 @@ def test_a_bank_deleted_under_the_service_is_made_again_and_status_says_so(daemo
         s.write(*s.conversation(1))
         daemon.start()
         wait_for(lambda: len(daemon.texts()) == 2, 10, "the first import")
+        with sqlite3.connect(daemon.bank) as conn:  # this machine's identity in a team bank (team/outbox.py)
+            conn.execute("INSERT INTO bank_facts (key, value) VALUES ('team_machine_id', 'machine-4417')")
+        conn.close()
         shutil.rmtree(data)
         if then != "nothing":
             assert daemon.cli("sessions").returncode == 0  # opens (makes) a bank at the path: empty
         s.write(*s.conversation(1, start=1))
         wait_for(lambda: len(daemon.texts()) == 4, 20, "the bank made again, with all the agent's store holds")
         assert (data / "bank.archive").is_dir()
+        assert daemon.query("SELECT value FROM bank_facts WHERE key = 'team_machine_id'") == [("machine-4417",)]
         wait_for(lambda: daemon.query("SELECT state FROM sink_documents") == [("sent",)], 20,
                  "forwarding from the new bank")
         assert daemon.proc.poll() is None
