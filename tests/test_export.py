@@ -163,6 +163,14 @@ def test_a_killed_runs_temporary_files_are_removed_by_the_next(tmp_path: Path) -
     assert outside.read_text() == "keep"
 
 
+def _state(pid: int) -> str | None:
+    """A process's state as /proc says it (R, S, T stopped, Z...), None when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def test_kill_9_during_export_leaves_no_temporary_file_after_the_next_run(tmp_path: Path) -> None:
     """A real export killed while it writes: the next run removes what it left, and writes every file whole."""
     repo = make_repo(tmp_path / "demo-repo")
@@ -172,7 +180,7 @@ def test_kill_9_during_export_leaves_no_temporary_file_after_the_next_run(tmp_pa
         s.write(*[s.user(f"part {n}.{i} " + "lorem ipsum " * 20_000) for i in range(4)])  # ~1 MB a file
     assert harvester_cli(tmp_path, "scan").returncode == 0
     history = repo / ".harvester" / "history"
-    caught = False
+    left: list[str] = []
     for _ in range(5):
         proc = subprocess.Popen([sys.executable, "-m", "harvester", "export", "--repo", str(repo)],
                                 env=harvester_env(tmp_path), cwd=repo, stdout=subprocess.DEVNULL,
@@ -180,15 +188,21 @@ def test_kill_9_during_export_leaves_no_temporary_file_after_the_next_run(tmp_pa
         deadline = time.monotonic() + 60
         while proc.poll() is None and time.monotonic() < deadline:
             if history.is_dir() and any(name.startswith(".export-") for name in os.listdir(history)):
-                proc.send_signal(signal.SIGKILL)  # mid-write: a temporary file is there
-                caught = True
-                break
+                proc.send_signal(signal.SIGSTOP)  # held still, so that what is there now is what a kill leaves
+                while _state(proc.pid) not in ("T", "Z", None):
+                    time.sleep(0.001)
+                left = [n for n in os.listdir(history) if n.startswith(".export-")]
+                if left:
+                    proc.send_signal(signal.SIGKILL)  # mid-write: its temporary file stays
+                    break
+                proc.send_signal(signal.SIGCONT)  # renamed in between: on to the next file
         proc.wait()
-        if caught:
+        if left:
             break
-        for path in history.iterdir():  # finished before a temporary file was seen: again, from nothing
+        for path in history.iterdir():  # finished before a temporary file was held: again, from nothing
             path.unlink()
-    assert caught, "no export was caught while writing"
+    assert left, "no export was caught while writing"
+    assert all((history / name).is_file() for name in left)  # what the kill left, for the next run to remove
     done = _export(tmp_path, repo)
     assert done.returncode == 0, done.stderr
     names = sorted(os.listdir(history))
