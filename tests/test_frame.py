@@ -200,6 +200,17 @@ def test_every_edge_argument_of_a_prompt_gets_a_one_line_error(hostile: dict) ->
         assert "\ud800" not in text and "\udc00" not in text, text
 
 
+@pytest.mark.parametrize(("stored", "shown"), [
+    ("2026-08-03T10:48:56.118Z", "2026-08-03 10:48:56Z"), ("2026-08-03 10:48", "2026-08-03 10:48"),
+    ("2026-08-03", "2026-08-03"), ("2026-08-03T10:48:56,5+02:00", "2026-08-03 10:48:56"),
+    ("2026-13-45T99:99:99Z", "-"), ("2026-02-30T10:00:00Z", "-"), ("2026-08-03T24:00:00Z", "-"),
+    ("0000-00-00", "-"), (BAD_TIME, "-"), ("1735689600", "-"), ("", "-"), (None, "-")])
+def test_a_time_that_is_not_a_real_iso_8601_time_is_not_shown(stored: str | None, shown: str) -> None:
+    """A teammate's row or a damaged bank can hold anything where a time goes: only a real time is shown (one
+    shaped like a time, with a thirteenth month, is not one)."""
+    assert views.when(stored) == shown
+
+
 def test_every_character_that_folds_to_a_bracket_is_looked_for() -> None:
     """The sanitizer folds a text only when it holds a character that can fold to "<" (a list, for speed): the
     list must hold every such character Unicode has."""
