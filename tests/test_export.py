@@ -95,6 +95,21 @@ def test_a_symlinked_file_in_the_export_directory_is_replaced_never_followed(tmp
     assert not written.is_symlink() and "hello" in written.read_text()
 
 
+def test_a_symlink_to_a_file_holding_the_export_is_not_read_through(tmp_path: Path) -> None:
+    """The link's target outside holds exactly what export would write: read through the link, the file would be
+    "unchanged" and the link left in the repository; it is not read, and is replaced by the file itself."""
+    repo, s = _repo_with_session(tmp_path)
+    assert _export(tmp_path, repo).returncode == 0
+    written = repo / ".harvester" / "history" / file_name("claude-code", s.id, "md")
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(written.read_bytes())
+    written.unlink()
+    written.symlink_to(outside)
+    done = _export(tmp_path, repo)
+    assert done.returncode == 0 and "1 written, 0 unchanged" in done.stdout, done.stdout + done.stderr
+    assert not written.is_symlink() and written.read_bytes() == outside.read_bytes()
+
+
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
 def test_a_device_or_fifo_in_a_files_place_is_neither_read_nor_waited_on(tmp_path: Path, kind: str) -> None:
     repo, s = _repo_with_session(tmp_path)
