@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -32,9 +33,16 @@ def _repo_with_session(tmp: Path, text: str = "hello", title: str | None = None)
     return repo, s
 
 
-def _export(tmp: Path, repo: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+def _export(tmp: Path, repo: Path, *args: str, timeout: float = 60,
+            memory: int | None = None) -> subprocess.CompletedProcess:
+    """``harvester export`` in a process of its own; with ``memory``, its address space bounded to that."""
+    def bounded() -> None:
+        if memory is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
     return subprocess.run([sys.executable, "-m", "harvester", "export", "--repo", str(repo), *args],
-                          env=harvester_env(tmp), capture_output=True, text=True, timeout=timeout, cwd=repo)
+                          env=harvester_env(tmp), capture_output=True, text=True, timeout=timeout, cwd=repo,
+                          preexec_fn=bounded)
 
 
 def _tree(path: Path) -> dict[str, bytes | str]:
@@ -87,6 +95,21 @@ def test_a_symlinked_file_in_the_export_directory_is_replaced_never_followed(tmp
     assert not written.is_symlink() and "hello" in written.read_text()
 
 
+def test_a_symlink_to_a_file_holding_the_export_is_not_read_through(tmp_path: Path) -> None:
+    """The link's target outside holds exactly what export would write: read through the link, the file would be
+    "unchanged" and the link left in the repository; it is not read, and is replaced by the file itself."""
+    repo, s = _repo_with_session(tmp_path)
+    assert _export(tmp_path, repo).returncode == 0
+    written = repo / ".harvester" / "history" / file_name("claude-code", s.id, "md")
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(written.read_bytes())
+    written.unlink()
+    written.symlink_to(outside)
+    done = _export(tmp_path, repo)
+    assert done.returncode == 0 and "1 written, 0 unchanged" in done.stdout, done.stdout + done.stderr
+    assert not written.is_symlink() and written.read_bytes() == outside.read_bytes()
+
+
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
 def test_a_device_or_fifo_in_a_files_place_is_neither_read_nor_waited_on(tmp_path: Path, kind: str) -> None:
     repo, s = _repo_with_session(tmp_path)
@@ -100,6 +123,20 @@ def test_a_device_or_fifo_in_a_files_place_is_neither_read_nor_waited_on(tmp_pat
     done = _export(tmp_path, repo, timeout=30)  # reading /dev/zero whole, or opening a FIFO, never returns
     assert done.returncode == 0, done.stderr
     assert target.is_file() and not target.is_symlink() and "hello" in target.read_text()
+
+
+def test_a_huge_file_in_a_files_place_is_never_read(tmp_path: Path) -> None:
+    """A regular file of another size is not the one export wrote: it is replaced, not read (a committed file of
+    64 GiB, sparse here, would take the memory and the time of reading it)."""
+    repo, s = _repo_with_session(tmp_path)
+    history = repo / ".harvester" / "history"
+    history.mkdir(parents=True)
+    target = history / file_name("claude-code", s.id, "md")
+    with target.open("wb") as huge:
+        huge.truncate(64 << 30)
+    done = _export(tmp_path, repo, timeout=60, memory=4 << 30)  # reading it would fail, not take the machine
+    assert done.returncode == 0, done.stderr
+    assert target.stat().st_size < 1 << 20 and "hello" in target.read_text()
 
 
 def test_a_titles_newlines_never_start_a_line(tmp_path: Path) -> None:
@@ -141,6 +178,14 @@ def test_a_killed_runs_temporary_files_are_removed_by_the_next(tmp_path: Path) -
     assert outside.read_text() == "keep"
 
 
+def _state(pid: int) -> str | None:
+    """A process's state as /proc says it (R, S, T stopped, Z...), None when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def test_kill_9_during_export_leaves_no_temporary_file_after_the_next_run(tmp_path: Path) -> None:
     """A real export killed while it writes: the next run removes what it left, and writes every file whole."""
     repo = make_repo(tmp_path / "demo-repo")
@@ -150,7 +195,7 @@ def test_kill_9_during_export_leaves_no_temporary_file_after_the_next_run(tmp_pa
         s.write(*[s.user(f"part {n}.{i} " + "lorem ipsum " * 20_000) for i in range(4)])  # ~1 MB a file
     assert harvester_cli(tmp_path, "scan").returncode == 0
     history = repo / ".harvester" / "history"
-    caught = False
+    left: list[str] = []
     for _ in range(5):
         proc = subprocess.Popen([sys.executable, "-m", "harvester", "export", "--repo", str(repo)],
                                 env=harvester_env(tmp_path), cwd=repo, stdout=subprocess.DEVNULL,
@@ -158,15 +203,21 @@ def test_kill_9_during_export_leaves_no_temporary_file_after_the_next_run(tmp_pa
         deadline = time.monotonic() + 60
         while proc.poll() is None and time.monotonic() < deadline:
             if history.is_dir() and any(name.startswith(".export-") for name in os.listdir(history)):
-                proc.send_signal(signal.SIGKILL)  # mid-write: a temporary file is there
-                caught = True
-                break
+                proc.send_signal(signal.SIGSTOP)  # held still, so that what is there now is what a kill leaves
+                while _state(proc.pid) not in ("T", "Z", None):
+                    time.sleep(0.001)
+                left = [n for n in os.listdir(history) if n.startswith(".export-")]
+                if left:
+                    proc.send_signal(signal.SIGKILL)  # mid-write: its temporary file stays
+                    break
+                proc.send_signal(signal.SIGCONT)  # renamed in between: on to the next file
         proc.wait()
-        if caught:
+        if left:
             break
-        for path in history.iterdir():  # finished before a temporary file was seen: again, from nothing
+        for path in history.iterdir():  # finished before a temporary file was held: again, from nothing
             path.unlink()
-    assert caught, "no export was caught while writing"
+    assert left, "no export was caught while writing"
+    assert all((history / name).is_file() for name in left)  # what the kill left, for the next run to remove
     done = _export(tmp_path, repo)
     assert done.returncode == 0, done.stderr
     names = sorted(os.listdir(history))

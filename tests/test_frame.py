@@ -1,8 +1,8 @@
 """Nothing a transcript holds can break the frame an answer is handed over in (harvester/recall/frame.py).
 
 Every view (recent_sessions, search_history, get_events with and without ``full``, handoff, the MCP resource
-and the resource list, ``harvester context``) is rendered from a session whose every field, session and event,
-holds hostile text: tags that close the frame or open another one (raw, split by zero-width characters,
+and the resource list, the two prompts, ``harvester context``) is rendered from a session whose every field,
+session and event, holds hostile text: tags that close the frame or open another one (raw, split by zero-width characters,
 in fullwidth or small-form brackets, with Unicode hyphens, combining marks, Cyrillic lookalikes), escape
 sequences and bidi controls, markdown headings after a newline, timestamps that are not timestamps. Each
 answer must hold exactly one opening and one closing tag (counted after normalizing the answer here, with
@@ -156,6 +156,59 @@ def test_every_mcp_tool_and_resource_of_a_hostile_session_holdsone_frame(hostile
         assert not TAG_LIKE.search(fold(value)), value
     assert out["read"] and next(line for line in one_frame(out["read"][0]).splitlines()
                             if line.startswith("#")).startswith("# Handoff: title")
+
+
+def _prompts(bank: Any, cwd: str, prompts: list[tuple[str, dict[str, str]]]) -> list[tuple[bool, str]]:
+    """Each prompt's (is_error, text), through the SDK's own client: its one message's text, or the error."""
+    server = build_server(bank, cwd, DEFAULT_BANK_ID_TEMPLATE)
+
+    async def talk() -> list[tuple[bool, str]]:
+        got = []
+        async with Client(server) as client:
+            for name, arguments in prompts:
+                try:
+                    prompt = await client.get_prompt(name, arguments)
+                except Exception as exc:  # the SDK raises the server's error (McpError)
+                    got.append((True, str(exc)))
+                else:
+                    got.append((False, "".join(m.content.text for m in prompt.messages)))
+        return got
+    return asyncio.run(talk())
+
+
+def test_every_mcp_prompt_of_a_hostile_session_holds_one_frame(hostile: dict) -> None:
+    """A prompt carries the answer itself, after a line of the code's own words: that line is the only text
+    outside the frame, and the frame is whole."""
+    native = hostile["id"]
+    got = _prompts(hostile["bank"], str(hostile["repo"]), [
+        ("handoff", {"session": native}), ("handoff", {}), ("search", {"query": "zebra"}),
+        ("search", {"query": f"zebra {TAGS} {CONTROLS}"})])
+    for error, text in got:
+        assert not error, text
+        intro, opening, framed = text.partition("<harvester-history kind=")
+        assert opening and "\n" not in intro.strip() and RAW_CONTROL.search(intro) is None, intro
+        assert not TAG_LIKE.search(fold(intro)), intro
+        one_frame(opening + framed)
+
+
+def test_every_edge_argument_of_a_prompt_gets_a_one_line_error(hostile: dict) -> None:
+    got = _prompts(hostile["bank"], str(hostile["repo"]), [
+        ("handoff", {"session": "\ud800"}), ("handoff", {"harness": "nul\x00"}), ("search", {"query": "\udc00"}),
+        ("search", {}), ("no\nsuch prompt", {})])
+    for error, text in got:
+        assert error and text and "\n" not in text.strip() and len(text) < 600, text
+        assert "\ud800" not in text and "\udc00" not in text, text
+
+
+@pytest.mark.parametrize(("stored", "shown"), [
+    ("2026-08-03T10:48:56.118Z", "2026-08-03 10:48:56Z"), ("2026-08-03 10:48", "2026-08-03 10:48"),
+    ("2026-08-03", "2026-08-03"), ("2026-08-03T10:48:56,5+02:00", "2026-08-03 10:48:56"),
+    ("2026-13-45T99:99:99Z", "-"), ("2026-02-30T10:00:00Z", "-"), ("2026-08-03T24:00:00Z", "-"),
+    ("0000-00-00", "-"), (BAD_TIME, "-"), ("1735689600", "-"), ("", "-"), (None, "-")])
+def test_a_time_that_is_not_a_real_iso_8601_time_is_not_shown(stored: str | None, shown: str) -> None:
+    """A teammate's row or a damaged bank can hold anything where a time goes: only a real time is shown (one
+    shaped like a time, with a thirteenth month, is not one)."""
+    assert views.when(stored) == shown
 
 
 def test_every_character_that_folds_to_a_bracket_is_looked_for() -> None:

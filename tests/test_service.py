@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import sqlite3
 import subprocess
 import threading
 import time
@@ -255,7 +256,8 @@ def test_a_change_to_a_related_document_alone_reads_its_source(daemon: Daemon) -
 def test_a_bank_deleted_under_the_service_is_made_again_and_status_says_so(daemon: Daemon, then: str) -> None:
     """rm -rf of the data directory: the service, which held the bank open, notices that the file at the bank's
     path is gone (or another one), makes the bank and its archive again, re-scans every agent's store into it,
-    and forwarding (its own thread and bank connection) follows it there."""
+    and forwarding (its own thread and bank connection) follows it there. What is not history is carried over:
+    this machine's identity in a team bank, and the recall key that sealed the answers the agents recorded."""
     from tests.hindsight_fake import FakeHindsight
 
     fake = FakeHindsight().start()
@@ -267,12 +269,17 @@ def test_a_bank_deleted_under_the_service_is_made_again_and_status_says_so(daemo
         s.write(*s.conversation(1))
         daemon.start()
         wait_for(lambda: len(daemon.texts()) == 2, 10, "the first import")
+        with sqlite3.connect(daemon.bank) as conn:  # this machine's identity in a team bank (team/outbox.py)
+            conn.execute("INSERT INTO bank_facts (key, value) VALUES ('team_machine_id', 'machine-4417')")
+        conn.close()
+        [(key,)] = daemon.query("SELECT value FROM bank_facts WHERE key = 'recall_key'")
         shutil.rmtree(data)
         if then != "nothing":
             assert daemon.cli("sessions").returncode == 0  # opens (makes) a bank at the path: empty
         s.write(*s.conversation(1, start=1))
         wait_for(lambda: len(daemon.texts()) == 4, 20, "the bank made again, with all the agent's store holds")
         assert (data / "bank.archive").is_dir()
+        assert daemon.query("SELECT value FROM bank_facts WHERE key = 'team_machine_id'") == [("machine-4417",)]
         wait_for(lambda: daemon.query("SELECT state FROM sink_documents") == [("sent",)], 20,
                  "forwarding from the new bank")
         assert daemon.proc.poll() is None
@@ -281,6 +288,17 @@ def test_a_bank_deleted_under_the_service_is_made_again_and_status_says_so(daemo
         assert again["why"] in ("deleted", "replaced") and again["at"] and again["pid"] == daemon.proc.pid
         text = daemon.cli("status").stdout
         assert "made again" in text and "re-scanned" in text, text
+        # The answers the old bank sealed (in the agents' stores, as they recorded them) are still its own: an
+        # echo read into the new bank is recall, kept out of search, as it was in the old one.
+        from harvester.recall.frame import frame
+        from harvester.recall.shown import md
+
+        answer = frame(md("the wombat plan, as harvester answered it"), "search", key=bytes.fromhex(key))
+        echo = ClaudeSession(daemon.home, "/work/app")
+        echo.write(echo.user("the brief I pasted:\n" + answer), echo.assistant("the wombat, then"))
+        wait_for(lambda: "the wombat, then" in daemon.texts(), 10, "the echo")
+        assert daemon.query("SELECT recall FROM events e JOIN sessions s ON s.id = e.session_id WHERE s.native_id = ? "
+                            "ORDER BY e.seq", echo.id) == [(1,), (0,)]
         assert daemon.stop() == 0
     finally:
         fake.stop()
@@ -301,3 +319,35 @@ def test_a_bank_that_cannot_be_made_again_stops_the_service_with_an_error(daemon
     assert daemon.proc.returncode not in (0, None)
     daemon.proc = None
     assert "bank_cannot_be_made_again" in daemon.log.read_text()
+
+
+def test_a_bank_made_again_under_the_service_keeps_what_was_forgotten_out(daemon: Daemon) -> None:
+    """forget is for good (issue 23 item 5) also when the service makes its bank again (item 8): the agent's file
+    still holds the forgotten session, and a fork copies its records, but the re-scan into the new bank brings
+    neither back."""
+    word = "qzplumzebra4417"
+    data = daemon.tmp / "data"
+    daemon.bank = data / "bank.sqlite"
+    forgotten = ClaudeSession(daemon.home, "/work/app")
+    lines = [forgotten.user(f"the staging password is {word}"), forgotten.assistant("noted")]
+    forgotten.write(*lines)
+    kept = ClaudeSession(daemon.home, "/work/app")
+    kept.write(*kept.conversation(1))
+    daemon.start()
+    wait_for(lambda: len(daemon.texts()) == 4, 10, "the first import")
+    assert daemon.cli("forget", forgotten.id, "--yes").returncode == 0
+    wait_for(lambda: len(daemon.texts()) == 2, 10, "the forget")
+    shutil.rmtree(data)
+    kept.write(*kept.conversation(1, start=1))
+
+    def kept_texts() -> list[str]:
+        return [t for (t,) in daemon.query("SELECT e.text FROM events e JOIN sessions s ON s.id = e.session_id "
+                                           "WHERE s.native_id = ? ORDER BY e.seq", kept.id)]
+    wait_for(lambda: len(kept_texts()) == 4, 20, "the bank made again, with the kept session whole")
+    fork = ClaudeSession(daemon.home, "/work/app")  # what claude --fork-session writes: the records, uuids kept
+    fork.write(*[orjson.dumps({**orjson.loads(line), "sessionId": fork.id}) + b"\n" for line in lines],
+               fork.user("the fork's own question"))
+    wait_for(lambda: "the fork's own question" in daemon.texts(), 10, "the fork")
+    assert not any(word in t for t in daemon.texts()), daemon.texts()
+    assert daemon.query("SELECT count(*) FROM sessions WHERE native_id = ?", forgotten.id) == [(0,)]
+    assert daemon.stop() == 0

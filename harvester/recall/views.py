@@ -78,8 +78,12 @@ def counted(n: int, noun: str, nouns: str | None = None) -> Md:
 
 def when(ts: str | None) -> str:
     """A time as answers show it (``2026-11-01 10:00:00Z``), or "-": what is not an ISO 8601 time, whatever a
-    transcript or a teammate's row holds, is not shown."""
+    transcript or a teammate's row holds, is not shown; nor is a time of that shape that is none (a 13th month)."""
     if not isinstance(ts, str) or _ISO_TIME.fullmatch(ts) is None:
+        return "-"
+    try:
+        datetime.fromisoformat(ts)
+    except ValueError:
         return "-"
     return ts.replace("T", " ")[:19] + ("Z" if ts.endswith("Z") else "")
 

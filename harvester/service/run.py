@@ -150,9 +150,13 @@ class Service(Watching):
         self.bank.limit_cache(IDLE_CACHE_KIB)
         return True
 
-    def _open_bank(self) -> None:
+    def _open_bank(self, made_again: Callable[[Bank], None] | None = None) -> None:
+        """The bank, and the ingestor reading into it; ``made_again`` first writes what the bank it replaces
+        carried over (the ingestor reads the recall key once, and the re-scan must find the tombstones)."""
         self.bank = open_bank(self.settings.bank, archive=self.settings.archive)
         self._bank_file = bank_gone.identity(self.settings.bank)
+        if made_again is not None:
+            made_again(self.bank)
         # Reading stays in this process (no reader process, as scan uses for large imports): a
         # service's imports are small after the first, and an idle service should be one process.
         self.ingestor = Ingestor(self.bank, self.settings.bank_id_template, exclude=self.settings.excluded,
@@ -167,14 +171,12 @@ class Service(Watching):
         log.warning("bank_gone", bank=str(self.settings.bank), why=why)
         self._busy = ("the bank, made again", _now())
         self._stop_sinks()  # their own connections hold the old file too
-        carried, previous = bank_gone.facts(self.bank), bank_gone.recorded(self.bank)
+        kept, previous = bank_gone.carried(self.bank), bank_gone.recorded(self.bank)
         self.ingestor.close()
         self.bank.close()
         self.bank = self.ingestor = None
         try:
-            self._open_bank()
-            assert self.bank is not None
-            bank_gone.record(self.bank, why, carried, previous)
+            self._open_bank(lambda bank: bank_gone.record(bank, why, kept, previous))
         except Exception:
             log.exception("bank_cannot_be_made_again", bank=str(self.settings.bank))
             self.exit_code = 1
