@@ -25,6 +25,7 @@ import orjson
 from harvester.bank import Bank
 from harvester.bank.scope import Scope
 from harvester.model import is_injected
+from harvester.recall.shown import quote
 from harvester.recall.tools import call_lines, children_of_calls
 from harvester.recall.views import when
 from harvester.repo_files import FORMATS, Folder, file_name, is_inside
@@ -131,8 +132,8 @@ def markdown(s: dict[str, Any], events: list[dict[str, Any]], children: dict[int
         if e["kind"] in ("tool_call", "tool_result") or is_injected(e):
             fence = _fence(text)
             lines += [fence, text, fence]
-        else:
-            lines.append(text)
+        else:  # quoted, as in every answer: no line of it can read as a heading or header line of the page
+            lines.append(str(quote(text)))
         lines.append("")
     return visible("\n".join(lines)).encode()  # a page for people: controls shown, never obeyed
 
