@@ -108,6 +108,41 @@ def test_the_target_reads_back_every_turn_in_order_and_links_it(tmp_path: Path, 
                                                                             "session": s.id} for e in copied)
 
 
+@pytest.mark.parametrize("target", JSONL_TARGETS)
+def test_unpaired_calls_and_results_and_thinking_are_closed_dropped_and_said(tmp_path: Path, target: str) -> None:
+    """A call whose result was never recorded (interrupted) is closed as aborted, with an error result saying so, as
+    the targets close such calls themselves; a result without its call is dropped; thinking is not replayed. Each is
+    counted, and the report says it."""
+    from harvester.cli.resume import outcome_text
+    from harvester.resume.conversation import ABORTED
+
+    home = tmp_path / "source-home"
+    s = ClaudeSession(home, CWD)
+    thinking = orjson.loads(s.assistant("x"))
+    thinking["message"]["content"] = [{"type": "thinking", "thinking": "my hidden plan", "signature": "c2ln"}]
+    s.write(s.user("run the tests"), orjson.dumps(thinking) + b"\n",
+            s.tool_use("Bash", {"command": "pytest -q"}, "toolu_lost"), s.user("never mind, stop"),
+            s.tool_result("toolu_nowhere", "a result of no call"), s.assistant("Stopped."))
+    bank = tmp_path / "bank.sqlite"
+    scan(home, bank, ("claude-code",))
+    outcome = _resume(bank, s.id, target, tmp_path / "target-home", tmp_path / "repo")
+    raw = Path(outcome.path).read_bytes()
+    assert b"my hidden plan" not in raw and b"a result of no call" not in raw
+    changes = outcome.changes
+    assert (changes.thinking, changes.aborted_calls, changes.orphan_results) == (1, 1, 1)
+    said = outcome_text(outcome, False)
+    for line in ("1 thinking blocks dropped", "1 tool calls without a result closed as aborted",
+                 "1 tool results without their call dropped"):
+        assert line in said, said
+    scan(tmp_path / "target-home", bank, (target,))
+    got = events_of(bank, outcome.native_id)
+    call = next(e for e in got if e["kind"] == "tool_call")
+    results = [e for e in got if e["kind"] == "tool_result"]
+    assert [r["tool_call_id"] for r in results] == [call["tool_call_id"]]  # paired: the call is closed
+    assert ABORTED in results[0]["text"]
+    assert [e["text"] for e in got if e["kind"] == "text" and e["role"] == "user"][-1] == "never mind, stop"
+
+
 def test_nothing_but_the_one_new_file_changes_in_the_store(tmp_path: Path) -> None:
     """A store that already holds the agents' own sessions and indexes: the resume adds one file, and for Gemini
     CLI (a new project folder) the marker claiming it; no byte of anything there changes."""
