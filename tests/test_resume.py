@@ -295,6 +295,13 @@ def test_the_continued_session_is_captured_linked_and_not_counted_twice(tmp_path
     shown = runner.invoke(cli, ["--bank", str(bank), "context", "--session", outcome.native_id, "--repo", str(repo)])
     assert shown.exit_code == 0, shown.output
     assert "say hi" not in shown.output and "what did we do so far" in shown.output
+    from harvester.recall.export import export
+    from harvester.repo_files import Folder
+
+    with open_bank(bank) as b, Folder.open_path(str(tmp_path / "exported")) as folder:
+        files = {w.harness: w.path.read_text() for w in export(b, EVERYTHING, folder)}
+    assert "These are the demo notes" in files["claude-code"]  # exported once: in its source's file
+    assert "These are the demo notes" not in files["codex"] and "what did we do so far" in files["codex"]
 
 
 def test_copied_answers_add_no_model_response_to_usage(tmp_path: Path) -> None:
