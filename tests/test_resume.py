@@ -202,13 +202,18 @@ def test_a_gemini_file_name_ends_in_no_gemini_sessions_short_id(tmp_path: Path) 
         assert short[1] != outcome.native_id[:8] and not re.fullmatch(r"[0-9a-f-]{8}", short[1]), name
 
 
-def test_a_second_resume_makes_a_second_different_session(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", JSONL_TARGETS)
+def test_a_second_resume_makes_a_second_different_session(tmp_path: Path, target: str) -> None:
     bank, s = _source(tmp_path)
     home, repo = tmp_path / "target-home", tmp_path / "repo"
-    first = _resume(bank, s.id, "codex", home, repo)
-    second = _resume(bank, s.id, "codex", home, repo)
+    first = _resume(bank, s.id, target, home, repo)
+    kept = Path(first.path).read_bytes()
+    second = _resume(bank, s.id, target, home, repo)
     assert first.native_id != second.native_id and first.path != second.path
-    assert Path(first.path).is_file() and Path(second.path).is_file()
+    assert Path(first.path).read_bytes() == kept and Path(second.path).is_file()
+    assert first.native_id.encode() not in Path(second.path).read_bytes()
+    scan(home, bank, (target,))
+    assert {session_of(bank, o.native_id)["meta"]["resumed_from"]["session"] for o in (first, second)} == {s.id}
 
 
 def test_a_taken_name_is_never_replaced_nor_followed(tmp_path: Path) -> None:
@@ -463,6 +468,10 @@ def test_the_cli_says_what_it_wrote_and_how_to_continue(tmp_path: Path) -> None:
     planned = dry.output.split()[5]  # "Would write Gemini CLI session <id> ..."
     assert f"gemini --resume {planned}" in dry.output
     assert ".project_root" in dry.output  # the one other file it makes: said, as the plan
+    would = dry.output.splitlines()[1].split()[-1]  # "  in <the file it would write>"
+    assert would.startswith(f"{home}/.gemini/tmp/") and would.endswith(f"-hv{planned[:6]}.jsonl"), dry.output
+    with open_bank(bank) as b:  # not recorded either: no capture would mark a session that was never written
+        assert b.resumes_from("claude-code", s.id) == []
     told = runner.invoke(cli, ["--bank", str(bank), "resume", s.id, "--in", "claude-code", "--cwd", str(repo),
                                "--tools", "text"], env=env)
     assert told.exit_code == 0, told.output
