@@ -88,6 +88,10 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> Captures:
             score = (sum(e["kind"] == "tool_result" for e in events), len(expected), -pk)
             if expected and (harness not in best or score > best[harness][0]):
                 best[harness] = (score, native_id, expected)
+    # Every harness with a real capture is a source: one whose sessions all read as nothing to check would leave
+    # the matrix without it, in silence.
+    assert {harness for _, harness, _ in rows} == set(best), "real captures with nothing to resume: " \
+        f"{sorted({harness for _, harness, _ in rows} - set(best))}"
     sources = [Source(h, native_id, expected) for h, (_, native_id, expected) in sorted(best.items())]
     claude = next(s for s in sources if s.name == "claude-code")
     with open_bank(bank) as b:  # --upto: the session as it stood before its tool call
