@@ -380,6 +380,26 @@ def test_hostile_content_stays_data(tmp_path: Path) -> None:
         assert outcome.changes.renamed_ids == 1 and outcome.changes.control_characters >= 2
 
 
+def test_prompts_gemini_cli_would_skip_on_resume_are_kept(tmp_path: Path) -> None:
+    """Gemini CLI 0.61 leaves out of a resumed history, in silence, every user message that starts with ``/``,
+    ``?``, ``<session_context>`` or ``<hook_context>`` (isIgnoredUserContent): such a prompt is prefixed, and
+    counted, so that the model is still sent it."""
+    home = tmp_path / "source-home"
+    s = ClaudeSession(home, CWD)
+    s.write(s.user("say hi"), s.assistant("hi"), s.user("/review the diff"), s.assistant("reviewed"),
+            s.user("? what next"), s.assistant("tests"), s.user("<hook_context>x</hook_context> go on"),
+            s.assistant("went on"))
+    bank = tmp_path / "bank.sqlite"
+    scan(home, bank, ("claude-code",))
+    outcome = _resume(bank, s.id, "gemini-cli", tmp_path / "target-home", tmp_path / "repo")
+    asks = [r["content"][0]["text"] for r in map(orjson.loads, Path(outcome.path).read_bytes().splitlines())
+            if r.get("type") == "user"]
+    assert asks[1:] == ["[as typed] /review the diff", "[as typed] ? what next",
+                        "[as typed] <hook_context>x</hook_context> go on"]
+    assert not any(a.strip().startswith(("/", "?", "<session_context>", "<hook_context>")) for a in asks)
+    assert outcome.changes.escaped_prompts == 3
+
+
 def test_hostile_names_and_titles_reach_no_target_raw(tmp_path: Path) -> None:
     """A tool name and a session title are transcript text too: a name the APIs refuse is written as text, and
     neither it nor the title (the targets' pickers and listings show it) carries a control character raw."""
