@@ -2,12 +2,12 @@
 Codex, Gemini CLI, opencode (and Kilo CLI, Qwen Code), each unmodified, offline against tests/fakellm.
 
 The sources are every real capture of the suite (``fixtures/*/real``, scanned into one bank as each agent would
-be found: tests/machine.py), one session of each harness, and three made here: a session whose agent deleted its
+be found: tests/machine.py), one session of each harness, and four made here: a session whose agent deleted its
 file (read from the bank and the raw archive) holding hostile text (frame tags, control characters, a tool id of
-odd characters), one resumed ``--upto`` an event, and one larger than ``--max-bytes``. For each target, each is
-resumed with ``harvester resume`` into one HOME of that target, the target's own headless resume is run with one
-new prompt, and the request the fake model received must hold every earlier user turn, assistant text and tool
-result of the source (or its text form), in order, before the new prompt. Then the target's own listing shows
+odd characters), one resumed ``--upto`` an event, one with ``--tools text``, and one larger than ``--max-bytes``.
+For each target, each is resumed with ``harvester resume`` into one HOME of that target, the target's own
+headless resume is run with one new prompt, and the request the fake model received must hold every earlier user
+turn, assistant text and tool result of the source (or its text form), in order, before the new prompt. Then the target's own listing shows
 the sessions (``codex resume``'s picker data from its app server, ``claude --resume``'s picker, ``gemini
 --list-sessions``, ``opencode session list``), and the target's store, captured again, holds each as a session
 linked to its source whose copied events are marked (counted once).
@@ -102,6 +102,8 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> Captures:
         later = [s for s in _expected([e for e in events if e["seq"] > upto]) if s not in kept]
     assert later, "the --upto source has nothing after its cut that is not before it"
     sources.append(Source("upto", claude.native_id, kept, absent=later, options={"upto": upto}))
+    # --tools text: every call and result written as text in the messages (the safe form for a real API).
+    sources.append(Source("tools-text", claude.native_id, claude.expected, options={"tools": "text"}))
     sources += [_deleted_and_hostile(tmp, bank), _larger_than_max_bytes(tmp, bank)]
     return Captures(bank, sources)
 
@@ -283,6 +285,8 @@ def _resume_one(bank: Path, source: Source, target: str, home: Path, repo: Path,
     if text.find(tag, max(at, 0)) < 0:
         missing.append("the new prompt after them")
     missing += [f"{cut!r} was sent" for cut in source.absent if cut in text]
+    if source.name == "tools-text" and not ("[tool call " in text and "[tool result of " in text):
+        missing.append("the calls and results as text")
     if source.name == "max-bytes" and len(text.encode()) > 200_000:
         missing.append(f"{len(text.encode())} bytes sent for --max-bytes 100000")
     return "; ".join(missing) or None
