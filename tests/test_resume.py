@@ -143,6 +143,42 @@ def test_unpaired_calls_and_results_and_thinking_are_closed_dropped_and_said(tmp
     assert [e["text"] for e in got if e["kind"] == "text" and e["role"] == "user"][-1] == "never mind, stop"
 
 
+def test_every_harness_harvester_reads_can_be_the_source(tmp_path: Path) -> None:
+    """Every session of every fixture tree (each harness's hand cases and real captures), resumed into each target
+    whose file harvester writes (dry: built whole, nothing written): none fails but for holding no conversation,
+    and every harness gives at least one session that resumes."""
+    import shutil
+
+    from tests.golden import LAYOUTS, trees
+
+    bank = tmp_path / "bank.sqlite"
+    for n, (key, _, root) in enumerate(trees()):
+        home, tree = tmp_path / f"home-{n}", tmp_path / f"tree-{n}"
+        home.mkdir()
+        shutil.copytree(root, tree, ignore=shutil.ignore_patterns("*.db-wal", "*.db-shm"))
+        env, roots = LAYOUTS[key].place(tree, home)
+        scan(home, bank, (LAYOUTS[key].harness,), env={"HOME": str(home), **env}, extra_roots=roots)
+    resumed: set[str] = set()
+    failed: list[str] = []
+    target_home = tmp_path / "target-home"
+    with open_bank(bank) as b:
+        sessions = b.conn.execute("SELECT id, harness FROM sessions").fetchall()  # type: ignore[attr-defined]
+        for pk, harness in sessions:
+            for target in JSONL_TARGETS:
+                try:
+                    resume(b, f"{pk}", target, cwd=str(tmp_path), dry_run=True, env={"HOME": str(target_home)},
+                           home=target_home)
+                except ResumeError as exc:
+                    if "holds no conversation" not in str(exc):
+                        failed.append(f"{harness} #{pk} into {target}: {exc}")
+                except Exception as exc:  # each is reported, with the others
+                    failed.append(f"{harness} #{pk} into {target}: {exc!r}")
+                else:
+                    resumed.add(harness)
+    assert not failed, "\n".join(failed[:20])
+    assert resumed == {LAYOUTS[key].harness for key, _, _ in trees()} and not target_home.exists()
+
+
 def test_nothing_but_the_one_new_file_changes_in_the_store(tmp_path: Path) -> None:
     """A store that already holds the agents' own sessions and indexes: the resume adds one file, and for Gemini
     CLI (a new project folder) the marker claiming it; no byte of anything there changes."""
