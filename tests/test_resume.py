@@ -108,6 +108,77 @@ def test_the_target_reads_back_every_turn_in_order_and_links_it(tmp_path: Path, 
                                                                             "session": s.id} for e in copied)
 
 
+@pytest.mark.parametrize("target", JSONL_TARGETS)
+def test_unpaired_calls_and_results_and_thinking_are_closed_dropped_and_said(tmp_path: Path, target: str) -> None:
+    """A call whose result was never recorded (interrupted) is closed as aborted, with an error result saying so, as
+    the targets close such calls themselves; a result without its call is dropped; thinking is not replayed. Each is
+    counted, and the report says it."""
+    from harvester.cli.resume import outcome_text
+    from harvester.resume.conversation import ABORTED
+
+    home = tmp_path / "source-home"
+    s = ClaudeSession(home, CWD)
+    thinking = orjson.loads(s.assistant("x"))
+    thinking["message"]["content"] = [{"type": "thinking", "thinking": "my hidden plan", "signature": "c2ln"}]
+    s.write(s.user("run the tests"), orjson.dumps(thinking) + b"\n",
+            s.tool_use("Bash", {"command": "pytest -q"}, "toolu_lost"), s.user("never mind, stop"),
+            s.tool_result("toolu_nowhere", "a result of no call"), s.assistant("Stopped."))
+    bank = tmp_path / "bank.sqlite"
+    scan(home, bank, ("claude-code",))
+    outcome = _resume(bank, s.id, target, tmp_path / "target-home", tmp_path / "repo")
+    raw = Path(outcome.path).read_bytes()
+    assert b"my hidden plan" not in raw and b"a result of no call" not in raw
+    changes = outcome.changes
+    assert (changes.thinking, changes.aborted_calls, changes.orphan_results) == (1, 1, 1)
+    said = outcome_text(outcome, False)
+    for line in ("1 thinking blocks dropped", "1 tool calls without a result closed as aborted",
+                 "1 tool results without their call dropped"):
+        assert line in said, said
+    scan(tmp_path / "target-home", bank, (target,))
+    got = events_of(bank, outcome.native_id)
+    call = next(e for e in got if e["kind"] == "tool_call")
+    results = [e for e in got if e["kind"] == "tool_result"]
+    assert [r["tool_call_id"] for r in results] == [call["tool_call_id"]]  # paired: the call is closed
+    assert ABORTED in results[0]["text"]
+    assert [e["text"] for e in got if e["kind"] == "text" and e["role"] == "user"][-1] == "never mind, stop"
+
+
+def test_every_harness_harvester_reads_can_be_the_source(tmp_path: Path) -> None:
+    """Every session of every fixture tree (each harness's hand cases and real captures), resumed into each target
+    whose file harvester writes (dry: built whole, nothing written): none fails but for holding no conversation,
+    and every harness gives at least one session that resumes."""
+    import shutil
+
+    from tests.golden import LAYOUTS, trees
+
+    bank = tmp_path / "bank.sqlite"
+    for n, (key, _, root) in enumerate(trees()):
+        home, tree = tmp_path / f"home-{n}", tmp_path / f"tree-{n}"
+        home.mkdir()
+        shutil.copytree(root, tree, ignore=shutil.ignore_patterns("*.db-wal", "*.db-shm"))
+        env, roots = LAYOUTS[key].place(tree, home)
+        scan(home, bank, (LAYOUTS[key].harness,), env={"HOME": str(home), **env}, extra_roots=roots)
+    resumed: set[str] = set()
+    failed: list[str] = []
+    target_home = tmp_path / "target-home"
+    with open_bank(bank) as b:
+        sessions = b.conn.execute("SELECT id, harness FROM sessions").fetchall()  # type: ignore[attr-defined]
+        for pk, harness in sessions:
+            for target in JSONL_TARGETS:
+                try:
+                    resume(b, f"{pk}", target, cwd=str(tmp_path), dry_run=True, env={"HOME": str(target_home)},
+                           home=target_home)
+                except ResumeError as exc:
+                    if "holds no conversation" not in str(exc):
+                        failed.append(f"{harness} #{pk} into {target}: {exc}")
+                except Exception as exc:  # each is reported, with the others
+                    failed.append(f"{harness} #{pk} into {target}: {exc!r}")
+                else:
+                    resumed.add(harness)
+    assert not failed, "\n".join(failed[:20])
+    assert resumed == {LAYOUTS[key].harness for key, _, _ in trees()} and not target_home.exists()
+
+
 def test_nothing_but_the_one_new_file_changes_in_the_store(tmp_path: Path) -> None:
     """A store that already holds the agents' own sessions and indexes: the resume adds one file, and for Gemini
     CLI (a new project folder) the marker claiming it; no byte of anything there changes."""
@@ -167,13 +238,18 @@ def test_a_gemini_file_name_ends_in_no_gemini_sessions_short_id(tmp_path: Path) 
         assert short[1] != outcome.native_id[:8] and not re.fullmatch(r"[0-9a-f-]{8}", short[1]), name
 
 
-def test_a_second_resume_makes_a_second_different_session(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", JSONL_TARGETS)
+def test_a_second_resume_makes_a_second_different_session(tmp_path: Path, target: str) -> None:
     bank, s = _source(tmp_path)
     home, repo = tmp_path / "target-home", tmp_path / "repo"
-    first = _resume(bank, s.id, "codex", home, repo)
-    second = _resume(bank, s.id, "codex", home, repo)
+    first = _resume(bank, s.id, target, home, repo)
+    kept = Path(first.path).read_bytes()
+    second = _resume(bank, s.id, target, home, repo)
     assert first.native_id != second.native_id and first.path != second.path
-    assert Path(first.path).is_file() and Path(second.path).is_file()
+    assert Path(first.path).read_bytes() == kept and Path(second.path).is_file()
+    assert first.native_id.encode() not in Path(second.path).read_bytes()
+    scan(home, bank, (target,))
+    assert {session_of(bank, o.native_id)["meta"]["resumed_from"]["session"] for o in (first, second)} == {s.id}
 
 
 def test_a_taken_name_is_never_replaced_nor_followed(tmp_path: Path) -> None:
@@ -260,6 +336,13 @@ def test_the_continued_session_is_captured_linked_and_not_counted_twice(tmp_path
     shown = runner.invoke(cli, ["--bank", str(bank), "context", "--session", outcome.native_id, "--repo", str(repo)])
     assert shown.exit_code == 0, shown.output
     assert "say hi" not in shown.output and "what did we do so far" in shown.output
+    from harvester.recall.export import export
+    from harvester.repo_files import Folder
+
+    with open_bank(bank) as b, Folder.open_path(str(tmp_path / "exported")) as folder:
+        files = {w.harness: w.path.read_text() for w in export(b, EVERYTHING, folder)}
+    assert "These are the demo notes" in files["claude-code"]  # exported once: in its source's file
+    assert "These are the demo notes" not in files["codex"] and "what did we do so far" in files["codex"]
 
 
 def test_copied_answers_add_no_model_response_to_usage(tmp_path: Path) -> None:
@@ -331,6 +414,26 @@ def test_hostile_content_stays_data(tmp_path: Path) -> None:
         assert b"\x1b" not in raw and b"\\u001b" not in raw and "␛[2J".encode() in raw
         assert b"call:1" not in raw and raw.count(b"call_1______x") == 2  # on the call and on its result
         assert outcome.changes.renamed_ids == 1 and outcome.changes.control_characters >= 2
+
+
+def test_prompts_gemini_cli_would_skip_on_resume_are_kept(tmp_path: Path) -> None:
+    """Gemini CLI 0.61 leaves out of a resumed history, in silence, every user message that starts with ``/``,
+    ``?``, ``<session_context>`` or ``<hook_context>`` (isIgnoredUserContent): such a prompt is prefixed, and
+    counted, so that the model is still sent it."""
+    home = tmp_path / "source-home"
+    s = ClaudeSession(home, CWD)
+    s.write(s.user("say hi"), s.assistant("hi"), s.user("/review the diff"), s.assistant("reviewed"),
+            s.user("? what next"), s.assistant("tests"), s.user("<hook_context>x</hook_context> go on"),
+            s.assistant("went on"))
+    bank = tmp_path / "bank.sqlite"
+    scan(home, bank, ("claude-code",))
+    outcome = _resume(bank, s.id, "gemini-cli", tmp_path / "target-home", tmp_path / "repo")
+    asks = [r["content"][0]["text"] for r in map(orjson.loads, Path(outcome.path).read_bytes().splitlines())
+            if r.get("type") == "user"]
+    assert asks[1:] == ["[as typed] /review the diff", "[as typed] ? what next",
+                        "[as typed] <hook_context>x</hook_context> go on"]
+    assert not any(a.strip().startswith(("/", "?", "<session_context>", "<hook_context>")) for a in asks)
+    assert outcome.changes.escaped_prompts == 3
 
 
 def test_hostile_names_and_titles_reach_no_target_raw(tmp_path: Path) -> None:
@@ -421,6 +524,10 @@ def test_the_cli_says_what_it_wrote_and_how_to_continue(tmp_path: Path) -> None:
     planned = dry.output.split()[5]  # "Would write Gemini CLI session <id> ..."
     assert f"gemini --resume {planned}" in dry.output
     assert ".project_root" in dry.output  # the one other file it makes: said, as the plan
+    would = dry.output.splitlines()[1].split()[-1]  # "  in <the file it would write>"
+    assert would.startswith(f"{home}/.gemini/tmp/") and would.endswith(f"-hv{planned[:6]}.jsonl"), dry.output
+    with open_bank(bank) as b:  # not recorded either: no capture would mark a session that was never written
+        assert b.resumes_from("claude-code", s.id) == []
     told = runner.invoke(cli, ["--bank", str(bank), "resume", s.id, "--in", "claude-code", "--cwd", str(repo),
                                "--tools", "text"], env=env)
     assert told.exit_code == 0, told.output
