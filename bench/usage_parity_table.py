@@ -17,7 +17,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.helpers import FIXTURES, copy_tree  # noqa: E402
-from tests.test_usage_parity import ccusage_daily, harvester_daily  # noqa: E402
+from tests.test_usage_parity import (  # noqa: E402
+    CLAUDE_GENERATED,
+    CLAUDE_REAL,
+    CODEX_GENERATED,
+    CODEX_REAL,
+    ccusage_daily,
+    harvester_daily,
+    opencode_real,
+    table_rows,
+)
 from tests.usage_trees import claude_tree, codex_tree  # noqa: E402
 
 
@@ -34,7 +43,7 @@ def codex_real(home: Path) -> None:
                 copy_tree(scenario / store, home / ".codex" / store)
 
 
-def opencode_real(scenario: str):
+def opencode_db(scenario: str):
     def made(home: Path) -> None:
         store = home / ".local" / "share" / "opencode"
         store.mkdir(parents=True)
@@ -43,19 +52,12 @@ def opencode_real(scenario: str):
 
 
 TREES = [
-    ("Claude Code, real captures", "claude-code", "claude", claude_real),
-    ("Claude Code, generated (14 sessions)", "claude-code", "claude",
-     lambda home: claude_tree(home / ".claude" / "projects", sessions=14)),
-    ("Codex, real captures", "codex", "codex", codex_real),
-    ("Codex, generated (12 rollouts)", "codex", "codex", lambda home: codex_tree(home / ".codex" / "sessions",
-                                                                                  rollouts=12)),
-    *((f"opencode, real `{s}`", "opencode", "opencode", opencode_real(s)) for s in ("two_turns", "thinking",
-                                                                                     "tool_error")),
+    (CLAUDE_REAL, "claude-code", "claude", claude_real),
+    (CLAUDE_GENERATED, "claude-code", "claude", lambda home: claude_tree(home / ".claude" / "projects", sessions=14)),
+    (CODEX_REAL, "codex", "codex", codex_real),
+    (CODEX_GENERATED, "codex", "codex", lambda home: codex_tree(home / ".codex" / "sessions", rollouts=12)),
+    *((opencode_real(s), "opencode", "opencode", opencode_db(s)) for s in ("two_turns", "thinking", "tool_error")),
 ]
-
-
-def tokens(row: dict, names: tuple[str, ...]) -> str:
-    return " / ".join(f"{row.get(n, 0):,}" for n in names)
 
 
 def main() -> None:
@@ -66,15 +68,7 @@ def main() -> None:
             home = Path(tmp) / "home"
             make(home)
             mine, theirs = harvester_daily(Path(tmp), home, harness), ccusage_daily(home, agent)
-        for day in sorted(set(mine) | set(theirs)):
-            m, t = mine.get(day, {}), theirs.get(day, {})
-            ours = tokens(m, ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"))
-            their = tokens(t, ("inputTokens", "outputTokens", "cacheReadTokens", "cacheCreationTokens"))
-            cost = m.get("cost_usd")
-            their_cost = t.get("totalCost", t.get("costUSD"))
-            unpriced = any(isinstance(v, dict) and v.get("missingPricing") for v in (t.get("models") or {}).values())
-            print(f"| {title} | {day} | {ours} | {their} | {'-' if cost is None else f'${cost:.4f}'} | "
-                  f"{'-' if their_cost is None or unpriced else f'${their_cost:.4f}'} |")
+        print("\n".join(table_rows(title, mine, theirs)))
 
 
 if __name__ == "__main__":

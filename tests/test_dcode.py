@@ -111,7 +111,8 @@ def test_delta_channel_thread_in_order(db_bank: Path) -> None:
         ("execute", "toolu_01", False), ("read_file", "toolu_02", True)]
     assert all(calls[r["tool_call_id"]]["tool_name"] == r["tool_name"] for r in results)
     assert calls["toolu_01"]["tool_input"] == {"command": "pytest -q tests/test_parser.py"}
-    assert calls["toolu_01"]["usage"] == {"in": 2100, "out": 180, "cache_read": 1200, "reasoning": 40}
+    # input_tokens 2100 counts the 1,200 read from the cache (LangChain's sum of every input type)
+    assert calls["toolu_01"]["usage"] == {"in": 900, "out": 180, "cache_read": 1200, "reasoning": 40}
     assert events[0]["uid"] == "3b9e2f1a-6c7d-4e8f-9a0b-1c2d3e4f5a6b"  # the message's own id
     assert events[1]["meta"] == {"injected": True, "source": "local_context"}
     assert [e["ts"] for e in events[:3]] == ["2026-11-20T09:00:00.000Z", "2026-11-20T09:00:01.000Z",
@@ -337,3 +338,24 @@ def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
     batch = dcode.parse(ref, [Record(1, raw)], {})
     assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
         ("malformed", 1, "ai record of unexpected shape: an array where text or a number was expected")]
+
+
+def test_usage_input_leaves_out_the_cache_it_counts() -> None:
+    """LangChain's ``usage_metadata.input_tokens`` is the sum of every input token type (langchain-core
+    UsageMetadata; langchain-anthropic adds the cache reads and writes to Anthropic's own input count), and the
+    cache writes, where Anthropic splits them by lifetime, are under ``ephemeral_5m_input_tokens`` /
+    ``ephemeral_1h_input_tokens`` with ``cache_creation`` zeroed. The bank's input is what neither the cache read
+    nor wrote: a cached prompt was counted once as input and again as a cache read, and split writes as input."""
+    # As langchain-anthropic 1.x's _create_usage_metadata writes them (input 300, read 1200, written 600 for 1h).
+    split = {"input_tokens": 2100, "output_tokens": 180, "total_tokens": 2280,
+             "input_token_details": {"cache_read": 1200, "cache_creation": 0, "ephemeral_5m_input_tokens": 0,
+                                     "ephemeral_1h_input_tokens": 600},
+             "output_token_details": {"reasoning": 40}}
+    got = dcode._usage(split)
+    assert got is not None
+    assert (got.input, got.cache_read, got.cache_write, got.cache_write_1h, got.output, got.reasoning) == (
+        300, 1200, 600, 600, 180, 40)
+    plain = {"input_tokens": 2100, "output_tokens": 180, "total_tokens": 2280,
+             "input_token_details": {"cache_read": 1200, "cache_creation": 400}}
+    got = dcode._usage(plain)
+    assert got is not None and (got.input, got.cache_read, got.cache_write) == (500, 1200, 400)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 
 import orjson
@@ -120,3 +121,37 @@ def test_tool_role_lines_of_third_party_fixtures_are_tool_results() -> None:
         ("user", "text", "Write hello.py"), ("assistant", "text", "Writing it."),
         ("tool", "tool_result", "Saved file: hello.py"), ("tool", "tool_result", "Hello, World!")]
     assert batch.events[3].tool_call_id == "c7"
+
+
+def test_real_runs_usage_each_response_once(tmp_path: Path) -> None:
+    """gptme writes each model response's usage in its message's ``metadata`` (``usage``: input without the cache,
+    output, cache read and written, reasoning; ``model``; ``cost`` when it priced it): `harvester usage` showed
+    nothing of gptme. Each capture's responses, each once, as the file says."""
+    logs_dir = Path(shutil.copytree(REAL, tmp_path / "gptme-logs", dirs_exist_ok=True))
+    for scenario in [p for p in logs_dir.iterdir() if p.is_dir()]:  # the captures' conversations, side by side
+        for conversation in scenario.iterdir():
+            shutil.move(conversation, logs_dir / conversation.name)
+        scenario.rmdir()
+    expected: dict[str, list[int]] = {}
+    for log in logs_dir.glob("*/conversation.jsonl"):
+        for line in log.read_bytes().splitlines():
+            usage = (orjson.loads(line).get("metadata") or {}).get("usage")
+            if usage:
+                got = expected.setdefault(log.parent.name, [0, 0, 0, 0, 0, 0])
+                for n, key in enumerate(("input_tokens", "output_tokens", "cache_read_tokens",
+                                         "cache_creation_tokens", "reasoning_tokens")):
+                    got[n] += usage.get(key, 0)
+                got[5] += 1
+    bank, problems = read(tmp_path, logs_dir)
+    assert problems == 0 and len(expected) == 3
+    conn = sqlite3.connect(f"file:{bank}?mode=ro", uri=True)
+    try:
+        counted = {sid: list(row) for sid, *row in conn.execute(
+            "SELECT s.native_id, sum(u.tokens_in), sum(u.tokens_out), sum(u.tokens_cache_read), "
+            "sum(u.tokens_cache_write), sum(u.tokens_reasoning), count(*) FROM usage u "
+            "JOIN sessions s ON s.id = u.session_id WHERE u.counted = 1 AND u.harness = 'gptme' GROUP BY 1")}
+        models = {m for (m,) in conn.execute("SELECT DISTINCT model FROM usage WHERE harness = 'gptme'")}
+    finally:
+        conn.close()
+    assert counted == expected
+    assert models == {"local/fake-model"}

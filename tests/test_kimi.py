@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 
 import orjson
@@ -13,6 +14,7 @@ from harvester.parsers.base import Record, SourceRef
 from tests.helpers import FIXTURES, events_of, scan, session_of, sessions_of
 
 HAND = FIXTURES / "kimi" / "hand"
+REAL = FIXTURES / "kimi" / "real"
 A, B, C = (f"5b1c2d3e-0000-4000-8000-00000000000{x}" for x in "abc")
 SUB = f"{A}:a7f3c2"
 
@@ -94,3 +96,36 @@ def test_unknown_wire_types_are_drift() -> None:
                Record(3, b'{"timestamp": 3.0}')]
     batch = kimi.parse(ref, records, {})
     assert [(p.kind, p.line) for p in batch.problems] == [("unknown_type", 1), ("unknown_type", 2), ("malformed", 3)]
+
+
+@pytest.mark.parametrize("scenario", ["two_turns", "subagent", "thinking", "tool_error"])
+def test_real_runs_usage_each_response_once(tmp_path: Path, scenario: str) -> None:
+    """Kimi CLI writes each model response's token usage in a ``StatusUpdate`` (``token_usage``: ``input_other``,
+    ``output``, ``input_cache_read``, ``input_cache_creation``; ``message_id`` the response's): `harvester usage`
+    showed nothing of Kimi CLI. Each session's responses, each once (a subagent's in its own wire, not again in the
+    parent's ``SubagentEvent``), as its wire says."""
+    share = Path(shutil.copytree(REAL / scenario, tmp_path / "kimi"))
+    expected: dict[str, list[int]] = {}
+    for wire in share.rglob("wire.jsonl"):
+        sid = wire.parent.name if wire.parent.parent.name != "subagents" else \
+            f"{wire.parents[2].name}:{wire.parent.name}"
+        for line in wire.read_bytes().splitlines():
+            message = orjson.loads(line).get("message") or {}
+            usage = (message.get("payload") or {}).get("token_usage") if message.get("type") == "StatusUpdate" \
+                else None
+            if usage:
+                got = expected.setdefault(sid, [0, 0, 0, 0, 0])
+                for n, key in enumerate(("input_other", "output", "input_cache_read", "input_cache_creation")):
+                    got[n] += usage[key]
+                got[4] += 1
+    bank, problems = read(tmp_path, share)
+    assert problems == 0 and expected
+    conn = sqlite3.connect(f"file:{bank}?mode=ro", uri=True)
+    try:
+        counted = {sid: list(row) for sid, *row in conn.execute(
+            "SELECT s.native_id, sum(u.tokens_in), sum(u.tokens_out), sum(u.tokens_cache_read), "
+            "sum(u.tokens_cache_write), count(*) FROM usage u JOIN sessions s ON s.id = u.session_id "
+            "WHERE u.counted = 1 AND u.harness = 'kimi' GROUP BY 1")}
+    finally:
+        conn.close()
+    assert counted == expected

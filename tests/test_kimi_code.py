@@ -135,3 +135,34 @@ def test_no_file_is_read_by_both_kimi_harnesses(tmp_path: Path) -> None:
     assert found[kimi.NAME] and found[kimi_code.NAME]
     assert not found[kimi.NAME] & found[kimi_code.NAME]
     assert all("/.kimi-code/" in p for p in found[kimi_code.NAME])
+
+
+@pytest.mark.parametrize("scenario", ["two_turns", "subagent", "thinking", "tool_error"])
+def test_real_runs_usage_each_model_call_once(tmp_path: Path, scenario: str) -> None:
+    """Kimi Code writes a ``usage.record`` per model call (``inputOther``, ``output``, ``inputCacheRead``,
+    ``inputCacheCreation``, the model): only the session's running total was kept, in its meta, and `harvester
+    usage` showed nothing of Kimi Code. Each agent's wire (main and subagents) its calls, each once."""
+    home = Path(shutil.copytree(FIXTURES / "kimi_code" / "real" / scenario, tmp_path / "kimi-code-home"))
+    expected = []
+    for path in sorted(home.rglob("wire.jsonl")):
+        got = [0, 0, 0, 0, 0]
+        for line in path.read_bytes().splitlines():
+            record = orjson.loads(line)
+            if record.get("type") == "usage.record":
+                for n, key in enumerate(("inputOther", "output", "inputCacheRead", "inputCacheCreation")):
+                    got[n] += record["usage"][key]
+                got[4] += 1
+        if got[4]:
+            expected.append(got)
+    bank, problems = read(tmp_path, home)
+    assert problems == 0 and expected
+    conn = sqlite3.connect(f"file:{bank}?mode=ro", uri=True)
+    try:
+        counted = [list(row) for row in conn.execute(
+            "SELECT sum(tokens_in), sum(tokens_out), sum(tokens_cache_read), sum(tokens_cache_write), count(*) "
+            "FROM usage WHERE counted = 1 AND harness = 'kimi-code' GROUP BY session_id")]
+        models = {m for (m,) in conn.execute("SELECT DISTINCT model FROM usage WHERE harness = 'kimi-code'")}
+    finally:
+        conn.close()
+    assert sorted(counted) == sorted(expected)
+    assert models == {"fake"}

@@ -123,3 +123,15 @@ def test_the_early_sdks_event_files_without_an_id_in_their_name(tmp_path: Path) 
         ("assistant", "tool_call"), ("tool", "tool_result"), ("assistant", "text")]
     assert events[0]["text"].startswith("Fix the fa") and events[6]["text"].startswith("Fixed: the")
     assert session_of(bank, "e1b2c3d4e5f60718293a4b5c6d7e8f90")["model"] == "litellm_proxy/claude-sonnet-4-20250514"
+
+
+def test_usage_input_leaves_out_the_cache_writes_it_counts() -> None:
+    """OpenHands keeps litellm's counts (TokenUsage in base_state.json's stats and each event's metrics): litellm's
+    ``prompt_tokens`` adds Anthropic's cache writes as well as its reads to the input (its anthropic transformation),
+    so a prompt written to the cache was counted as input and again as a cache write."""
+    # A Claude response through litellm: 300 uncached, 1,200 read from the cache, 800 written to it.
+    raw = {"model": "anthropic/claude-sonnet-4-5", "prompt_tokens": 2300, "completion_tokens": 30,
+           "cache_read_tokens": 1200, "cache_write_tokens": 800, "reasoning_tokens": 0, "context_window": 200000,
+           "per_turn_token": 2330, "response_id": "msg_01"}
+    got = openhands._usage(raw)
+    assert (got.input, got.cache_read, got.cache_write, got.output) == (300, 1200, 800, 30)

@@ -10,7 +10,10 @@ streams. What the bank counts is checked after a scan, as the report reads it (t
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -395,3 +398,47 @@ def test_qwen_each_response_record_counts_once(tmp_path: Path) -> None:
     scan(home, tmp_path / "bank.sqlite", ("qwen-code",))
     got = counted(tmp_path / "bank.sqlite", "qwen-code")
     assert {k: got[k] for k in expected} == expected and expected["responses"] == 3
+
+
+def test_qwen_thoughts_counted_within_the_output_are_billed_once(tmp_path: Path) -> None:
+    """Qwen Code writes an OpenAI-compatible response's ``completion_tokens`` as ``candidatesTokenCount`` and its
+    ``reasoning_tokens`` as ``thoughtsTokenCount`` (its convertOpenAIResponseToGemini): the thoughts are already in
+    the candidates, as ``totalTokenCount`` (prompt + candidates) says. Qwen Code's reasoning was counted apart from
+    the output, as Gemini's API reports it (harvester/usage/harnesses.py), so the real capture's 40 output tokens,
+    15 of them thoughts, were billed as 55 and totalled 15 over the file's own total."""
+    home = tmp_path / "home"
+    copy_tree(FIXTURES / "qwen_code" / "real" / "thinking", home / ".qwen")
+    candidates = thoughts = 0
+    for path in (home / ".qwen").rglob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            meta = json.loads(line).get("usageMetadata")
+            if meta:
+                assert meta["totalTokenCount"] == meta["promptTokenCount"] + meta["candidatesTokenCount"]
+                candidates += meta["candidatesTokenCount"]
+                thoughts += meta.get("thoughtsTokenCount", 0)
+    assert thoughts > 0
+    scan(home, tmp_path / "bank.sqlite", ("qwen-code",))
+    got = counted(tmp_path / "bank.sqlite", "qwen-code")
+    assert (got["output"], got["reasoning"]) == (candidates, thoughts)
+    done = subprocess.run([sys.executable, "-m", "harvester", "usage", "session", "--json", "--timezone", "UTC"],
+                          env={**os.environ, "HOME": str(home), "HARVESTER_BANK": str(tmp_path / "bank.sqlite")},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)["rows"]
+    assert row["total_tokens"] == row["input_tokens"] + row["cache_read_tokens"] + candidates
+
+
+def test_gemini_shaped_thoughts_apart_from_the_candidates_stay_apart(tmp_path: Path) -> None:
+    """Where Qwen Code talks to Gemini's API, the candidates leave the thoughts out (total = prompt + candidates +
+    thoughts): both are output, each counted once (the output includes the thoughts, as OpenAI counts them)."""
+    home = tmp_path / "home"
+    copy_tree(FIXTURES / "qwen_code" / "real" / "thinking", home / ".qwen")
+    for path in (home / ".qwen").rglob("*.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        for line in lines:
+            if meta := line.get("usageMetadata"):
+                meta["totalTokenCount"] += meta["thoughtsTokenCount"]
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    scan(home, tmp_path / "bank.sqlite", ("qwen-code",))
+    got = counted(tmp_path / "bank.sqlite", "qwen-code")
+    assert (got["output"], got["reasoning"]) == (55, 15)

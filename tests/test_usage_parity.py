@@ -22,9 +22,20 @@ from typing import Any
 
 import pytest
 
+from bench import gen_bank
 from tests import usage_oracle
 from tests.helpers import FIXTURES, copy_tree
 from tests.usage_trees import claude_tree, codex_tree
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "usage.md"
+# The trees' titles in docs/usage.md's parity table.
+CLAUDE_REAL, CLAUDE_GENERATED = "Claude Code, real captures", "Claude Code, generated (14 sessions)"
+CODEX_REAL, CODEX_GENERATED = "Codex, real captures", "Codex, generated (12 rollouts)"
+
+
+def opencode_real(scenario: str) -> str:
+    return f"opencode, real `{scenario}`"
+
 
 TOKENS = (("input_tokens", "inputTokens"), ("output_tokens", "outputTokens"),
           ("cache_read_tokens", "cacheReadTokens"), ("cache_write_tokens", "cacheCreationTokens"))
@@ -48,6 +59,27 @@ def harvester_daily(tmp: Path, home: Path, harness: str) -> dict[str, dict[str, 
 def ccusage_daily(home: Path, agent: str) -> dict[str, dict[str, Any]]:
     data = usage_oracle.run([agent, "daily"], home, env={"CODEX_HOME": str(home / ".codex")})
     return {row["date"]: row for row in data["daily"]}
+
+
+def table_rows(title: str, mine: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]]) -> list[str]:
+    """docs/usage.md's parity table rows of one tree (bench/usage_parity_table.py prints them)."""
+    rows = []
+    for day in sorted(set(mine) | set(theirs)):
+        m, t = mine.get(day, {}), theirs.get(day, {})
+        ours = " / ".join(f"{m.get(n, 0):,}" for n, _ in TOKENS)
+        their = " / ".join(f"{t.get(n, 0):,}" for _, n in TOKENS)
+        cost, their_cost = m.get("cost_usd"), t.get("totalCost", t.get("costUSD"))
+        unpriced = any(isinstance(v, dict) and v.get("missingPricing") for v in (t.get("models") or {}).values())
+        rows.append(f"| {title} | {day} | {ours} | {their}{'' if their == ours else ' (see below)'} | "
+                    f"{'-' if cost is None else f'${cost:.4f}'} | "
+                    f"{'-' if their_cost is None or unpriced else f'${their_cost:.4f}'} |")
+    return rows
+
+
+def assert_documented(title: str, mine: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]]) -> None:
+    """docs/usage.md shows this tree's rows as the table script prints them (its days, tokens and costs)."""
+    documented = [line for line in DOCS.read_text().splitlines() if line.startswith(f"| {title} |")]
+    assert documented == table_rows(title, mine, theirs), "run python bench/usage_parity_table.py into docs/usage.md"
 
 
 def _both_price(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
@@ -96,8 +128,9 @@ def test_claude_code_real_captures_match_ccusage_per_day(tmp_path: Path) -> None
     for scenario in sorted((FIXTURES / "claude_code" / "real").iterdir()):
         if (scenario / "projects").is_dir():
             copy_tree(scenario / "projects", home / ".claude" / "projects")
-    lines = compare(harvester_daily(tmp_path, home, "claude-code"), ccusage_daily(home, "claude"))
-    assert lines
+    mine, theirs = harvester_daily(tmp_path, home, "claude-code"), ccusage_daily(home, "claude")
+    assert compare(mine, theirs)
+    assert_documented(CLAUDE_REAL, mine, theirs)
 
 
 def test_claude_code_generated_tree_matches_ccusage_per_day(tmp_path: Path) -> None:
@@ -108,6 +141,7 @@ def test_claude_code_generated_tree_matches_ccusage_per_day(tmp_path: Path) -> N
     assert len(lines) >= 10  # days
     assert sum("cost $" in line for line in lines) >= 10  # priced by both
     assert sum(row["cache_write_tokens"] for row in mine.values()) > 0
+    assert_documented(CLAUDE_GENERATED, mine, theirs)
 
 
 def test_codex_real_captures_match_ccusage_per_day(tmp_path: Path) -> None:
@@ -128,7 +162,9 @@ def test_codex_real_captures_match_ccusage_per_day(tmp_path: Path) -> None:
                 difference.setdefault(day, {}).setdefault(key, 0)
                 difference[day][key] += value
     assert difference, "the captures hold the fast subagent this test documents"
-    compare(harvester_daily(tmp_path, home, "codex"), ccusage_daily(home, "codex"), difference)
+    mine, theirs = harvester_daily(tmp_path, home, "codex"), ccusage_daily(home, "codex")
+    compare(mine, theirs, difference)
+    assert_documented(CODEX_REAL, mine, theirs)
 
 
 def _fast_subagent_counts(path: Path) -> dict[str, dict[str, int]]:
@@ -154,13 +190,30 @@ def _fast_subagent_counts(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
+def test_generated_trees_do_not_change_with_the_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generated trees (and so the days of docs/usage.md's parity table) are the same on every checkout: the
+    generators' default vocabulary is the repository's own words, and text lengths in words decide how much of the
+    seeded stream a session draws, so any commit touching a doc moved every later session to other days."""
+    def tree(root: Path) -> dict[Path, bytes]:
+        claude_tree(root / "claude", sessions=4)
+        codex_tree(root / "codex", rollouts=4)
+        return {p.relative_to(root): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+    here = tree(tmp_path / "here")
+    words, weights = gen_bank.vocabulary()
+    order = sorted(range(len(words)), key=lambda i: words[i][::-1])  # another checkout: the same words, other counts
+    monkeypatch.setattr(gen_bank, "vocabulary", lambda: ([words[i] for i in order], [weights[i] for i in order]))
+    assert tree(tmp_path / "there") == here
+
+
 def test_codex_generated_tree_matches_ccusage_per_day(tmp_path: Path) -> None:
     home = tmp_path / "home"
     codex_tree(home / ".codex" / "sessions", rollouts=12)
-    mine = harvester_daily(tmp_path, home, "codex")
-    lines = compare(mine, ccusage_daily(home, "codex"))
+    mine, theirs = harvester_daily(tmp_path, home, "codex"), ccusage_daily(home, "codex")
+    lines = compare(mine, theirs)
     assert len(lines) >= 8
     assert sum("cost $" in line for line in lines) >= 4
+    assert_documented(CODEX_GENERATED, mine, theirs)
 
 
 @pytest.mark.parametrize("scenario", ["two_turns", "thinking", "tool_error"])
@@ -172,4 +225,6 @@ def test_opencode_real_captures_match_ccusage_per_day(tmp_path: Path, scenario: 
     store = home / ".local" / "share" / "opencode"
     store.mkdir(parents=True)
     (store / "opencode.db").write_bytes((FIXTURES / "opencode" / "real" / scenario / "opencode.db").read_bytes())
-    compare(harvester_daily(tmp_path, home, "opencode"), ccusage_daily(home, "opencode"))
+    mine, theirs = harvester_daily(tmp_path, home, "opencode"), ccusage_daily(home, "opencode")
+    compare(mine, theirs)
+    assert_documented(opencode_real(scenario), mine, theirs)

@@ -12,7 +12,10 @@ history copied with its uuids, message ids, request ids and times, under the new
 Codex: several models; rollouts in the shapes of the eras: 0.171's (``token_usage_record`` and ``token_count``),
 0.115 to 0.170's (``token_count`` with ``last_token_usage`` alone), early envelopes' (the running total alone),
 rollouts where Codex writes the running total again as a turn starts, and legacy forks (a new rollout that copies
-its parent's records after its own ``session_meta``, then works on). Deterministic for a seed.
+its parent's records after its own ``session_meta``, then works on). Deterministic for a seed, on any checkout:
+the texts draw from a pinned vocabulary (fixtures/recall/long-session-words.txt, as tests/test_handoff.py's long
+session), not the generators' default one (this repository's words, which change with every commit and, through
+text lengths, how much of the seeded stream each session draws, so its times and days).
 """
 
 from __future__ import annotations
@@ -25,15 +28,22 @@ import orjson
 from bench import gen_claude, gen_codex
 from bench.gen_common import repositories, uuid4, uuid7
 from bench.gen_text import Writing
+from tests.helpers import FIXTURES
 
 CLAUDE_MODELS = ("claude-sonnet-4-5-20250929", "claude-opus-4-5-20251101", "claude-haiku-4-5-20251001",
                  "claude-opus-4-8", "claude-sonnet-4-20250514")
 CODEX_MODELS = ("gpt-5-codex", "gpt-5", "gpt-5.1-codex", "gpt-5.2")
 
 
+def _pinned_words() -> tuple[list[str], list[float]]:
+    """The vocabulary and its weights, one ``word count`` a line."""
+    pairs = [line.split(" ") for line in (FIXTURES / "recall" / "long-session-words.txt").read_text().splitlines()]
+    return [w for w, _ in pairs], [float(n) for _, n in pairs]
+
+
 def claude_tree(projects: Path, sessions: int = 40, seed: int = 27) -> None:
     """``sessions`` Claude Code sessions (and their subagents, forks, resumes, side questions) under ``projects``."""
-    writing = Writing(random.Random(f"{seed}:claude"))
+    writing = Writing(random.Random(f"{seed}:claude"), words=_pinned_words())
     rng = random.Random(seed)
     repos = repositories(random.Random(seed), writing.words, count=5)
     listings = gen_claude._listing_templates()
@@ -129,7 +139,7 @@ def _later(ts: str, rng: random.Random) -> str:
 
 def codex_tree(sessions_dir: Path, rollouts: int = 24, seed: int = 27) -> None:
     """``rollouts`` Codex rollouts in the eras' shapes (and legacy forks of some) under ``sessions_dir``."""
-    writing = Writing(random.Random(f"{seed}:codex"))
+    writing = Writing(random.Random(f"{seed}:codex"), words=_pinned_words())
     rng = random.Random(seed)
     repos = repositories(random.Random(seed), writing.words, count=5)
     opening = gen_codex.opening_templates()

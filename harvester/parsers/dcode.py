@@ -505,16 +505,22 @@ def _turn_state(message: dict) -> str:
 
 
 def _usage(value: Any) -> Usage | None:
+    """LangChain's ``usage_metadata``: ``input_tokens`` is the sum of every input token type (langchain-core's
+    UsageMetadata), the cache's included, and the bank's input leaves the cache out. Where Anthropic splits its
+    cache writes by lifetime, langchain-anthropic puts them under ``ephemeral_5m_input_tokens`` /
+    ``ephemeral_1h_input_tokens`` and zeroes ``cache_creation``. Reasoning is part of the output."""
     if not isinstance(value, dict):
         return None
     details = value.get("input_token_details")
     inputs = details if isinstance(details, dict) else {}
     details = value.get("output_token_details")
     outputs = details if isinstance(details, dict) else {}
-    usage = Usage(input=int(value.get("input_tokens") or 0), output=int(value.get("output_tokens") or 0),
-                  cache_read=int(inputs.get("cache_read") or 0),
-                  cache_write=int(inputs.get("cache_creation") or 0),
-                  reasoning=int(outputs.get("reasoning") or 0))
+    read = int(inputs.get("cache_read") or 0)
+    hour = int(inputs.get("ephemeral_1h_input_tokens") or 0)
+    written = int(inputs.get("cache_creation") or 0) or int(inputs.get("ephemeral_5m_input_tokens") or 0) + hour
+    usage = Usage(input=max(int(value.get("input_tokens") or 0) - read - written, 0),
+                  output=int(value.get("output_tokens") or 0), cache_read=read, cache_write=written,
+                  cache_write_1h=min(hour, written), reasoning=int(outputs.get("reasoning") or 0))
     return usage if usage.as_dict() else None
 
 

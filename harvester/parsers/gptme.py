@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, Problem, SessionPatch, record_uid
+from harvester.model import Batch, Event, Problem, SessionPatch, Usage, record_uid
 from harvester.parsers.base import (
     Record,
     SourceRef,
@@ -173,9 +173,38 @@ def _message(reader: _Reader, data: dict, uid: str) -> None:
             reader.state["titled"] = True
             reader.patch.offer_title(text.strip().splitlines()[0][:80], "first-prompt")
         return
-    if isinstance(meta.get("model"), str):
-        reader.patch.model = meta["model"]
+    model = meta["model"] if isinstance(meta.get("model"), str) else None
+    if model:
+        reader.patch.model = model
+    start = len(reader.batch.events)
     _assistant(reader, text, uid, ts)
+    usage = _usage(meta)
+    if usage is not None and len(reader.batch.events) == start:
+        reader.emit(uid, ts, role="assistant", kind="meta", text="model call")
+    for event in reader.batch.events[start:]:
+        event.model = model
+    if usage is not None:
+        reader.batch.events[start].usage = usage
+
+
+def _usage(meta: dict) -> Usage | None:
+    """A response's ``metadata.usage`` (gptme's UsageData, one message per model response): the input leaves the
+    cache out (its OpenAI reader subtracts the cached part, Anthropic's counts it apart), the reasoning is part of
+    the output; ``cost`` is what gptme priced it at, in USD."""
+    raw = meta.get("usage")
+    if not isinstance(raw, dict):
+        return None
+
+    def count(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and value > 0 else 0
+
+    usage = Usage(input=count("input_tokens"), output=count("output_tokens"), cache_read=count("cache_read_tokens"),
+                  cache_write=count("cache_creation_tokens"), reasoning=count("reasoning_tokens"))
+    cost = meta.get("cost")
+    if isinstance(cost, int | float) and not isinstance(cost, bool) and cost > 0:
+        usage.cost = float(cost)
+    return usage if usage.as_dict() else None
 
 
 def _assistant(reader: _Reader, text: str, uid: str, ts: str | None) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, Problem, SessionPatch, record_uid
+from harvester.model import Batch, Event, Problem, SessionPatch, Usage, record_uid
 from harvester.parsers.base import (
     Record,
     SourceRef,
@@ -44,7 +44,7 @@ PROCESSES = ("Kimi Code", "kimi-code-worker", "kimi", "kimi-cli")
 
 _CALL_KEYS = ("command", "path", "file_path", "pattern", "query", "url", "prompt", "description")
 # Wire messages with nothing for a transcript: step and UI bookkeeping, hooks, MCP loading, approvals
-# (the tool call and its result say what happened), usage snapshots, streamed call deltas.
+# (the tool call and its result say what happened), status without token usage, streamed call deltas.
 BOOKKEEPING = frozenset({
     "StepBegin", "StepRetry", "HookTriggered", "HookResolved", "MCPLoadingBegin", "MCPLoadingEnd",
     "StatusUpdate", "Notification", "ApprovalResponse", "ApprovalRequestResolved", "ApprovalRequest",
@@ -198,10 +198,37 @@ def _line(reader: _Reader, data: dict, uid: str) -> None:
                     is_error=bool(value.get("is_error")))
     elif kind == "CompactionEnd":
         reader.emit(uid, ts, role="system", kind="compaction", text="[context compacted]")
+    elif kind == "StatusUpdate" and isinstance(payload.get("token_usage"), dict):
+        _token_usage(reader, payload, uid, ts)
     elif kind == "SubagentEvent":
         pass  # the subagent's own wire.jsonl holds the same events (subagents/store.py wire_path)
     elif kind not in BOOKKEEPING:
         reader.batch.problems.append(Problem("unknown_type", reader.line, f"wire message type={kind!r}"))
+
+
+def _token_usage(reader: _Reader, payload: dict, uid: str, ts: str | None) -> None:
+    """A model response's usage (soul/kimisoul.py sends the step's ``TokenUsage`` after each response, with the
+    response's id), on the response's last event; on an event of its own where this read holds none of it (an
+    earlier read committed the response's parts)."""
+    raw = payload["token_usage"]
+
+    def count(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and value > 0 else 0
+
+    message_id = payload.get("message_id")
+    usage = Usage(input=count("input_other"), output=count("output"), cache_read=count("input_cache_read"),
+                  cache_write=count("input_cache_creation"),
+                  response=message_id if isinstance(message_id, str) and message_id else None)
+    if not usage.as_dict():
+        return
+    for event in reversed(reader.batch.events):
+        if event.usage is not None or event.role == "user":
+            break  # the response before, or the prompt: this one's parts are not in this read
+        if event.role == "assistant":
+            event.usage = usage
+            return
+    reader.emit(uid, ts, role="system", kind="meta", text="model call", usage=usage)
 
 
 def _content(reader: _Reader, payload: dict, uid: str, ts: str | None) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from harvester.model import Batch, Event, Problem, SessionPatch, record_uid
+from harvester.model import Batch, Event, Problem, SessionPatch, Usage, record_uid
 from harvester.parsers.base import (
     Record,
     SourceRef,
@@ -100,6 +100,7 @@ class _Reader:
         self.ref, self.state = ref, state
         self.batch = Batch(state=state)
         self.line = 0
+        self.step_start = 0  # where the model call's step began among this read's events
         if ref.variant == "state":
             self.sid, self.sub = ref.path.parent.name, False
             return
@@ -114,7 +115,16 @@ class _Reader:
         return self.batch.session(self.sid)
 
     def emit(self, uid: str, ts: str | None, **fields: Any) -> None:
-        self.batch.events.append(Event(self.sid, uid, ts=ts, **fields))
+        event = Event(self.sid, uid, ts=ts, **fields)
+        if event.role == "assistant" and (pending := self.state.pop("pending_usage", None)):
+            event.usage, event.model = _call_usage(pending), event.model or pending.get("model")
+        self.batch.events.append(event)
+
+    def settle_usage(self, uid: str, ts: str | None) -> None:
+        """A model call's usage that no answer of it took (the call failed, or answered nothing): its own event."""
+        if pending := self.state.pop("pending_usage", None):
+            self.batch.events.append(Event(self.sid, f"{uid}:usage", "system", "meta", "model call", ts=ts,
+                                           model=pending.get("model"), usage=_call_usage(pending)))
 
     def unknown(self, what: str) -> None:
         self.batch.problems.append(Problem("unknown_type", self.line, what))
@@ -185,6 +195,7 @@ def _line(reader: _Reader, data: dict, uid: str) -> None:
     if kind in ("turn.prompt", "turn.steer"):
         _prompt(reader, data, uid, ts, steer=kind == "turn.steer")
     elif kind == "turn.ended":
+        reader.settle_usage(uid, ts)
         reason = data.get("reason")
         error = data.get("error") if isinstance(data.get("error"), dict) else {}
         if reason != "completed":
@@ -215,6 +226,17 @@ def _line(reader: _Reader, data: dict, uid: str) -> None:
         reader.emit(uid, ts, role="system", kind="meta", text="[forked]", meta={"type": kind})
     elif kind == "usage.record":
         _usage(reader, data.get("usage"))
+        reader.settle_usage(uid, ts)
+        usage, model = data.get("usage"), data.get("model")
+        if isinstance(usage, dict):
+            pending = {"usage": usage, "model": model if isinstance(model, str) else None,
+                       "response": f"{data.get('agentId')}:{data.get('time')}"}
+            answered = next((e for e in reader.batch.events[reader.step_start:]
+                             if e.role == "assistant" and e.usage is None), None)
+            if answered is not None:  # written after the call's answer
+                answered.usage, answered.model = _call_usage(pending), answered.model or pending["model"]
+            else:  # written before it (as 0.x does, after llm.request): the answer takes it (_Reader.emit)
+                reader.state["pending_usage"] = pending
     elif kind in ("profile.bind", "config.update"):
         # The work dir the agent was told (EnvironmentDisclosureSnapshot); config.update once held it bare.
         disclosure = data.get("environmentDisclosure")
@@ -271,6 +293,11 @@ def _loop(reader: _Reader, event: dict, uid: str, ts: str | None) -> None:
         reader.emit(f"result:{call_id}", ts, role="tool", kind="tool_result", text=text,
                     tool_name=(reader.state.get("tools") or {}).get(call_id), tool_call_id=call_id,
                     is_error=bool(result.get("isError")))
+    elif kind == "step.begin":
+        reader.settle_usage(uid, ts)
+        reader.step_start = len(reader.batch.events)
+    elif kind == "step.end":
+        reader.settle_usage(uid, ts)
     elif kind not in _LOOP_BOOKKEEPING:
         reader.unknown(f"loop event type={kind!r}")
 
@@ -332,6 +359,19 @@ def _usage(reader: _Reader, usage: Any) -> None:
         value = usage.get(theirs)
         total[ours] += value if isinstance(value, int) and not isinstance(value, bool) else 0
     reader.patch.note(usage=dict(total))
+
+
+def _call_usage(pending: dict) -> Usage:
+    """One model call's usage.record counts; its response id the agent and the time of the record, which a fork's
+    copied journal keeps (counted once)."""
+    usage = pending["usage"]
+
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+    return Usage(input=count("inputOther"), output=count("output"), cache_read=count("inputCacheRead"),
+                 cache_write=count("inputCacheCreation"), response=pending.get("response"))
 
 
 def _parts_text(value: Any) -> str:

@@ -337,12 +337,13 @@ def _content(reader: _Reader, content: Any) -> str:
 
 
 def _usage(raw: dict) -> Usage:
-    """TokenUsage: prompt_tokens counts the cached tokens too (litellm's OpenAI-style usage)."""
+    """TokenUsage: prompt_tokens counts the cache's tokens too, read and written (litellm's OpenAI-style usage;
+    its Anthropic transformation adds the cache writes as well as the reads)."""
     def num(key: str) -> int:
         value = raw.get(key)
         return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
-    cached = num("cache_read_tokens")
-    return Usage(input=max(num("prompt_tokens") - cached, 0), cache_read=cached,
-                 cache_write=num("cache_write_tokens"), output=num("completion_tokens"),
+    cached, written = num("cache_read_tokens"), num("cache_write_tokens")
+    return Usage(input=max(num("prompt_tokens") - cached - written, 0), cache_read=cached,
+                 cache_write=written, output=num("completion_tokens"),
                  reasoning=num("reasoning_tokens"))

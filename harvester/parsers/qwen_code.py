@@ -570,15 +570,22 @@ def _plain(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-# (prompt incl. cached, cached, output, thoughts) as each era names them.
-_GEMINI_USAGE = ("promptTokenCount", "cachedContentTokenCount", "candidatesTokenCount", "thoughtsTokenCount")
-_LEGACY_USAGE = ("input", "cached", "output", "thoughts")
+# (prompt incl. cached, cached, output, thoughts, total) as each era names them.
+_GEMINI_USAGE = ("promptTokenCount", "cachedContentTokenCount", "candidatesTokenCount", "thoughtsTokenCount",
+                 "totalTokenCount")
+_LEGACY_USAGE = ("input", "cached", "output", "thoughts", "total")
 
 
-def _usage(reader: _Reader, start: int, raw: Any, keys: tuple[str, str, str, str]) -> None:
-    """A response's usage, on its first event. Gemini-style: the prompt count includes its cached part."""
+def _usage(reader: _Reader, start: int, raw: Any, keys: tuple[str, str, str, str, str]) -> None:
+    """A response's usage, on its first event; the prompt count includes its cached part. The output includes the
+    thoughts, as OpenAI counts reasoning (harvester/usage/harnesses.py): Qwen Code writes an OpenAI-compatible
+    response's ``completion_tokens`` as the candidates and its ``reasoning_tokens`` as the thoughts (the total is
+    prompt + candidates); where it talks to Gemini's API, the candidates leave the thoughts out (the total adds
+    them), and they are added to the output."""
     if isinstance(raw, dict) and len(reader.batch.events) > start:
-        prompt, cached, output, thoughts = (int(raw.get(k) or 0) for k in keys)
+        prompt, cached, output, thoughts, total = (int(raw.get(k) or 0) for k in keys)
+        if thoughts and total == prompt + output + thoughts:
+            output += thoughts
         reader.batch.events[start].usage = Usage(input=max(prompt - cached, 0), cache_read=cached, output=output,
                                                  reasoning=thoughts)
 

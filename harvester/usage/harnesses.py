@@ -1,7 +1,8 @@
 """What each agent's token counts mean, where agents differ.
 
-Reasoning: OpenAI-style counts (Codex, and the agents that pass an OpenAI-compatible ``usage`` through) report
-reasoning tokens as part of the output; Gemini's ``usageMetadata`` reports the model's thoughts
+Reasoning: OpenAI-style counts (Codex, and the agents that pass an OpenAI-compatible ``usage`` through, Qwen Code
+among them: its parser adds the thoughts of a Gemini-shaped response to the output) report reasoning tokens as
+part of the output; Gemini's ``usageMetadata`` reports the model's thoughts
 (``thoughtsTokenCount``) apart from its answer (``candidatesTokenCount``), and opencode (Kilo, its fork) stores
 ``tokens.reasoning`` apart from ``tokens.output``. Both are billed at the output price. For these agents a
 response's total and its billed output add the reasoning; for the others it is only a breakdown.
@@ -9,7 +10,7 @@ response's total and its billed output add the reasoning; for the others it is o
 
 from __future__ import annotations
 
-REASONING_APART = frozenset({"gemini-cli", "qwen-code", "opencode", "kilo"})
+REASONING_APART = frozenset({"gemini-cli", "opencode", "kilo"})
 
 
 def apart_sql(column: str) -> str:
