@@ -316,3 +316,45 @@ def test_nothing_prints_around_terminal_echo() -> None:
             found += [f"{path.name}:{c.lineno}" for c in ast.walk(func)
                       if isinstance(c, ast.Call) and _writes_to_a_terminal(c)]
     assert found == []
+
+
+# --- one-line values cannot start a line of their own ----------------------------------------------------
+
+FORGED = "\nFORGED #9 [10:00:00] user"  # what a value holding a line break would print at column 0
+
+
+@pytest.fixture(scope="module")
+def multiline(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
+    """A session whose one-line values (its id: a file name; its version, cwd, branch, model, a tool's name)
+    hold a line break, as a transcript can write them; the rest set in the bank, as a teammate's rows or a
+    damaged bank can hold them."""
+    root = tmp_path_factory.mktemp("multiline")
+    home, bank = root / "home", root / "bank.sqlite"
+    s = ClaudeSession(home, "/tmp/shop" + FORGED, session_id="line" + FORGED, version="2.1" + FORGED)
+    s.write(s.user("walrus ask"), s.assistant("walrus answer").replace(b"claude-sonnet-4-5",
+                                                                        orjson.dumps("m" + FORGED)[1:-1]),
+            s.tool_use("Bash" + FORGED, {"command": "walrus"}, "t1"), s.tool_result("t1", "walrus out"))
+    scan(home, bank)
+    with open_bank(bank) as b, b.conn:
+        b.conn.execute("UPDATE sessions SET branch = ?, parent_native_id = ?, parent_kind = ?, origin_id = ?, "
+                       "repo_root = ?, git_error = ?, state = ?, title = ?, updated_at = ?",
+                       ("branch" + FORGED, "parent" + FORGED, "kind" + FORGED, "origin" + FORGED,
+                        "/root" + FORGED, "git" + FORGED, "state" + FORGED, "title" + FORGED,
+                        "2026-11-01T" + FORGED))
+        b.conn.execute("UPDATE events SET ts = ?", ("2026-11-01T" + FORGED,))
+    return Hostile(home, bank, s)
+
+
+@pytest.mark.parametrize("command", [("show", "line"), ("show", "line", "--full"), ("sessions",),
+                                     ("search", "walrus"), ("usage",), ("usage", "session"), ("usage", "blocks"),
+                                     ("usage", "monthly", "--by", "harness,model,repo")])
+def test_a_value_with_a_line_break_starts_no_line_on_a_terminal(multiline: Hostile, command: tuple) -> None:
+    """A person reading `show`, a listing, a search or a usage table sees every row and header as harvester
+    wrote it: a session id, a model or a tool name cannot print a line (a forged event, a forged row) of
+    its own."""
+    code, out = multiline.harvester(*command)
+    assert code == 0, out
+    assert "FORGED" in out, out
+    assert_nothing_obeyable(out)
+    forged = [line for line in out.splitlines() if line.startswith("FORGED")]
+    assert forged == [], out

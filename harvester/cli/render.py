@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harvester.terminal import visible
+from harvester.terminal import one_line, visible
 
 if TYPE_CHECKING:  # names for annotations only: importing ingest (and every parser) costs search and sessions
     from harvester.capture.ingest import ScanReport, SourceResult
@@ -187,7 +187,7 @@ def _when(ts: str | None) -> str:
     try:
         moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
     except ValueError:
-        return ts.replace("T", " ")[:19]
+        return one_line(ts.replace("T", " ")[:19])  # a teammate's row or a damaged bank: never a line break
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone().isoformat(" ", "seconds")[:19]  # as strftime("%Y-%m-%d %H:%M:%S"), at a third of it
@@ -239,8 +239,8 @@ def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
     ordered = grouped(rows)
     # A listing's rows carry their time in local time already (SqliteRecall.scoped_sessions, listed=True).
     # A session whose repository is unknown (harvester/gitident.py) is no repository's: said beside its bank id.
-    table = _visible_cells([[("  " * (depth - 1) + "└ " if depth else "") + r["native_id"], r["harness"],
-                             r["bank_id"] + UNKNOWN_MARK * ("repo_key" in r and not r["repo_key"]),
+    table = _visible_cells([[("  " * (depth - 1) + "└ " if depth else "") + one_line(r["native_id"]), r["harness"],
+                             one_line(r["bank_id"]) + UNKNOWN_MARK * ("repo_key" in r and not r["repo_key"]),
                              r.get("updated_local") or _when(r["updated_at"] or r["started_at"])[:16],
                              str(r["event_count"]), r["title"] or ""] for r, depth in ordered])
     for row in table:
@@ -254,7 +254,7 @@ def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
             row[5:5] = list(short(r.get("usage")))
     if "host" in rows[0]:  # the team bank's (harvester/team/read.py): whose machine each came from, last
         headers.append("HOST")
-        for row, r in zip(table, _visible_cells([[r["host"] or ""] for r, _ in ordered]), strict=True):
+        for row, r in zip(table, _visible_cells([[one_line(r["host"] or "")] for r, _ in ordered]), strict=True):
             row.append(r[0])
     if not width:
         return _aligned(headers, table)
@@ -327,8 +327,10 @@ def search_text(hits: list[dict[str, Any]], total: int, query: str, where: str, 
         head += f"; the best {len(hits)} (--limit for more):" if total > len(hits) else ":"
     lines = [head]
     for h in hits:  # the session's whole id: what `show` takes; a subagent's names the session that started it
-        parent = f" ({h['parent_kind']} of {h['parent_native_id']})" if h.get("parent_native_id") else ""
-        tool = f" [{h['tool_name']}]" if h.get("tool_name") and h["kind"] in ("tool_call", "tool_result") else ""
-        lines.append(f"{h['harness']} {h['session']}{parent} #{h['seq']} {_label(h['role'], h['kind'])}{tool} "
-                     f"({h['bank_id']}): {_short(h['snippet'], 100)}")
+        parent = (f" ({one_line(h['parent_kind'])} of {one_line(h['parent_native_id'])})"
+                  if h.get("parent_native_id") else "")
+        tool = (f" [{one_line(h['tool_name'])}]" if h.get("tool_name") and h["kind"] in ("tool_call", "tool_result")
+                else "")
+        lines.append(f"{one_line(h['harness'])} {one_line(h['session'])}{parent} #{h['seq']} "
+                     f"{_label(h['role'], h['kind'])}{tool} ({one_line(h['bank_id'])}): {_short(h['snippet'], 100)}")
     return "\n".join(lines)

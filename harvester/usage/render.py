@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 from typing import Any
 
+from harvester.terminal import one_line
+
 TOKEN_COLUMNS = (("Input", "input_tokens"), ("Output", "output_tokens"), ("Cache write", "cache_write_tokens"),
                  ("Cache read", "cache_read_tokens"), ("Reasoning", "reasoning_tokens"), ("Total", "total_tokens"))
 FIRST_COLUMN = {"daily": ("Date", "date"), "weekly": ("Week of", "week"), "monthly": ("Month", "month"),
@@ -108,6 +110,8 @@ def _local(ts: str, zone: tzinfo | None) -> str:
 
 
 def _aligned(headers: list[str], rows: list[list[str]], numeric: set[int]) -> str:
+    # Measured as shown, and one line each: a model name or a session id cannot print a row of its own.
+    rows = [[one_line(cell) for cell in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
 
     def line(cells: list[str]) -> str:
