@@ -347,7 +347,7 @@ def multiline(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
 
 @pytest.mark.parametrize("command", [("show", "line"), ("show", "line", "--full"), ("sessions",),
                                      ("search", "walrus"), ("usage",), ("usage", "session"), ("usage", "blocks"),
-                                     ("usage", "monthly", "--by", "harness,model,repo")])
+                                     ("usage", "monthly", "--by", "harness,model,repo"), ("status",)])
 def test_a_value_with_a_line_break_starts_no_line_on_a_terminal(multiline: Hostile, command: tuple) -> None:
     """A person reading `show`, a listing, a search or a usage table sees every row and header as harvester
     wrote it: a session id, a model or a tool name cannot print a line (a forged event, a forged row) of

@@ -158,10 +158,11 @@ def _label(role: str, kind: str) -> str:
 
 
 def _visible_cells(rows: list[list[str]]) -> list[list[str]]:
-    """Every cell as it will be shown (:func:`visible`), to be measured so. One look at all of them first: a
-    clean table, the usual one, costs one search, not one a cell."""
-    every = "\n".join("\n".join(row) for row in rows)
-    return rows if visible(every) is every else [[visible(cell) for cell in row] for row in rows]
+    """Every cell as it will be shown (:func:`one_line`: a cell's line break, a version's or an id's from a
+    transcript, cannot print a row of its own), to be measured so. One look at all of them first: a clean
+    table, the usual one, costs one search, not one a cell."""
+    every = "\t".join("\t".join(row) for row in rows)
+    return rows if one_line(every) == every else [[one_line(cell) for cell in row] for row in rows]
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -239,12 +240,12 @@ def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
     ordered = grouped(rows)
     # A listing's rows carry their time in local time already (SqliteRecall.scoped_sessions, listed=True).
     # A session whose repository is unknown (harvester/gitident.py) is no repository's: said beside its bank id.
-    table = _visible_cells([[("  " * (depth - 1) + "└ " if depth else "") + one_line(r["native_id"]), r["harness"],
-                             one_line(r["bank_id"]) + UNKNOWN_MARK * ("repo_key" in r and not r["repo_key"]),
+    # A title on one line, its line breaks spaces (split after visible: \x1c-\x1e are spaces to split).
+    table = _visible_cells([[("  " * (depth - 1) + "└ " if depth else "") + r["native_id"], r["harness"],
+                             r["bank_id"] + UNKNOWN_MARK * ("repo_key" in r and not r["repo_key"]),
                              r.get("updated_local") or _when(r["updated_at"] or r["started_at"])[:16],
-                             str(r["event_count"]), r["title"] or ""] for r, depth in ordered])
-    for row in table:
-        row[5] = " ".join(row[5].split())  # a title on one line (after visible: \x1c-\x1e are spaces to split)
+                             str(r["event_count"]), " ".join(visible(r["title"] or "").split())]
+                            for r, depth in ordered])
     headers = ["SESSION", "HARNESS", "BANK", "UPDATED", "EVENTS", "TITLE"]
     if "usage" in rows[0]:  # what each cost (harvester/usage/sessions.py): after the events
         from harvester.usage.sessions import short
@@ -254,7 +255,7 @@ def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
             row[5:5] = list(short(r.get("usage")))
     if "host" in rows[0]:  # the team bank's (harvester/team/read.py): whose machine each came from, last
         headers.append("HOST")
-        for row, r in zip(table, _visible_cells([[one_line(r["host"] or "")] for r, _ in ordered]), strict=True):
+        for row, r in zip(table, _visible_cells([[r["host"] or ""] for r, _ in ordered]), strict=True):
             row.append(r[0])
     if not width:
         return _aligned(headers, table)
