@@ -347,11 +347,12 @@ def multiline(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
 
 @pytest.mark.parametrize("command", [("show", "line"), ("show", "line", "--full"), ("sessions",),
                                      ("search", "walrus"), ("usage",), ("usage", "session"), ("usage", "blocks"),
-                                     ("usage", "monthly", "--by", "harness,model,repo"), ("status",)])
+                                     ("usage", "monthly", "--by", "harness,model,repo"), ("status",),
+                                     ("resume", "line", "--in", "codex", "--dry-run")])
 def test_a_value_with_a_line_break_starts_no_line_on_a_terminal(multiline: Hostile, command: tuple) -> None:
-    """A person reading `show`, a listing, a search or a usage table sees every row and header as harvester
-    wrote it: a session id, a model or a tool name cannot print a line (a forged event, a forged row) of
-    its own."""
+    """A person reading `show`, a listing, a search, a usage table or what `resume` wrote sees every row and
+    header as harvester wrote it: a session id, a model or a tool name cannot print a line (a forged event, a
+    forged row, a forged command to continue it) of its own."""
     code, out = multiline.harvester(*command)
     assert code == 0, out
     assert "FORGED" in out, out
