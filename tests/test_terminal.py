@@ -334,6 +334,9 @@ def multiline(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
     s.write(s.user("walrus ask"), s.assistant("walrus answer").replace(b"claude-sonnet-4-5",
                                                                         orjson.dumps("m" + FORGED)[1:-1]),
             s.tool_use("Bash" + FORGED, {"command": "walrus"}, "t1"), s.tool_result("t1", "walrus out"))
+    for n in (1, 2):  # two whose ids share a prefix: an error lists them
+        twin = ClaudeSession(home, "/tmp/shop", session_id=f"twin{FORGED}-{n}")
+        twin.write(twin.user("twin ask"))
     scan(home, bank)
     with open_bank(bank) as b, b.conn:
         b.conn.execute("UPDATE sessions SET branch = ?, parent_native_id = ?, parent_kind = ?, origin_id = ?, "
@@ -348,7 +351,8 @@ def multiline(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
 @pytest.mark.parametrize("command", [("show", "line"), ("show", "line", "--full"), ("sessions",),
                                      ("search", "walrus"), ("usage",), ("usage", "session"), ("usage", "blocks"),
                                      ("usage", "monthly", "--by", "harness,model,repo"), ("status",),
-                                     ("resume", "line", "--in", "codex", "--dry-run")])
+                                     ("resume", "line", "--in", "codex", "--dry-run"),
+                                     ("forget", "line", "--dry-run")])
 def test_a_value_with_a_line_break_starts_no_line_on_a_terminal(multiline: Hostile, command: tuple) -> None:
     """A person reading `show`, a listing, a search, a usage table or what `resume` wrote sees every row and
     header as harvester wrote it: a session id, a model or a tool name cannot print a line (a forged event, a
@@ -359,3 +363,11 @@ def test_a_value_with_a_line_break_starts_no_line_on_a_terminal(multiline: Hosti
     assert_nothing_obeyable(out)
     forged = [line for line in out.splitlines() if line.startswith("FORGED")]
     assert forged == [], out
+
+
+@pytest.mark.parametrize("command", [("show", "twin"), ("resume", "twin", "--in", "codex", "--dry-run"),
+                                     ("forget", "twin", "--dry-run")])
+def test_an_error_listing_sessions_keeps_each_on_its_line(multiline: Hostile, command: tuple) -> None:
+    code, out = multiline.harvester(*command)
+    assert code == 1 and "matches several sessions" in out, out
+    assert "FORGED" in out and [line for line in out.splitlines() if line.startswith("FORGED")] == [], out
