@@ -345,6 +345,7 @@ def multiline(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
                         "/root" + FORGED, "git" + FORGED, "state" + FORGED, "title" + FORGED,
                         "2026-11-01T" + FORGED))
         b.conn.execute("UPDATE events SET ts = ?", ("2026-11-01T" + FORGED,))
+        b.conn.execute("UPDATE events SET role = ? WHERE role = 'user' AND kind = 'text'", ("user" + FORGED,))
     return Hostile(home, bank, s)
 
 

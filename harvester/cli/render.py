@@ -149,7 +149,9 @@ def plural(n: int, word: str) -> str:
 
 
 def _label(role: str, kind: str) -> str:
-    """What an event is, in a reader's words: "user", "assistant thinking", "tool call", "tool result"."""
+    """What an event is, in a reader's words: "user", "assistant thinking", "tool call", "tool result". On one
+    line: a teammate's row can hold any role or kind."""
+    role, kind = one_line(role), one_line(kind)
     if kind == "text":
         return role
     if kind in ("tool_call", "tool_result"):
