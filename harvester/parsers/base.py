@@ -202,16 +202,26 @@ def json_objects(records: Iterable[Record], problems: list[Problem]) -> Iterator
     becomes a ``malformed`` problem with its line, and the rest go on."""
     for record in records:
         try:
-            data = orjson.loads(record.raw)
+            data = json_value(record.raw)
         except orjson.JSONDecodeError as exc:
-            data = _with_lone_surrogates(record.raw) if "surrogate" in str(exc) else None
-            if data is None:
-                problems.append(Problem("malformed", record.line, f"invalid JSON: {exc}"))
-                continue
+            problems.append(Problem("malformed", record.line, f"invalid JSON: {exc}"))
+            continue
         if not isinstance(data, dict):
             problems.append(Problem("malformed", record.line, "record is not an object"))
             continue
         yield record, data
+
+
+def json_value(raw: bytes | str) -> Any:
+    """A record's JSON value, as orjson reads it; one that escapes a lone surrogate too (see below). Raises
+    orjson.JSONDecodeError as orjson does for what is not JSON."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        data = _with_lone_surrogates(raw) if "surrogate" in str(exc) else None
+        if data is None:
+            raise
+        return data
 
 
 def _with_lone_surrogates(raw: bytes | str) -> Any:
