@@ -372,3 +372,14 @@ def test_an_error_listing_sessions_keeps_each_on_its_line(multiline: Hostile, co
     code, out = multiline.harvester(*command)
     assert code == 1 and "matches several sessions" in out, out
     assert "FORGED" in out and [line for line in out.splitlines() if line.startswith("FORGED")] == [], out
+
+
+def test_a_huge_session_id_does_not_widen_every_row_of_a_listing() -> None:
+    """Piped (no terminal width), a session id of 100,000 characters (a Gemini CLI sessionId is the file's
+    content; a teammate's row is anything) padded every row of `sessions` to its width: megabytes of spaces.
+    It runs past the id column on its own row, as it does on a terminal."""
+    rows = [{"native_id": native, "harness": "gemini-cli", "bank_id": "coding-agent::app", "updated_at": None,
+             "started_at": None, "event_count": 1, "title": "t"} for native in ("x" * 100_000, "plain-id")]
+    lines = render.sessions_text(rows).splitlines()
+    assert len(lines[2]) < 200, len(lines[2])
+    assert lines[1].startswith("x" * 100_000) and len({line.index("gemini-cli") for line in lines[2:]}) == 1

@@ -227,6 +227,7 @@ UNKNOWN_MARK = " (unknown repository)"
 AGENT_PREFIX = "coding-agent::"  # the common start of bank ids (the default template): the first thing cut
 
 
+ID_COLUMN_AT_MOST = 100  # the id column's width when no terminal says one (a subagent's id is under 80)
 ROOM_BESIDE_AN_ID = 28  # what the rest of a row takes at its narrowest: its time, events, a title's start, the gaps
 
 
@@ -259,8 +260,8 @@ def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
         headers.append("HOST")
         for row, r in zip(table, _visible_cells([[r["host"] or ""] for r, _ in ordered]), strict=True):
             row.append(r[0])
-    if not width:
-        return _aligned(headers, table)
+    if not width:  # piped: an id past ID_COLUMN_AT_MOST runs past the column on its own row, as below
+        return _aligned(headers, table, first_at_most=ID_COLUMN_AT_MOST)
     # An id too long to share a line with the rest at its narrowest (a subagent's: its parent's id and more) is not
     # cut: it runs past the id column on its own row, and does not widen the column for every row (at 80 columns
     # one 79-character subagent id made every row of a listing 81 wide).
