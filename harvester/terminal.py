@@ -50,6 +50,16 @@ def _shown(match: re.Match[str]) -> str:
     return _SHOWN[match[0]]
 
 
+_LINE_BREAKS = str.maketrans({"\n": "\u240a", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def one_line(value: object) -> str:
+    """A value that a table cell or a header line holds (an id, a model, a tool's name, a branch): made
+    :func:`visible`, and its line breaks shown too (``\\n`` as ``␊``), so that a transcript's value cannot
+    print a line of its own, a forged row or event heading, at column 0."""
+    return visible(str(value)).translate(_LINE_BREAKS)
+
+
 def echo(message: str = "", err: bool = False) -> None:
     """The one way the CLI prints for a person (stdout, or stderr with ``err``)."""
     click.echo(visible(message), err=err)

@@ -174,3 +174,22 @@ def test_scan_exit_code_is_zero_with_bad_input_and_one_when_bank_unwritable(tmp_
     blocker.write_text("")
     bad = CliRunner().invoke(cli, ["--bank", str(blocker / "b.sqlite"), "scan"], env=env)
     assert bad.exit_code == 1 and "bank" in bad.output
+
+
+def test_a_lone_surrogate_escape_costs_that_character_not_its_record(tmp_path: Path) -> None:
+    """JSON.stringify writes a lone surrogate as an escape (``\\ud83d``: an emoji cut in half by a
+    truncation), which is valid JSON a strict decoder refuses. The record's every other character is good
+    data: it is kept, the lone half shown as U+FFFD, and nothing is reported malformed."""
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app")
+    s.write(s.user("ask PLACE end").replace(b"PLACE", b"cut \\ud83d"),
+            s.tool_use("Bash", {"command": "echo PLACE"}, "t1").replace(b"PLACE", b"\\udfff"),
+            s.tool_result("t1", "out PLACE").replace(b"PLACE", b"a \\ud800\\ud800 b"),
+            s.assistant("done"))
+    report = scan(home, bank)
+    assert _problems(bank) == []
+    assert report.events_added == 4
+    events = events_of(bank, s.id)
+    assert events[0]["text"] == "ask cut \ufffd end"
+    assert "echo \ufffd" in events[1]["text"] and events[1]["tool_input"] == {"command": "echo \ufffd"}
+    assert events[2]["text"] == "out a \ufffd\ufffd b"

@@ -154,3 +154,18 @@ def test_help_lists_every_command_under_its_stage_with_its_whole_summary() -> No
     for command in ("scan", "search", "sink"):  # each help's first sentence, as long as it is
         first = re.split(r"(?<=\.)\s", cli.get_command(None, command).help)[0]  # type: ignore[arg-type, union-attr]
         assert f"{command} {' '.join(first.split())}" in commands
+
+
+def test_a_huge_agent_version_does_not_widen_every_row_of_status(tmp_path: Path) -> None:
+    """An agent version is the transcript's (Claude Code's "version"): one of 100,000 characters padded every
+    row of the harness table to its width, 7 MB for `status --all`. It is clipped, as a title is."""
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    s = ClaudeSession(home, "/work/app", version="v" * 100_000)
+    s.write(s.user("hello"))
+    runner = CliRunner()
+    env = {"HOME": str(home), "HARVESTER_RUNTIME_DIR": str(tmp_path / "run")}
+    assert runner.invoke(cli, ["--bank", str(bank), "scan"], env=env).exit_code == 0
+    result = runner.invoke(cli, ["--bank", str(bank), "status", "--all"], env=env)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"^claude-code +v{10}", result.output, re.M), result.output[:2000]
+    assert max(len(line) for line in result.output.splitlines()) < 400

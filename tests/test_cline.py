@@ -557,3 +557,18 @@ def test_a_record_of_unexpected_shape_is_described_in_words() -> None:
     batch = cline.parse(ref, [Record(1, raw)], {})
     assert [(p.kind, p.line, p.detail) for p in batch.problems] == [
         ("malformed", 1, "messages[0] of unexpected shape: a number where an object or an array was expected")]
+
+
+def test_a_lone_surrogate_in_a_task_history_costs_one_character_not_the_task(tmp_path: Path) -> None:
+    """A task's history is one JSON document written by JSON.stringify: a lone surrogate in it (half an emoji,
+    cut) is an escape orjson refuses, and the whole task was lost as one malformed record. It is read, the
+    half shown as U+FFFD."""
+    home = tmp_path / "home"
+    task = home / ".config" / "Code" / "User" / "globalStorage" / EXTENSION["legacy"] / "tasks" / "1756000000000"
+    bank = tmp_path / "bank.sqlite"
+    shutil.copytree(HAND / "rewrite" / "before", task)
+    history = task / "api_conversation_history.json"
+    history.write_text(history.read_text().replace("say hi", "say hi \\ud83d", 1))
+    report = scan(home, bank, (cline.CLINE_LEGACY_NAME,), env={"HOME": str(home)}).harnesses[cline.CLINE_LEGACY_NAME]
+    assert report.problems == 0
+    assert "say hi \ufffd" in events_of(bank, "1756000000000")[0]["text"]

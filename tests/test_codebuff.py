@@ -80,3 +80,19 @@ def test_a_tool_output_arriving_later_keeps_the_call_uid() -> None:
     before, _ = _parse([{"id": "a", "variant": "ai", "blocks": [call]}])
     after, _ = _parse([{"id": "a", "variant": "ai", "blocks": [{**call, "output": "x"}]}])
     assert [e.uid for e in before] == ["a:0"] and [e.uid for e in after] == ["a:0", "a:0:result"]
+
+
+def test_a_lone_surrogate_in_a_chat_costs_one_character_not_the_chat(tmp_path: Path) -> None:
+    """chat-messages.json is one JSON document written by JSON.stringify: a lone surrogate in it (half an
+    emoji, cut) is an escape orjson refuses, and the whole chat was lost as one malformed record."""
+    import shutil
+
+    tree = tmp_path / "manicode"
+    shutil.copytree(HAND, tree)
+    chat = tree / "projects" / "other-repo" / "chats" / "2026-07-16T08-00-00.000Z" / "chat-messages.json"
+    chat.write_text(chat.read_text().replace('"Hello"', '"Hello \\ud83d"', 1))
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    (home / ".config").mkdir(parents=True)
+    (home / ".config" / "manicode").symlink_to(tree, target_is_directory=True)
+    assert scan(home, bank, (NAME,), env={"HOME": str(home)}).harnesses[NAME].problems == 0
+    assert events_of(bank, B)[0]["text"].startswith("Hello \ufffd")

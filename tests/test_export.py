@@ -175,6 +175,18 @@ def test_a_fence_in_a_tool_output_cannot_close_its_block(tmp_path: Path) -> None
     assert fence is not None and len(fence[1]) > 4, text
 
 
+def test_the_command_a_page_suggests_quotes_the_session_id(tmp_path: Path) -> None:
+    """A clipped tool call says how to see it whole: a session id (a file name, from the store) that holds a
+    shell's syntax is quoted in it, as in every brief; a reader pasting the line runs `harvester show`, only."""
+    repo = make_repo(tmp_path / "demo-repo")
+    s = ClaudeSession(tmp_path / "home", str(repo), session_id="s;touch pwned;x")
+    s.write(s.tool_use("Bash", {"command": "\n".join(f"echo {n}" for n in range(40))}, "t1"))
+    assert harvester_cli(tmp_path, "scan").returncode == 0
+    assert _export(tmp_path, repo).returncode == 0
+    text = (repo / ".harvester" / "history" / file_name("claude-code", s.id, "md")).read_text()
+    assert "(harvester show 's;touch pwned;x' --around 1 --full shows all)" in text, text
+
+
 def test_a_killed_runs_temporary_files_are_removed_by_the_next(tmp_path: Path) -> None:
     repo, s = _repo_with_session(tmp_path)
     history = repo / ".harvester" / "history"

@@ -374,3 +374,17 @@ def test_messages_without_id_where_gemini_keeps_none_are_malformed() -> None:
     assert events == []
     assert problems == [("malformed", 2, "$set.messages: 2 message(s) without an id"),
                         ("malformed", 3, "user message without an id")]
+
+
+def test_a_lone_surrogate_in_a_whole_file_session_costs_one_character_not_the_session(tmp_path: Path) -> None:
+    """Gemini CLI 0.38 kept a session as one JSON document, written by JSON.stringify: a lone surrogate in it
+    (half an emoji, cut) is an escape orjson refuses, and the whole session, every event, was lost as one
+    malformed record. It is read, the half shown as U+FFFD."""
+    tree = tmp_path / "gemini"
+    shutil.copytree(HAND, tree)
+    path = tree / "tmp" / "demo-repo-1" / "chats" / f"session-2026-04-02T16-45-{D[:8]}.json"
+    text = path.read_text()
+    path.write_text(text.replace('"What is in this checkout?"', '"What is in this checkout? \\ud83d"', 1))
+    bank, problems = _scan(tmp_path, tree)
+    assert problems == 0
+    assert events_of(bank, D)[0]["text"] == "What is in this checkout? \ufffd"

@@ -316,3 +316,70 @@ def test_nothing_prints_around_terminal_echo() -> None:
             found += [f"{path.name}:{c.lineno}" for c in ast.walk(func)
                       if isinstance(c, ast.Call) and _writes_to_a_terminal(c)]
     assert found == []
+
+
+# --- one-line values cannot start a line of their own ----------------------------------------------------
+
+FORGED = "\nFORGED #9 [10:00:00] user"  # what a value holding a line break would print at column 0
+
+
+@pytest.fixture(scope="module")
+def multiline(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
+    """A session whose one-line values (its id: a file name; its version, cwd, branch, model, a tool's name)
+    hold a line break, as a transcript can write them; the rest set in the bank, as a teammate's rows or a
+    damaged bank can hold them."""
+    root = tmp_path_factory.mktemp("multiline")
+    home, bank = root / "home", root / "bank.sqlite"
+    s = ClaudeSession(home, "/tmp/shop" + FORGED, session_id="line" + FORGED, version="2.1" + FORGED)
+    s.write(s.user("walrus ask"), s.assistant("walrus answer").replace(b"claude-sonnet-4-5",
+                                                                        orjson.dumps("m" + FORGED)[1:-1]),
+            s.tool_use("Bash" + FORGED, {"command": "walrus"}, "t1"), s.tool_result("t1", "walrus out"))
+    for n in (1, 2):  # two whose ids share a prefix: an error lists them
+        twin = ClaudeSession(home, "/tmp/shop", session_id=f"twin{FORGED}-{n}")
+        twin.write(twin.user("twin ask"))
+    scan(home, bank)
+    with open_bank(bank) as b, b.conn:
+        b.conn.execute("UPDATE sessions SET branch = ?, parent_native_id = ?, parent_kind = ?, origin_id = ?, "
+                       "repo_root = ?, git_error = ?, state = ?, title = ?, updated_at = ?",
+                       ("branch" + FORGED, "parent" + FORGED, "kind" + FORGED, "origin" + FORGED,
+                        "/root" + FORGED, "git" + FORGED, "state" + FORGED, "title" + FORGED,
+                        "2026-11-01T" + FORGED))
+        b.conn.execute("UPDATE events SET ts = ?", ("2026-11-01T" + FORGED,))
+        b.conn.execute("UPDATE events SET role = ? WHERE role = 'user' AND kind = 'text'", ("user" + FORGED,))
+    return Hostile(home, bank, s)
+
+
+@pytest.mark.parametrize("command", [("show", "line"), ("show", "line", "--full"), ("sessions",),
+                                     ("search", "walrus"), ("usage",), ("usage", "session"), ("usage", "blocks"),
+                                     ("usage", "monthly", "--by", "harness,model,repo"), ("status",),
+                                     ("resume", "line", "--in", "codex", "--dry-run"),
+                                     ("forget", "line", "--dry-run")])
+def test_a_value_with_a_line_break_starts_no_line_on_a_terminal(multiline: Hostile, command: tuple) -> None:
+    """A person reading `show`, a listing, a search, a usage table or what `resume` wrote sees every row and
+    header as harvester wrote it: a session id, a model or a tool name cannot print a line (a forged event, a
+    forged row, a forged command to continue it) of its own."""
+    code, out = multiline.harvester(*command)
+    assert code == 0, out
+    assert "FORGED" in out, out
+    assert_nothing_obeyable(out)
+    forged = [line for line in out.splitlines() if line.startswith("FORGED")]
+    assert forged == [], out
+
+
+@pytest.mark.parametrize("command", [("show", "twin"), ("resume", "twin", "--in", "codex", "--dry-run"),
+                                     ("forget", "twin", "--dry-run")])
+def test_an_error_listing_sessions_keeps_each_on_its_line(multiline: Hostile, command: tuple) -> None:
+    code, out = multiline.harvester(*command)
+    assert code == 1 and "matches several sessions" in out, out
+    assert "FORGED" in out and [line for line in out.splitlines() if line.startswith("FORGED")] == [], out
+
+
+def test_a_huge_session_id_does_not_widen_every_row_of_a_listing() -> None:
+    """Piped (no terminal width), a session id of 100,000 characters (a Gemini CLI sessionId is the file's
+    content; a teammate's row is anything) padded every row of `sessions` to its width: megabytes of spaces.
+    It runs past the id column on its own row, as it does on a terminal."""
+    rows = [{"native_id": native, "harness": "gemini-cli", "bank_id": "coding-agent::app", "updated_at": None,
+             "started_at": None, "event_count": 1, "title": "t"} for native in ("x" * 100_000, "plain-id")]
+    lines = render.sessions_text(rows).splitlines()
+    assert len(lines[2]) < 200, len(lines[2])
+    assert lines[1].startswith("x" * 100_000) and len({line.index("gemini-cli") for line in lines[2:]}) == 1

@@ -287,3 +287,20 @@ def test_blocks_break_down_by_harness_model_and_repo(captured: Path) -> None:
     text = run(captured, "usage", "blocks", "--timezone", "UTC", "--by", "harness,model")
     assert "└ claude-code · claude-opus-4-8" in text and "└ codex · fake-model" in text
     assert "breakdown" not in usage(captured, "blocks")["blocks"][0]
+
+
+@pytest.mark.parametrize("report", [("daily", "--by", "model"), ("blocks", "--by", "model")])
+def test_a_huge_model_name_does_not_widen_every_row(tmp_path: Path, report: tuple) -> None:
+    """A transcript's model name of 100,000 characters, in a breakdown's name, padded every row of the table
+    to its width: megabytes of spaces for a few rows. A cell is clipped, as the Models column always was."""
+    from tests.helpers import ClaudeSession
+
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    for n, model in enumerate(("m" * 100_000, "claude-sonnet-4-5")):
+        s = ClaudeSession(home, "/work/app")
+        s.write(s.assistant("a", f"msg_a{n}").replace(b"claude-sonnet-4-5", model.encode()),
+                s.assistant("b", f"msg_b{n}"))
+    scan(home, bank)
+    out = run(bank, "usage", *report)
+    assert "mmmm" in out, out
+    assert max(len(line) for line in out.splitlines()) < 400, max(len(line) for line in out.splitlines())

@@ -36,6 +36,7 @@ from typing import Any
 
 from harvester.bank.scope import Scope
 from harvester.bank.sqlite import SqliteBank, utcnow
+from harvester.terminal import one_line
 
 
 @dataclass
@@ -66,7 +67,7 @@ def choose(bank: SqliteBank, session: str | None = None, scope: Scope | None = N
             raise ValueError(f"no session matches {session!r}")
         if len(found) > 1:
             raise ValueError(f"{session!r} matches several sessions: " + ", ".join(
-                f"{s['native_id']} ({s['harness']})" for s in found))
+                f"{one_line(s['native_id'])} ({s['harness']})" for s in found))
         rows = found
     else:
         where, args = (scope or Scope("every repository")).sql()

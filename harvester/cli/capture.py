@@ -191,11 +191,13 @@ def forget(settings: Settings, session: str | None, repo: str | None, before: st
         terminal.echo(f"{'Would forget' if dry_run else 'Forgetting'} {_count(len(chosen), 'session')} "
                       f"({events:,} events):")
         for s in chosen:
-            title = terminal.visible((s["title"] or "(untitled)")[:60])
-            terminal.echo(f"  {s['harness']:<14} {s['native_id']}  {(s['started_at'] or '')[:10]}  {title}")
+            # One line each, what is about to go for good: an id or a title cannot print a line of its own.
+            title = terminal.one_line((s["title"] or "(untitled)")[:60])
+            terminal.echo(f"  {s['harness']:<14} {terminal.one_line(s['native_id'])}  "
+                          f"{terminal.one_line((s['started_at'] or '')[:10])}  {title}")
         if dry_run:
             for path in forgetting.sources_of(bank, [s["id"] for s in chosen]):  # type: ignore[arg-type]
-                terminal.echo(f"  read from {terminal.visible(path)}")
+                terminal.echo(f"  read from {terminal.one_line(path)}")
             terminal.echo("Nothing changed (--dry-run).")
             return
         if not yes:

@@ -105,7 +105,7 @@ def show(settings: Settings, session: str, full: bool, around: int | None, conte
         if not found:
             raise click.ClickException(f"no session matches {session!r}")
         if len(found) > 1:
-            listing = "\n".join(f"  {s['native_id']}  ({s['harness']})" for s in found)
+            listing = "\n".join(f"  {terminal.one_line(s['native_id'])}  ({s['harness']})" for s in found)
             raise click.ClickException(f"{session!r} matches several sessions:\n{listing}")
         row = found[0]
         if not team:

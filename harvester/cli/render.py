@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harvester.terminal import visible
+from harvester.terminal import one_line, visible
 
 if TYPE_CHECKING:  # names for annotations only: importing ingest (and every parser) costs search and sessions
     from harvester.capture.ingest import ScanReport, SourceResult
@@ -149,7 +149,9 @@ def plural(n: int, word: str) -> str:
 
 
 def _label(role: str, kind: str) -> str:
-    """What an event is, in a reader's words: "user", "assistant thinking", "tool call", "tool result"."""
+    """What an event is, in a reader's words: "user", "assistant thinking", "tool call", "tool result". On one
+    line: a teammate's row can hold any role or kind."""
+    role, kind = one_line(role), one_line(kind)
     if kind == "text":
         return role
     if kind in ("tool_call", "tool_result"):
@@ -158,10 +160,11 @@ def _label(role: str, kind: str) -> str:
 
 
 def _visible_cells(rows: list[list[str]]) -> list[list[str]]:
-    """Every cell as it will be shown (:func:`visible`), to be measured so. One look at all of them first: a
-    clean table, the usual one, costs one search, not one a cell."""
-    every = "\n".join("\n".join(row) for row in rows)
-    return rows if visible(every) is every else [[visible(cell) for cell in row] for row in rows]
+    """Every cell as it will be shown (:func:`one_line`: a cell's line break, a version's or an id's from a
+    transcript, cannot print a row of its own), to be measured so. One look at all of them first: a clean
+    table, the usual one, costs one search, not one a cell."""
+    every = "\t".join("\t".join(row) for row in rows)
+    return rows if one_line(every) == every else [[one_line(cell) for cell in row] for row in rows]
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -187,7 +190,7 @@ def _when(ts: str | None) -> str:
     try:
         moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
     except ValueError:
-        return ts.replace("T", " ")[:19]
+        return one_line(ts.replace("T", " ")[:19])  # a teammate's row or a damaged bank: never a line break
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone().isoformat(" ", "seconds")[:19]  # as strftime("%Y-%m-%d %H:%M:%S"), at a third of it
@@ -224,6 +227,7 @@ UNKNOWN_MARK = " (unknown repository)"
 AGENT_PREFIX = "coding-agent::"  # the common start of bank ids (the default template): the first thing cut
 
 
+ID_COLUMN_AT_MOST = 100  # the id column's width when no terminal says one (a subagent's id is under 80)
 ROOM_BESIDE_AN_ID = 28  # what the rest of a row takes at its narrowest: its time, events, a title's start, the gaps
 
 
@@ -239,12 +243,12 @@ def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
     ordered = grouped(rows)
     # A listing's rows carry their time in local time already (SqliteRecall.scoped_sessions, listed=True).
     # A session whose repository is unknown (harvester/gitident.py) is no repository's: said beside its bank id.
+    # A title on one line, its line breaks spaces (split after visible: \x1c-\x1e are spaces to split).
     table = _visible_cells([[("  " * (depth - 1) + "└ " if depth else "") + r["native_id"], r["harness"],
                              r["bank_id"] + UNKNOWN_MARK * ("repo_key" in r and not r["repo_key"]),
                              r.get("updated_local") or _when(r["updated_at"] or r["started_at"])[:16],
-                             str(r["event_count"]), r["title"] or ""] for r, depth in ordered])
-    for row in table:
-        row[5] = " ".join(row[5].split())  # a title on one line (after visible: \x1c-\x1e are spaces to split)
+                             str(r["event_count"]), " ".join(visible(r["title"] or "").split())]
+                            for r, depth in ordered])
     headers = ["SESSION", "HARNESS", "BANK", "UPDATED", "EVENTS", "TITLE"]
     if "usage" in rows[0]:  # what each cost (harvester/usage/sessions.py): after the events
         from harvester.usage.sessions import short
@@ -256,8 +260,8 @@ def sessions_text(rows: list[dict[str, Any]], width: int | None = None) -> str:
         headers.append("HOST")
         for row, r in zip(table, _visible_cells([[r["host"] or ""] for r, _ in ordered]), strict=True):
             row.append(r[0])
-    if not width:
-        return _aligned(headers, table)
+    if not width:  # piped: an id past ID_COLUMN_AT_MOST runs past the column on its own row, as below
+        return _aligned(headers, table, first_at_most=ID_COLUMN_AT_MOST)
     # An id too long to share a line with the rest at its narrowest (a subagent's: its parent's id and more) is not
     # cut: it runs past the id column on its own row, and does not widen the column for every row (at 80 columns
     # one 79-character subagent id made every row of a listing 81 wide).
@@ -327,8 +331,10 @@ def search_text(hits: list[dict[str, Any]], total: int, query: str, where: str, 
         head += f"; the best {len(hits)} (--limit for more):" if total > len(hits) else ":"
     lines = [head]
     for h in hits:  # the session's whole id: what `show` takes; a subagent's names the session that started it
-        parent = f" ({h['parent_kind']} of {h['parent_native_id']})" if h.get("parent_native_id") else ""
-        tool = f" [{h['tool_name']}]" if h.get("tool_name") and h["kind"] in ("tool_call", "tool_result") else ""
-        lines.append(f"{h['harness']} {h['session']}{parent} #{h['seq']} {_label(h['role'], h['kind'])}{tool} "
-                     f"({h['bank_id']}): {_short(h['snippet'], 100)}")
+        parent = (f" ({one_line(h['parent_kind'])} of {one_line(h['parent_native_id'])})"
+                  if h.get("parent_native_id") else "")
+        tool = (f" [{one_line(h['tool_name'])}]" if h.get("tool_name") and h["kind"] in ("tool_call", "tool_result")
+                else "")
+        lines.append(f"{one_line(h['harness'])} {one_line(h['session'])}{parent} #{h['seq']} "
+                     f"{_label(h['role'], h['kind'])}{tool} ({one_line(h['bank_id'])}): {_short(h['snippet'], 100)}")
     return "\n".join(lines)

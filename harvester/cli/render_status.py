@@ -112,6 +112,7 @@ def repositories_text(repositories: dict[str, Any]) -> list[str]:
 
 # The agents' table, column by column as it gives way to a narrow terminal: the first named goes first. The
 # PARSE column says "check" when any of MALFORMED, DRIFT or FAILED is not 0, and the lines below the table say why.
+VERSION_CHARS = 24  # an agent version is the transcript's: clipped, or one would widen every row
 STATUS_COLUMNS_DROPPED = ("ROOTS", "DRIFT", "FAILED", "MALFORMED", "SOURCES", "VERSION", "EVENTS")
 
 
@@ -206,7 +207,7 @@ def _status_lines(data: dict[str, Any], width: int | None, every: bool) -> list[
     for h in shown:
         skipped = h["malformed"] + h["oversize"] + h["unreadable"]
         rows.append([
-            h["name"], h.get("version") or "-", str(len(h["roots"])), str(h["sources"]), str(h["sessions"]),
+            h["name"], _short(h.get("version") or "-", VERSION_CHARS), str(len(h["roots"])), str(h["sources"]), str(h["sessions"]),
             str(h["events"]),
             _when(h["last_import"]), str(skipped), str(h["unknown_types"]), str(h["sources_failed"]),
             "check" if skipped or h["unknown_types"] or h["sources_failed"]

@@ -12,7 +12,7 @@ from typing import Any
 from harvester.cli.render import UNKNOWN_STATE, _label, _short, _when, plural
 from harvester.model import is_injected
 from harvester.recall.tools import call_lines, lines_of
-from harvester.terminal import visible
+from harvester.terminal import one_line, visible
 
 # What `show` folds unless asked (--full, or --kinds naming the kind): what a reader skips.
 FOLDED_KINDS = ("thinking", "meta")
@@ -38,7 +38,7 @@ def transcript_text(session: dict[str, Any], events: list[dict[str, Any]], full:
     them), tool output past OUTPUT_LINES lines; a tool call shows its edit as a compact diff, its write, patch,
     search, command or task (harvester/recall/tools.py), clipped. ``full``: every text whole, nothing folded.
     ``children``: the subagent session each call (by position) started."""
-    s = session
+    s = {key: one_line(value) if isinstance(value, str) else value for key, value in session.items()}
     head = [f"{s['title'] or '(untitled)'}",
             f"session {s['native_id']} ({s['harness']}{', ' + s['agent_version'] if s['agent_version'] else ''})",
             f"bank {s['bank_id']}   cwd {s['cwd'] or '-'}"]
@@ -80,7 +80,7 @@ def transcript_text(session: dict[str, Any], events: list[dict[str, Any]], full:
     for e in events:
         label = _label(e["role"], e["kind"])
         if e["tool_name"] and e["kind"] in ("tool_call", "tool_result"):
-            label += f" [{e['tool_name']}]"
+            label += f" [{one_line(e['tool_name'])}]"
         if e["is_error"]:
             label += " (error)"
         at = f"#{e['seq']} [{_when(e['ts'])[11:] or '-'}]"

@@ -62,10 +62,10 @@ def outcome_text(outcome: object, dry_run: bool) -> str:
     label, s = LABELS[outcome.target], outcome.source
     what = "imported into its database from" if outcome.target in ("opencode", "kilo") else "in"
     lines = [f"{'Would write' if dry_run else 'Wrote'} {label} session {outcome.native_id} ({outcome.turns} turns) "
-             f"from {s.harness} session {s.native_id} (its events #1 to #{s.last_seq}),",
+             f"from {s.harness} session {terminal.one_line(s.native_id)} (its events #1 to #{s.last_seq}),",
              f"  {what} {outcome.path}",
              "Lost or changed in the conversion: " + ("; ".join(outcome.changes.lines()) or "nothing") + ".",
-             *(f"Note: {note}." for note in outcome.notes),
+             *(f"Note: {terminal.one_line(note)}." for note in outcome.notes),
              f"{'It would be continued' if dry_run else 'Continue it'} in {label} with:",
              f"  {command_line(outcome.command, outcome.cwd)}"]
     return "\n".join(lines)

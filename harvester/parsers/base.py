@@ -20,6 +20,7 @@ reads bytes and hands them over, which keeps every parser testable on bytes alon
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -201,7 +202,7 @@ def json_objects(records: Iterable[Record], problems: list[Problem]) -> Iterator
     becomes a ``malformed`` problem with its line, and the rest go on."""
     for record in records:
         try:
-            data = orjson.loads(record.raw)
+            data = json_value(record.raw)
         except orjson.JSONDecodeError as exc:
             problems.append(Problem("malformed", record.line, f"invalid JSON: {exc}"))
             continue
@@ -209,6 +210,35 @@ def json_objects(records: Iterable[Record], problems: list[Problem]) -> Iterator
             problems.append(Problem("malformed", record.line, "record is not an object"))
             continue
         yield record, data
+
+
+def json_value(raw: bytes | str) -> Any:
+    """A record's JSON value, as orjson reads it; one that escapes a lone surrogate too (see below). Raises
+    orjson.JSONDecodeError as orjson does for what is not JSON."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        data = _with_lone_surrogates(raw) if "surrogate" in str(exc) else None
+        if data is None:
+            raise
+        return data
+
+
+def _with_lone_surrogates(raw: bytes | str) -> Any:
+    """A record whose JSON escapes a lone surrogate (``\\ud83d``: JSON.stringify writes one for an emoji cut in
+    half), which orjson refuses: decoded by the standard library, which takes it, each lone half then made
+    U+FFFD. None when it is not JSON for that reason either. Only on this rare path: orjson reads the rest."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    try:  # a pair was joined into one character by the decoder: a surrogate left in the text is a lone one
+        return orjson.loads(_LONE_SURROGATE.sub("\ufffd", json.dumps(data, ensure_ascii=False)))
+    except (orjson.JSONDecodeError, RecursionError):  # NaN, a huge integer: not JSON orjson reads, as before
+        return None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def unknown_fields(where: str, data: Mapping[str, Any], known: frozenset[str]) -> str | None:

@@ -41,6 +41,7 @@ from harvester.parsers.base import (
     iso_ms,
     iso_text,
     json_objects,
+    json_value,
     render_call,
 )
 
@@ -194,7 +195,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
     docs, problems = [], []
     for record in records:  # arrays and objects: json_objects does not fit
         try:
-            docs.append((record.line, orjson.loads(record.raw)))
+            docs.append((record.line, json_value(record.raw)))
         except orjson.JSONDecodeError as exc:  # caught mid-write (the SDK writes in place): read again later
             problems.append(Problem("malformed", record.line, f"invalid JSON: {exc}"))
     try:

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from harvester.model import Batch, Event, Problem, SessionPatch
-from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, render_call
+from harvester.parsers.base import Record, SourceRef, SourceSpec, describe_error, json_value, render_call
 
 NAME = "codebuff"
 
@@ -82,7 +82,7 @@ def parse(ref: SourceRef, records: Iterable[Record], state: dict[str, Any]) -> B
     for record in records:
         reader = _Reader(ref, batch, record.line)
         try:
-            data = orjson.loads(record.raw)
+            data = json_value(record.raw)
         except orjson.JSONDecodeError as exc:
             batch.problems.append(Problem("malformed", record.line, f"invalid JSON: {exc}"))
             continue

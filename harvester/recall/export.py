@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,7 +128,7 @@ def markdown(s: dict[str, Any], events: list[dict[str, Any]], children: dict[int
         lines.append("")
         text = e["text"] or ""
         if e["kind"] == "tool_call":
-            more = f"harvester show {s['native_id']} --around {e['seq']} --full shows all"
+            more = f"harvester show {shlex.quote(s['native_id'])} --around {e['seq']} --full shows all"
             text = "\n".join(call_lines(e, more=more, child=(children or {}).get(e["seq"])))
         if e["kind"] in ("tool_call", "tool_result") or is_injected(e):
             fence = _fence(text)

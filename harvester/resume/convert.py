@@ -148,7 +148,7 @@ def _session(bank: Bank, ref: str) -> dict[str, Any]:
     if not found:
         raise ResumeError(f"no session matches {ref!r}")
     if len(found) > 1:
-        listing = ", ".join(f"{s['native_id']} ({s['harness']})" for s in found)
+        listing = ", ".join(f"{one_line(s['native_id'])} ({s['harness']})" for s in found)
         raise ResumeError(f"{ref!r} matches several sessions: {listing}")
     return found[0]
 

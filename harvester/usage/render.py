@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 from typing import Any
 
+from harvester.terminal import one_line
+
 TOKEN_COLUMNS = (("Input", "input_tokens"), ("Output", "output_tokens"), ("Cache write", "cache_write_tokens"),
                  ("Cache read", "cache_read_tokens"), ("Reasoning", "reasoning_tokens"), ("Total", "total_tokens"))
 FIRST_COLUMN = {"daily": ("Date", "date"), "weekly": ("Week of", "week"), "monthly": ("Month", "month"),
@@ -38,6 +40,13 @@ def _costs(row: dict[str, Any], recorded: bool) -> list[str]:
 def _models(models: list[str], limit: int = 60) -> str:
     text = ", ".join(models) or "-"
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+CELL_CHARS = 120  # a cell's width at most: past it, clipped with "…"
+
+
+def _clipped(cell: str) -> str:
+    return cell if len(cell) <= CELL_CHARS else cell[: CELL_CHARS - 1] + "…"
 
 
 def report_text(data: dict[str, Any], zone: tzinfo | None = None) -> str:
@@ -108,6 +117,9 @@ def _local(ts: str, zone: tzinfo | None) -> str:
 
 
 def _aligned(headers: list[str], rows: list[list[str]], numeric: set[int]) -> str:
+    # Measured as shown, one line each and clipped: a model name or a session id cannot print a row of its own,
+    # nor pad every row to its width (a transcript's model name can be megabytes long).
+    rows = [[_clipped(one_line(cell)) for cell in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
 
     def line(cells: list[str]) -> str:
