@@ -230,6 +230,49 @@ def test_status_lists_the_agents_found_one_line_for_the_rest_and_fits_the_termin
     assert len(data["harnesses"]) > 40  # JSON keeps every agent
 
 
+def test_the_scan_progress_line_counts_the_agent_it_reads_and_fits_the_terminal(tmp_path: Path) -> None:
+    """Every agent's sources are found before any is read: the line named the last agent found (zcode) and its
+    count, "scanning zcode: 231/1 sources" while other agents were read, and at 80 columns a longer line wrapped,
+    leaving its first part on the screen when it was cleared."""
+    from tests.machine import lay_out_every_store
+    from tests.test_terminal import on_a_terminal, terminal_env
+
+    home = tmp_path / "home"
+    lay_out_every_store(home, only=("claude_code", "codex", "visualstudio_copilot"))
+    code, out = on_a_terminal(terminal_env(home), "--bank", str(tmp_path / "bank.sqlite"), "scan", columns=60)
+    assert code == 0, out
+    drawn = [line for line in out.split("\r\x1b[2K") if line.startswith("scanning ")]
+    assert drawn, out
+    for line in drawn:
+        assert len(line) < 60, drawn  # one line, short of the last column (a full line wraps on some terminals)
+        done, total = map(int, re.search(r": (\d+)/(\d+) sources", line).groups())
+        assert done <= total, drawn
+    assert re.search(r": (\d+)/\1 sources", drawn[-1]), drawn  # the last line drawn: every source done
+
+
+def test_the_scan_progress_line_names_the_agent_whose_source_was_read() -> None:
+    """What the scan calls, in its order: every agent's sources found, then read (here one of each)."""
+    import io
+
+    from harvester.capture.ingest import SourceResult
+    from harvester.capture.sources import Found
+    from harvester.cli.render import ScanProgress
+
+    claude, codex = HARNESSES["claude-code"], HARNESSES["codex"]
+    stream = io.StringIO()
+    progress = ScanProgress(stream)
+    progress.EVERY = 0  # every call draws
+    found = {h.name: [Found(Path(f"/nowhere/{h.name}/{n}.jsonl"), Path("/nowhere"), h.sources[0]) for n in range(k)]
+             for h, k in ((claude, 2), (codex, 3))}
+    progress.start(claude, found["claude-code"])
+    progress.start(codex, found["codex"])
+    progress.advance(claude, found["claude-code"][0], SourceResult("a", "new", 1, {"s1": 1}))
+    assert stream.getvalue().rsplit("\r\x1b[2K", 1)[1].startswith("scanning claude-code: 1/5 sources, ")
+    for item in found["codex"]:
+        progress.advance(codex, item, SourceResult("b", "unchanged"))
+    assert stream.getvalue().rsplit("\r\x1b[2K", 1)[1].startswith("scanning codex: 4/5 sources, ")
+
+
 # --- options that say what they take ----------------------------------------------------------------------
 
 def _one_session(tmp_path: Path) -> tuple[Path, Path, ClaudeSession]:
