@@ -348,6 +348,10 @@ def test_connects_usage_line_does_not_wrap_mid_word() -> None:
     usage = text.split("\n\n")[0]
     assert usage.startswith("Usage: harvester connect [OPTIONS] [AGENT]...") and len(usage.splitlines()) == 1
     assert "claude-code, codex, gemini-cli" in text
+    for command in (["connect"], ["disconnect"], []):  # no agent's name (nor a bank id) cut at its hyphen
+        text = CliRunner().invoke(cli, [*command, "--help"], terminal_width=80, prog_name="harvester").output
+        assert not re.search(r"[a-z]-\n", text), text
+        assert all(len(line) <= 80 for line in text.splitlines()), text
 
 
 def test_counts_are_in_words(tmp_path: Path) -> None:
