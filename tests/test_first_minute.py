@@ -330,6 +330,37 @@ def test_the_bank_file_and_the_bank_id_have_distinct_names(tmp_path: Path) -> No
         assert "--bank-id ID" in text and "--bank " not in text
 
 
+def test_a_number_out_of_range_is_a_usage_error_that_names_the_option(tmp_path: Path) -> None:
+    """`context --max-bytes 10` said "max_bytes must be between ..." (the MCP argument's name) with exit 1, and
+    `resume --max-bytes 5` exit 1: the docs promise exit 2, before anything is done, for a usage error."""
+    home, bank, s = _one_session(tmp_path)
+    for args, said in ((["context", "--repo", str(tmp_path / "gone" / "demo-repo"), "--max-bytes", "10"],
+                        "between 512 and 200000"),
+                       (["resume", s.id, "--in", "codex", "--dry-run", "--max-bytes", "5"], "16384")):
+        result = CliRunner().invoke(cli, ["--bank", str(bank), *args], env={"HOME": str(home)})
+        assert result.exit_code == 2, result.output
+        assert "'--max-bytes'" in result.stderr and said in result.stderr and "max_bytes" not in result.stderr
+
+
+def test_a_bad_time_is_named_once(tmp_path: Path) -> None:
+    """"Invalid value for --before: before: 'bogus' ..." named the option twice (and export's, sink's --since)."""
+    home, bank, _ = _one_session(tmp_path)
+    for args, option in ((["forget", "--before", "bogus", "--dry-run"], "--before"),
+                         (["export", "--since", "bogus", "--to", str(tmp_path / "out")], "--since"),
+                         (["search", "x", "--since", "bogus"], "--since")):
+        result = CliRunner().invoke(cli, ["--bank", str(bank), *args], env={"HOME": str(home)})
+        assert result.exit_code == 2, result.output
+        assert f"Invalid value for '{option}': 'bogus' is neither" in result.stderr, result.stderr
+
+
+def test_search_with_a_limit_of_zero_does_not_say_there_are_no_matches(tmp_path: Path) -> None:
+    """`search pelican --limit 0` said "No matches for 'pelican'" where --json counted them."""
+    home, bank, _ = _one_session(tmp_path)
+    result = CliRunner().invoke(cli, ["--bank", str(bank), "search", "pelican", "--limit", "0"], env={"HOME": str(home)})
+    assert "No matches" not in result.output
+    assert result.exit_code == 2 and "'--limit'" in result.stderr, result.output
+
+
 def test_a_wrong_harness_gets_a_did_you_mean(tmp_path: Path) -> None:
     home, bank, _ = _one_session(tmp_path)
     for args, meant in ((["sessions", "--harness", "claud"], "'claude-code'"),

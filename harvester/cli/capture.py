@@ -176,7 +176,7 @@ def forget(settings: Settings, session: str | None, repo: str | None, before: st
     try:
         cutoff = parse_since(before)
     except RecallError as exc:
-        raise click.BadParameter(str(exc).replace("since:", "before:"), param_hint="--before") from exc
+        raise click.BadParameter(str(exc).removeprefix("since: "), param_hint="'--before'") from exc
     scope = scope_for(os.getcwd(), settings.bank_id_template, repo=repo) if repo else None
     bank = open_bank_or_fail(settings, write=not dry_run, archive=_archive_wanted(settings) and not dry_run)
     try:
