@@ -361,6 +361,21 @@ def test_search_with_a_limit_of_zero_does_not_say_there_are_no_matches(tmp_path:
     assert result.exit_code == 2 and "'--limit'" in result.stderr, result.output
 
 
+@pytest.mark.parametrize("command", [["show"], ["reparse", "--session"], ["forget", "--dry-run"],
+                                     ["resume", "--in", "codex", "--dry-run"]])
+def test_a_session_that_is_not_found_or_not_one_says_what_to_give(tmp_path: Path, command: list[str]) -> None:
+    """"no session matches 'zzz'" and "'a' matches several sessions: ..." said what was wrong, not what to do."""
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    for cwd in ("/work/a", "/work/b"):
+        s = ClaudeSession(home, cwd, session_id="abcdef00-0000-4000-8000-" + cwd[-1] * 12)  # two ids, one start
+        s.write(s.user("hello"), s.assistant("hi"))
+    scan(home, bank)
+    for ref, hint in (("abcdef", "give more of the id"), ("zzz", "`harvester sessions` lists")):
+        args = [*command[:1], ref, *command[1:]] if command[0] != "reparse" else [*command, ref]
+        result = CliRunner().invoke(cli, ["--bank", str(bank), *args], env={"HOME": str(home)})
+        assert result.exit_code == 1 and hint in result.stderr, result.output
+
+
 def test_a_wrong_harness_gets_a_did_you_mean(tmp_path: Path) -> None:
     home, bank, _ = _one_session(tmp_path)
     for args, meant in ((["sessions", "--harness", "claud"], "'claude-code'"),

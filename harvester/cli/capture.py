@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harvester import config, terminal
+from harvester.bank import NOT_FOUND_HINT, SEVERAL_HINT
 from harvester.cli.common import HarnessChoice, enabled_harnesses, open_bank_or_fail, print_json
 from harvester.config import Settings
 
@@ -97,8 +98,8 @@ def reparse(settings: Settings, names: tuple[str, ...], session_ref: str | None)
         found = bank.find_sessions(session_ref)
         if len(found) != 1:
             bank.close()
-            raise click.ClickException(f"no session matches {session_ref!r}" if not found else
-                                       f"{session_ref!r} matches several sessions: "
+            raise click.ClickException(f"no session matches {session_ref!r}: {NOT_FOUND_HINT}" if not found else
+                                       f"{session_ref!r} matches several sessions ({SEVERAL_HINT}): "
                                        + ", ".join(s["native_id"] for s in found))
         native_id = found[0]["native_id"]
     harnesses = [h.name for h in enabled_harnesses(settings, names)] if names else None

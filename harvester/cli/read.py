@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harvester import terminal
+from harvester.bank import NOT_FOUND_HINT, SEVERAL_HINT
 from harvester.cli.common import (
     KIND_NAMES,
     ROLE_NAMES,
@@ -103,10 +104,10 @@ def show(settings: Settings, session: str, full: bool, around: int | None, conte
     with open_reading(settings, team) as bank:
         found = bank.find_sessions(session)
         if not found:
-            raise click.ClickException(f"no session matches {session!r}")
+            raise click.ClickException(f"no session matches {session!r}: {NOT_FOUND_HINT}")
         if len(found) > 1:
             listing = "\n".join(f"  {s['native_id']}  ({s['harness']})" for s in found)
-            raise click.ClickException(f"{session!r} matches several sessions:\n{listing}")
+            raise click.ClickException(f"{session!r} matches several sessions ({SEVERAL_HINT}):\n{listing}")
         row = found[0]
         if not team:
             from harvester.usage.sessions import attach
