@@ -376,6 +376,16 @@ def test_a_session_that_is_not_found_or_not_one_says_what_to_give(tmp_path: Path
         assert result.exit_code == 1 and hint in result.stderr, result.output
 
 
+def test_show_refuses_an_event_number_below_one_and_a_negative_context(tmp_path: Path) -> None:
+    """`show ID --around -1` showed #1, `--from -3` every event and `-C -2` the one event, as if they meant something."""
+    home, bank, s = _one_session(tmp_path)
+    for args, option in ((["--around", "-1"], "'--around'"), (["--around", "0"], "'--around'"),
+                         (["--from", "-3"], "'--from'"), (["--around", "2", "-C", "-2"], "'-C' / '--context'")):
+        result = CliRunner().invoke(cli, ["--bank", str(bank), "show", s.id, *args], env={"HOME": str(home)})
+        assert result.exit_code == 2 and f"Invalid value for {option}" in result.stderr, result.output
+    assert _cli(home, bank, "show", s.id, "--around", "2", "-C", "0").exit_code == 0
+
+
 def test_a_wrong_harness_gets_a_did_you_mean(tmp_path: Path) -> None:
     home, bank, _ = _one_session(tmp_path)
     for args, meant in ((["sessions", "--harness", "claud"], "'claude-code'"),

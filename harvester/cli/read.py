@@ -81,10 +81,10 @@ def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str 
 @click.argument("session")
 @click.option("--full", is_flag=True, help="Every text whole and nothing folded: tool output unshortened, and what "
                                            "the bank keeps clipped (past 256 KiB) read from the archive.")
-@click.option("--around", type=int, metavar="N", help="Only the events around #N (see -C).")
-@click.option("-C", "--context", "context_events", type=int, default=5, show_default=True, metavar="K",
+@click.option("--around", type=click.IntRange(min=1), metavar="N", help="Only the events around #N (see -C).")
+@click.option("-C", "--context", "context_events", type=click.IntRange(min=0), default=5, show_default=True, metavar="K",
               help="With --around: K events before and after it.")
-@click.option("--from", "start", type=int, metavar="N", help="Only the events from #N on.")
+@click.option("--from", "start", type=click.IntRange(min=1), metavar="N", help="Only the events from #N on.")
 @click.option("--kinds", callback=names("KINDS"), metavar="KINDS",
               help=f"Only these kinds, comma-separated ({KIND_NAMES}); shown unfolded.")
 @click.option("--role", "roles", callback=names("ROLES"), metavar="ROLES",
