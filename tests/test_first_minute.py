@@ -273,6 +273,18 @@ def test_the_scan_progress_line_names_the_agent_whose_source_was_read() -> None:
     assert stream.getvalue().rsplit("\r\x1b[2K", 1)[1].startswith("scanning codex: 4/5 sources, ")
 
 
+def test_a_scan_that_finds_no_agent_says_where_it_looked_and_what_to_do(tmp_path: Path) -> None:
+    """On a machine where no agent's store is at its default place, scan said "Nothing new: 0 sources of 0 agents
+    checked": as if it had looked at no agent, and nothing to do about it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    result = _cli(home, tmp_path / "bank.sqlite", "scan")
+    assert result.exit_code == 0, result.output
+    said = result.stdout
+    assert "0 agents" not in said and f"none of the {len(HARNESSES)} agents" in said, said
+    assert "`harvester status --all`" in said and "[roots]" in said, said
+
+
 # --- options that say what they take ----------------------------------------------------------------------
 
 def _one_session(tmp_path: Path) -> tuple[Path, Path, ClaudeSession]:
