@@ -282,7 +282,18 @@ def test_a_scan_that_finds_no_agent_says_where_it_looked_and_what_to_do(tmp_path
     assert result.exit_code == 0, result.output
     said = result.stdout
     assert "0 agents" not in said and f"none of the {len(HARNESSES)} agents" in said, said
-    assert "`harvester status --all`" in said and "[roots]" in said, said
+    assert "docs/agents.md" in said and "[roots]" in said, said
+
+
+def test_status_where_no_agent_is_found_says_so_without_an_empty_table(tmp_path: Path) -> None:
+    """It printed the table's header with no row under it, then "73 other agents not found here": other than what?"""
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    home.mkdir()
+    _cli(home, bank, "scan")
+    said = _cli(home, bank, "status").stdout
+    assert "HARNESS" not in said and " other agents" not in said, said
+    assert f"No agent found here: none of the {len(HARNESSES)} agents" in said and "status --all" in said, said
+    assert "HARNESS" in _cli(home, bank, "status", "--all").stdout
 
 
 # --- options that say what they take ----------------------------------------------------------------------

@@ -142,8 +142,8 @@ def scan_report_text(report: ScanReport, bank_path: Path) -> str:
         if not stores:  # a machine without any agent at its default place, or a store kept somewhere else
             looked = (f"{next(iter(report.harnesses))} has no store" if len(report.harnesses) == 1 else
                       f"none of the {len(report.harnesses)} agents harvester reads has a store")
-            return (f"No agent's history found: {looked} at its default place here (`harvester status --all` says "
-                    f"where each is looked for; [roots] in the config adds other places). Bank: {bank_path}.")
+            return (f"No agent's history found: {looked} at its default place here (docs/agents.md says where each "
+                    f"keeps it; [roots] in the config adds other places). Bank: {bank_path}.")
         return (f"Nothing new: {checked} {plural(checked, 'source')} of {stores} {plural(stores, 'agent')} "
                 f"checked in {report.seconds:.1f} s (bank: {bank_path}).")
     sessions = sum(len(h.sessions_changed) for h in new)
