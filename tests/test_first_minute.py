@@ -311,6 +311,9 @@ def _one_session(tmp_path: Path) -> tuple[Path, Path, ClaudeSession]:
                                   ["sessions", "--repo", "{tmp}/nonexistent/x"],
                                   ["search", "x", "--repo", "{tmp}/nonexistent/x"],
                                   ["export", "--repo", "{tmp}/plain"], ["sessions", "--repo", "{tmp}/plain"],
+                                  # these answered "No model responses recorded." and "Nothing to forget"
+                                  ["usage", "--repo", "{tmp}/nonexistent/x"],
+                                  ["forget", "--repo", "{tmp}/nonexistent/x", "--dry-run"],
                                   # here, no repository, and sessions were recorded only beneath it (in a folder
                                   # that is gone): export made {tmp}/.harvester/history for none of them
                                   ["export", "--repo", "{tmp}"], ["sessions", "--repo", "{tmp}"]])

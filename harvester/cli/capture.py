@@ -12,7 +12,7 @@ import click
 
 from harvester import config, terminal
 from harvester.bank import NOT_FOUND_HINT, SEVERAL_HINT
-from harvester.cli.common import HarnessChoice, enabled_harnesses, open_bank_or_fail, print_json
+from harvester.cli.common import HarnessChoice, check_repo, enabled_harnesses, open_bank_or_fail, print_json
 from harvester.config import Settings
 
 if TYPE_CHECKING:
@@ -181,6 +181,7 @@ def forget(settings: Settings, session: str | None, repo: str | None, before: st
     scope = scope_for(os.getcwd(), settings.bank_id_template, repo=repo) if repo else None
     bank = open_bank_or_fail(settings, write=not dry_run, archive=_archive_wanted(settings) and not dry_run)
     try:
+        check_repo(bank, repo)  # a typo is answered as one, not with "Nothing to forget"
         try:
             chosen = forgetting.choose(bank, session, scope, cutoff)  # type: ignore[arg-type]
         except ValueError as exc:
