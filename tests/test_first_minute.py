@@ -268,6 +268,7 @@ def test_the_scan_progress_line_names_the_agent_whose_source_was_read() -> None:
     progress.start(codex, found["codex"])
     progress.advance(claude, found["claude-code"][0], SourceResult("a", "new", 1, {"s1": 1}))
     assert stream.getvalue().rsplit("\r\x1b[2K", 1)[1].startswith("scanning claude-code: 1/5 sources, ")
+    assert stream.getvalue().endswith(", 1 session with new events")  # not "1 sessions"
     for item in found["codex"]:
         progress.advance(codex, item, SourceResult("b", "unchanged"))
     assert stream.getvalue().rsplit("\r\x1b[2K", 1)[1].startswith("scanning codex: 4/5 sources, ")

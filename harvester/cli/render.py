@@ -63,7 +63,7 @@ class ScanProgress:
             return
         self._drawn = now
         line = visible(f"scanning {self.harness}: {self.done}/{self.total} sources, {human_bytes(self.bytes)}, "
-                       f"{len(self.sessions)} sessions with new events")
+                       f"{len(self.sessions)} {plural(len(self.sessions), 'session')} with new events")
         try:
             columns = os.get_terminal_size(self.stream.fileno()).columns
         except (OSError, ValueError, AttributeError):  # not a terminal after all: nothing to wrap
