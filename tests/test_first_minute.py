@@ -230,6 +230,73 @@ def test_status_lists_the_agents_found_one_line_for_the_rest_and_fits_the_termin
     assert len(data["harnesses"]) > 40  # JSON keeps every agent
 
 
+def test_the_scan_progress_line_counts_the_agent_it_reads_and_fits_the_terminal(tmp_path: Path) -> None:
+    """Every agent's sources are found before any is read: the line named the last agent found (zcode) and its
+    count, "scanning zcode: 231/1 sources" while other agents were read, and at 80 columns a longer line wrapped,
+    leaving its first part on the screen when it was cleared."""
+    from tests.machine import lay_out_every_store
+    from tests.test_terminal import on_a_terminal, terminal_env
+
+    home = tmp_path / "home"
+    lay_out_every_store(home, only=("claude_code", "codex", "visualstudio_copilot"))
+    code, out = on_a_terminal(terminal_env(home), "--bank", str(tmp_path / "bank.sqlite"), "scan", columns=60)
+    assert code == 0, out
+    drawn = [line for line in out.split("\r\x1b[2K") if line.startswith("scanning ")]
+    assert drawn, out
+    for line in drawn:
+        assert len(line) < 60, drawn  # one line, short of the last column (a full line wraps on some terminals)
+        done, total = map(int, re.search(r": (\d+)/(\d+) sources", line).groups())
+        assert done <= total, drawn
+    assert re.search(r": (\d+)/\1 sources", drawn[-1]), drawn  # the last line drawn: every source done
+
+
+def test_the_scan_progress_line_names_the_agent_whose_source_was_read() -> None:
+    """What the scan calls, in its order: every agent's sources found, then read (here one of each)."""
+    import io
+
+    from harvester.capture.ingest import SourceResult
+    from harvester.capture.sources import Found
+    from harvester.cli.render import ScanProgress
+
+    claude, codex = HARNESSES["claude-code"], HARNESSES["codex"]
+    stream = io.StringIO()
+    progress = ScanProgress(stream)
+    progress.EVERY = 0  # every call draws
+    found = {h.name: [Found(Path(f"/nowhere/{h.name}/{n}.jsonl"), Path("/nowhere"), h.sources[0]) for n in range(k)]
+             for h, k in ((claude, 2), (codex, 3))}
+    progress.start(claude, found["claude-code"])
+    progress.start(codex, found["codex"])
+    progress.advance(claude, found["claude-code"][0], SourceResult("a", "new", 1, {"s1": 1}))
+    assert stream.getvalue().rsplit("\r\x1b[2K", 1)[1].startswith("scanning claude-code: 1/5 sources, ")
+    assert stream.getvalue().endswith(", 1 session with new events")  # not "1 sessions"
+    for item in found["codex"]:
+        progress.advance(codex, item, SourceResult("b", "unchanged"))
+    assert stream.getvalue().rsplit("\r\x1b[2K", 1)[1].startswith("scanning codex: 4/5 sources, ")
+
+
+def test_a_scan_that_finds_no_agent_says_where_it_looked_and_what_to_do(tmp_path: Path) -> None:
+    """On a machine where no agent's store is at its default place, scan said "Nothing new: 0 sources of 0 agents
+    checked": as if it had looked at no agent, and nothing to do about it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    result = _cli(home, tmp_path / "bank.sqlite", "scan")
+    assert result.exit_code == 0, result.output
+    said = result.stdout
+    assert "0 agents" not in said and f"none of the {len(HARNESSES)} agents" in said, said
+    assert "docs/agents.md" in said and "[roots]" in said, said
+
+
+def test_status_where_no_agent_is_found_says_so_without_an_empty_table(tmp_path: Path) -> None:
+    """It printed the table's header with no row under it, then "73 other agents not found here": other than what?"""
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    home.mkdir()
+    _cli(home, bank, "scan")
+    said = _cli(home, bank, "status").stdout
+    assert "HARNESS" not in said and " other agents" not in said, said
+    assert f"No agent found here: none of the {len(HARNESSES)} agents" in said and "status --all" in said, said
+    assert "HARNESS" in _cli(home, bank, "status", "--all").stdout
+
+
 # --- options that say what they take ----------------------------------------------------------------------
 
 def _one_session(tmp_path: Path) -> tuple[Path, Path, ClaudeSession]:
@@ -245,6 +312,9 @@ def _one_session(tmp_path: Path) -> tuple[Path, Path, ClaudeSession]:
                                   ["sessions", "--repo", "{tmp}/nonexistent/x"],
                                   ["search", "x", "--repo", "{tmp}/nonexistent/x"],
                                   ["export", "--repo", "{tmp}/plain"], ["sessions", "--repo", "{tmp}/plain"],
+                                  # these answered "No model responses recorded." and "Nothing to forget"
+                                  ["usage", "--repo", "{tmp}/nonexistent/x"],
+                                  ["forget", "--repo", "{tmp}/nonexistent/x", "--dry-run"],
                                   # here, no repository, and sessions were recorded only beneath it (in a folder
                                   # that is gone): export made {tmp}/.harvester/history for none of them
                                   ["export", "--repo", "{tmp}"], ["sessions", "--repo", "{tmp}"]])
@@ -287,6 +357,62 @@ def test_the_bank_file_and_the_bank_id_have_distinct_names(tmp_path: Path) -> No
         assert "--bank-id ID" in text and "--bank " not in text
 
 
+def test_a_number_out_of_range_is_a_usage_error_that_names_the_option(tmp_path: Path) -> None:
+    """`context --max-bytes 10` said "max_bytes must be between ..." (the MCP argument's name) with exit 1, and
+    `resume --max-bytes 5` exit 1: the docs promise exit 2, before anything is done, for a usage error."""
+    home, bank, s = _one_session(tmp_path)
+    for args, said in ((["context", "--repo", str(tmp_path / "gone" / "demo-repo"), "--max-bytes", "10"],
+                        "between 512 and 200000"),
+                       (["resume", s.id, "--in", "codex", "--dry-run", "--max-bytes", "5"], "16384")):
+        result = CliRunner().invoke(cli, ["--bank", str(bank), *args], env={"HOME": str(home)})
+        assert result.exit_code == 2, result.output
+        assert "'--max-bytes'" in result.stderr and said in result.stderr and "max_bytes" not in result.stderr
+
+
+def test_a_bad_time_is_named_once(tmp_path: Path) -> None:
+    """"Invalid value for --before: before: 'bogus' ..." named the option twice (and export's, sink's --since)."""
+    home, bank, _ = _one_session(tmp_path)
+    for args, option in ((["forget", "--before", "bogus", "--dry-run"], "--before"),
+                         (["export", "--since", "bogus", "--to", str(tmp_path / "out")], "--since"),
+                         (["search", "x", "--since", "bogus"], "--since")):
+        result = CliRunner().invoke(cli, ["--bank", str(bank), *args], env={"HOME": str(home)})
+        assert result.exit_code == 2, result.output
+        assert f"Invalid value for '{option}': 'bogus' is neither" in result.stderr, result.stderr
+
+
+def test_search_with_a_limit_of_zero_does_not_say_there_are_no_matches(tmp_path: Path) -> None:
+    """`search pelican --limit 0` said "No matches for 'pelican'" where --json counted them."""
+    home, bank, _ = _one_session(tmp_path)
+    result = CliRunner().invoke(cli, ["--bank", str(bank), "search", "pelican", "--limit", "0"], env={"HOME": str(home)})
+    assert "No matches" not in result.output
+    assert result.exit_code == 2 and "'--limit'" in result.stderr, result.output
+
+
+@pytest.mark.parametrize("command", [["show"], ["reparse", "--session"], ["forget", "--dry-run"],
+                                     ["resume", "--in", "codex", "--dry-run"]])
+def test_a_session_that_is_not_found_or_not_one_says_what_to_give(tmp_path: Path, command: list[str]) -> None:
+    """"no session matches 'zzz'" and "'a' matches several sessions: ..." said what was wrong, not what to do."""
+    home, bank = tmp_path / "home", tmp_path / "bank.sqlite"
+    for cwd in ("/work/a", "/work/b"):
+        s = ClaudeSession(home, cwd, session_id="abcdef00-0000-4000-8000-" + cwd[-1] * 12)  # two ids, one start
+        s.write(s.user("hello"), s.assistant("hi"))
+    scan(home, bank)
+    for ref, hint in (("abcdef", "give more of the id"), ("zzz", "`harvester sessions` lists")):
+        args = [*command[:1], ref, *command[1:]] if command[0] != "reparse" else [*command, ref]
+        result = CliRunner().invoke(cli, ["--bank", str(bank), *args], env={"HOME": str(home)})
+        assert result.exit_code == 1 and hint in result.stderr, result.output
+
+
+def test_show_refuses_an_event_number_below_one_and_a_negative_context(tmp_path: Path) -> None:
+    """`show ID --around -1` showed #1, `--from -3` every event and `-C -2` the one event, as if they meant something."""
+    home, bank, s = _one_session(tmp_path)
+    for args, option in ((["--around", "-1"], "'--around'"), (["--around", "0"], "'--around'"),
+                         (["--from", "-3"], "'--from'"), (["--around", "2", "-C", "-2"], "'-C' / '--context'")):
+        result = CliRunner().invoke(cli, ["--bank", str(bank), "show", s.id, *args], env={"HOME": str(home)})
+        assert result.exit_code == 2 and f"Invalid value for {option}" in result.stderr, result.output
+    assert _cli(home, bank, "show", s.id, "--around", "2", "-C", "0").exit_code == 0
+
+
 def test_a_wrong_harness_gets_a_did_you_mean(tmp_path: Path) -> None:
     home, bank, _ = _one_session(tmp_path)
     for args, meant in ((["sessions", "--harness", "claud"], "'claude-code'"),
@@ -305,6 +431,10 @@ def test_connects_usage_line_does_not_wrap_mid_word() -> None:
     usage = text.split("\n\n")[0]
     assert usage.startswith("Usage: harvester connect [OPTIONS] [AGENT]...") and len(usage.splitlines()) == 1
     assert "claude-code, codex, gemini-cli" in text
+    for command in (["connect"], ["disconnect"], []):  # no agent's name (nor a bank id) cut at its hyphen
+        text = CliRunner().invoke(cli, [*command, "--help"], terminal_width=80, prog_name="harvester").output
+        assert not re.search(r"[a-z]-\n", text), text
+        assert all(len(line) <= 80 for line in text.splitlines()), text
 
 
 def test_counts_are_in_words(tmp_path: Path) -> None:

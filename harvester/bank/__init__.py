@@ -20,10 +20,13 @@ if TYPE_CHECKING:  # names for annotations only: a reading command needs none of
     from harvester.bank.scope import Scope
     from harvester.bank.sqlite_recall import SearchPage
 
-__all__ = ["NO_HISTORY", "Bank", "BankError", "BankNewer", "NoBank", "NotABank", "open_bank", "open_bank_to_read"]
+__all__ = ["NOT_FOUND_HINT", "NO_HISTORY", "SEVERAL_HINT", "Bank", "BankError", "BankNewer", "NoBank", "NotABank", "open_bank", "open_bank_to_read"]
 
 # What a reader says when there is no bank yet (the CLI, the MCP server, status).
 NO_HISTORY = "No history yet: run `harvester scan` to import every agent's sessions ({} does not exist yet)."
+# What to do when a session named by its id or a prefix (find_sessions) is not found, or is not one.
+NOT_FOUND_HINT = "`harvester sessions` lists every session's id (give it whole, or its start)"
+SEVERAL_HINT = "give more of the id"
 
 
 class Bank(CaptureBank, Protocol):

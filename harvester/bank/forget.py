@@ -34,6 +34,7 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any
 
+from harvester.bank import NOT_FOUND_HINT, SEVERAL_HINT
 from harvester.bank.scope import Scope
 from harvester.bank.sqlite import SqliteBank, utcnow
 from harvester.terminal import one_line
@@ -64,9 +65,9 @@ def choose(bank: SqliteBank, session: str | None = None, scope: Scope | None = N
     if session is not None:
         found = bank.find_sessions(session)
         if not found:
-            raise ValueError(f"no session matches {session!r}")
+            raise ValueError(f"no session matches {session!r}: {NOT_FOUND_HINT}")
         if len(found) > 1:
-            raise ValueError(f"{session!r} matches several sessions: " + ", ".join(
+            raise ValueError(f"{session!r} matches several sessions ({SEVERAL_HINT}): " + ", ".join(
                 f"{one_line(s['native_id'])} ({s['harness']})" for s in found))
         rows = found
     else:

@@ -26,13 +26,15 @@ import click
 
 from harvester import config, log, terminal
 from harvester.cli import agents, capture, outbound, read, resume, service, usage, web
-from harvester.cli.common import RegistryNames, WholeSummaries
+from harvester.cli.common import RegistryNames, WholeSummaries, WholeWordsContext
 from harvester.config import ConfigError
 
 
 class Sections(WholeSummaries, terminal.VisibleErrors):
     """The root group: ``--help`` lists the commands under what they are for, in the pipeline's order (click's
     default is one alphabetical list)."""
+
+    context_class = WholeWordsContext
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -41,6 +43,8 @@ class Sections(WholeSummaries, terminal.VisibleErrors):
     def add_section(self, title: str, commands: list[click.Command]) -> None:
         for command in commands:
             self.add_command(command)
+            for each in (command, *getattr(command, "commands", {}).values()):  # a group's commands too
+                each.context_class = WholeWordsContext
         self.sections.append((title, [command.name or "" for command in commands]))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harvester import config, terminal
-from harvester.cli.common import HarnessChoice, enabled_harnesses, open_bank_or_fail, print_json
+from harvester.bank import NOT_FOUND_HINT, SEVERAL_HINT
+from harvester.cli.common import HarnessChoice, check_repo, enabled_harnesses, open_bank_or_fail, print_json
 from harvester.config import Settings
 
 if TYPE_CHECKING:
@@ -97,8 +98,8 @@ def reparse(settings: Settings, names: tuple[str, ...], session_ref: str | None)
         found = bank.find_sessions(session_ref)
         if len(found) != 1:
             bank.close()
-            raise click.ClickException(f"no session matches {session_ref!r}" if not found else
-                                       f"{session_ref!r} matches several sessions: "
+            raise click.ClickException(f"no session matches {session_ref!r}: {NOT_FOUND_HINT}" if not found else
+                                       f"{session_ref!r} matches several sessions ({SEVERAL_HINT}): "
                                        + ", ".join(s["native_id"] for s in found))
         native_id = found[0]["native_id"]
     harnesses = [h.name for h in enabled_harnesses(settings, names)] if names else None
@@ -176,10 +177,11 @@ def forget(settings: Settings, session: str | None, repo: str | None, before: st
     try:
         cutoff = parse_since(before)
     except RecallError as exc:
-        raise click.BadParameter(str(exc).replace("since:", "before:"), param_hint="--before") from exc
+        raise click.BadParameter(str(exc).removeprefix("since: "), param_hint="'--before'") from exc
     scope = scope_for(os.getcwd(), settings.bank_id_template, repo=repo) if repo else None
     bank = open_bank_or_fail(settings, write=not dry_run, archive=_archive_wanted(settings) and not dry_run)
     try:
+        check_repo(bank, repo)  # a typo is answered as one, not with "Nothing to forget"
         try:
             chosen = forgetting.choose(bank, session, scope, cutoff)  # type: ignore[arg-type]
         except ValueError as exc:

@@ -303,6 +303,30 @@ class WholeSummaries(click.Group):
                 formatter.write_dl(rows)
 
 
+NO_BREAK_HYPHEN = "\u2011"  # a hyphen textwrap does not break at: stands in for "-" while help is wrapped
+
+
+class WholeWordsHelp(click.HelpFormatter):
+    """Help wrapped at spaces only. click's wrapping (textwrap's default) also breaks after a hyphen, which cut
+    an agent's name ("copilot-" / "cli"), an option ("--bank-" / "id") or a bank id at the end of a line: what a
+    reader copies. Each hyphen is held as U+2011 while a text is wrapped, and written back as "-"."""
+
+    def write(self, string: str) -> None:
+        super().write(string.replace(NO_BREAK_HYPHEN, "-"))
+
+    def write_text(self, text: str) -> None:
+        super().write_text(text.replace("-", NO_BREAK_HYPHEN))
+
+    def write_dl(self, rows: Any, col_max: int = 30, col_spacing: int = 2) -> None:
+        super().write_dl([(term, text.replace("-", NO_BREAK_HYPHEN)) for term, text in rows], col_max, col_spacing)
+
+
+class WholeWordsContext(click.Context):
+    """The context of every harvester command (harvester/cli/__init__.py sets it): its help is WholeWordsHelp."""
+
+    formatter_class = WholeWordsHelp
+
+
 def _print_json(value: Any) -> None:
     sys.stdout.write(terminal.json_text(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()) + "\n")
 

@@ -69,7 +69,7 @@ def sink_backfill(settings: Settings, bank_id: str | None, old_bank_id: str | No
     try:
         since_iso = parse_since(since)
     except RecallError as exc:
-        raise click.BadParameter(str(exc), param_hint="--since") from exc
+        raise click.BadParameter(str(exc).removeprefix("since: "), param_hint="'--since'") from exc
     bank = open_bank_or_fail(settings, write=True, archive=False)
     forward = forwarder(bank, settings)  # type: ignore[arg-type]
     assert forward is not None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harvester import terminal
+from harvester.bank import NOT_FOUND_HINT, SEVERAL_HINT
 from harvester.cli.common import (
     KIND_NAMES,
     ROLE_NAMES,
@@ -80,10 +81,10 @@ def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str 
 @click.argument("session")
 @click.option("--full", is_flag=True, help="Every text whole and nothing folded: tool output unshortened, and what "
                                            "the bank keeps clipped (past 256 KiB) read from the archive.")
-@click.option("--around", type=int, metavar="N", help="Only the events around #N (see -C).")
-@click.option("-C", "--context", "context_events", type=int, default=5, show_default=True, metavar="K",
+@click.option("--around", type=click.IntRange(min=1), metavar="N", help="Only the events around #N (see -C).")
+@click.option("-C", "--context", "context_events", type=click.IntRange(min=0), default=5, show_default=True, metavar="K",
               help="With --around: K events before and after it.")
-@click.option("--from", "start", type=int, metavar="N", help="Only the events from #N on.")
+@click.option("--from", "start", type=click.IntRange(min=1), metavar="N", help="Only the events from #N on.")
 @click.option("--kinds", callback=names("KINDS"), metavar="KINDS",
               help=f"Only these kinds, comma-separated ({KIND_NAMES}); shown unfolded.")
 @click.option("--role", "roles", callback=names("ROLES"), metavar="ROLES",
@@ -103,10 +104,10 @@ def show(settings: Settings, session: str, full: bool, around: int | None, conte
     with open_reading(settings, team) as bank:
         found = bank.find_sessions(session)
         if not found:
-            raise click.ClickException(f"no session matches {session!r}")
+            raise click.ClickException(f"no session matches {session!r}: {NOT_FOUND_HINT}")
         if len(found) > 1:
             listing = "\n".join(f"  {terminal.one_line(s['native_id'])}  ({s['harness']})" for s in found)
-            raise click.ClickException(f"{session!r} matches several sessions:\n{listing}")
+            raise click.ClickException(f"{session!r} matches several sessions ({SEVERAL_HINT}):\n{listing}")
         row = found[0]
         if not team:
             from harvester.usage.sessions import attach
@@ -154,7 +155,8 @@ def whole_texts(bank: Bank, events: list[dict[str, Any]]) -> None:
               help=f"Only events of this role ({ROLE_NAMES}).")
 @click.option("--kind", callback=names("KINDS", many=False), metavar="KIND",
               help=f"Only events of this kind ({KIND_NAMES}).")
-@click.option("--limit", type=int, default=20, show_default=True, help="Show at most this many, best first.")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Show at most this many, best first.")
 @click.option("--fts", is_flag=True, help="QUERY is SQLite FTS5 syntax (OR, NOT, NEAR, prefix*), not plain words.")
 @click.option("--include-injected", is_flag=True, help="Also the context agents inject into a conversation (their "
                                                        "environment preambles, AGENTS.md, reminders).")
@@ -211,10 +213,15 @@ SEARCH_HIT_KEYS = ("harness", "session", "parent_native_id", "parent_kind", "ban
 def context(settings: Settings, repo: str | None, session_ref: str | None, harness: str | None, max_bytes: int,
             team: bool, as_json: bool) -> None:
     """Print where work stands in this repository: the handoff brief of the latest session."""
-    from harvester.recall import brief
+    from harvester.recall import brief, views
     from harvester.recall.scope import scope_for
     from harvester.recall.views import NoSession, NotInScope, Recall, RecallError
 
+    try:
+        views.check_max_bytes(max_bytes)
+    except RecallError as exc:  # a usage error (exit 2), said as the option, not as the MCP argument the check names
+        raise click.BadParameter(f"{max_bytes} is not between 512 and {views.MAX_MAX_BYTES}",
+                                 param_hint="'--max-bytes'") from exc
     with open_reading(settings, team) as bank:
         check_repo(bank, repo)
         r = Recall(bank, scope_for(os.getcwd(), settings.bank_id_template, repo=repo))
@@ -277,7 +284,7 @@ def export_sessions(settings: Settings, repo: str | None, target: str | None, fm
     try:
         cutoff = parse_since(since)
     except RecallError as exc:
-        raise click.BadParameter(str(exc), param_hint="--since") from exc
+        raise click.BadParameter(str(exc).removeprefix("since: "), param_hint="'--since'") from exc
     written = unchanged = 0
     failed: list[str] = []
     with open_bank_or_fail(settings) as bank:

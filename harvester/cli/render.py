@@ -7,6 +7,7 @@ indented, and the CLI prints the result through :func:`harvester.terminal.echo` 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from datetime import UTC, datetime
@@ -25,9 +26,11 @@ UNKNOWN_STATE = "no capture service watched it: `harvester run` judges whether i
 
 
 class ScanProgress:
-    """One line on stderr that follows a scan (only on a terminal): the agent being read, its sources
-    done of those found, the bytes read and the sessions that got new events. Agents without a store are
-    passed over, as nothing is done for them; the line is cleared at the end, the summary says the rest."""
+    """One line on stderr that follows a scan (only on a terminal): the agent whose source was read last, the
+    sources done of all those found so far, the bytes read and the sessions that got new events. A scan finds
+    every agent's sources before it reads any (harvester.capture.ingest), so the count is the scan's, not one
+    agent's. The line is cut short of the terminal's last column: a line that wraps is not cleared whole, and
+    its first part would stay on the screen. Cleared at the end; the summary says the rest."""
 
     EVERY = 0.1  # seconds between redraws: a scan of thousands of small files must not spend its time drawing
 
@@ -40,11 +43,13 @@ class ScanProgress:
         self._shown = False
 
     def start(self, harness: Harness, found: list[Found]) -> None:
-        self.harness, self.total, self.done = harness.name, len(found), 0
-        if found:
-            self._draw(force=True)
+        self.total += len(found)
+        if found and not self.done:  # still finding: the agent being looked at
+            self.harness = harness.name
+            self._draw()
 
     def advance(self, harness: Harness, found: Found, result: SourceResult) -> None:
+        self.harness = harness.name
         self.done += 1
         self.sessions.update(n for n, added in result.sessions.items() if added)
         if result.outcome in ("new", "read", "restarted"):
@@ -57,9 +62,15 @@ class ScanProgress:
         if not force and now - self._drawn < self.EVERY:
             return
         self._drawn = now
-        line = (f"scanning {self.harness}: {self.done}/{self.total} sources, {human_bytes(self.bytes)}, "
-                f"{len(self.sessions)} sessions with new events")
-        self.stream.write("\r\x1b[2K" + visible(line))  # back to the line's start, clear it, draw
+        line = visible(f"scanning {self.harness}: {self.done}/{self.total} sources, {human_bytes(self.bytes)}, "
+                       f"{len(self.sessions)} {plural(len(self.sessions), 'session')} with new events")
+        try:
+            columns = os.get_terminal_size(self.stream.fileno()).columns
+        except (OSError, ValueError, AttributeError):  # not a terminal after all: nothing to wrap
+            columns = 0
+        if columns and len(line) >= columns:
+            line = line[: max(columns - 2, 0)] + "…"
+        self.stream.write("\r\x1b[2K" + line)  # back to the line's start, clear it, draw
         self.stream.flush()
         self._shown = True
 
@@ -128,6 +139,11 @@ def scan_report_text(report: ScanReport, bank_path: Path) -> str:
     took = f"{human_bytes(report.bytes_read)} read in {report.seconds:.1f} s"
     if not new and not problems:
         stores = sum(1 for h in report.harnesses.values() if h.roots)
+        if not stores:  # a machine without any agent at its default place, or a store kept somewhere else
+            looked = (f"{next(iter(report.harnesses))} has no store" if len(report.harnesses) == 1 else
+                      f"none of the {len(report.harnesses)} agents harvester reads has a store")
+            return (f"No agent's history found: {looked} at its default place here (docs/agents.md says where each "
+                    f"keeps it; [roots] in the config adds other places). Bank: {bank_path}.")
         return (f"Nothing new: {checked} {plural(checked, 'source')} of {stores} {plural(stores, 'agent')} "
                 f"checked in {report.seconds:.1f} s (bank: {bank_path}).")
     sessions = sum(len(h.sessions_changed) for h in new)

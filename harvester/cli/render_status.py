@@ -213,10 +213,14 @@ def _status_lines(data: dict[str, Any], width: int | None, every: bool) -> list[
             "check" if skipped or h["unknown_types"] or h["sources_failed"]
             else "not readable" if h.get("not_readable") and not h["sessions"] else "ok",
         ])
-    parts += _dropping(["HARNESS", "VERSION", "ROOTS", "SOURCES", "SESSIONS", "EVENTS", "LAST IMPORT",
-                        "MALFORMED", "DRIFT", "FAILED", "PARSE"], rows, width, STATUS_COLUMNS_DROPPED).splitlines()
     rest = [h["name"] for h in data["harnesses"] if h not in shown]
-    if rest:
+    if not shown:  # not a header with no row under it
+        parts.append(f"No agent found here: none of the {len(rest)} agents harvester reads keeps a store at its "
+                     "default place (`harvester status --all` lists every one)")
+    else:
+        parts += _dropping(["HARNESS", "VERSION", "ROOTS", "SOURCES", "SESSIONS", "EVENTS", "LAST IMPORT", "MALFORMED",
+                            "DRIFT", "FAILED", "PARSE"], rows, width, STATUS_COLUMNS_DROPPED).splitlines()
+    if rest and shown:
         parts.append(f"{len(rest)} other {plural(len(rest), 'agent')} not found here "
                      "(`harvester status --all` lists every one)")
     for h in shown:

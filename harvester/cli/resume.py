@@ -40,8 +40,11 @@ def resume(settings: Settings, session: str, target: str, upto: int | None, tool
     from harvester.resume.convert import ResumeError
     from harvester.resume.convert import resume as resuming
     from harvester.resume.placement import Refused
-    from harvester.resume.size import DEFAULT_MAX_BYTES
+    from harvester.resume.size import DEFAULT_MAX_BYTES, MIN_MAX_BYTES
 
+    if max_bytes is not None and max_bytes < MIN_MAX_BYTES:  # a usage error: exit 2, before the bank is opened
+        raise click.BadParameter(f"{max_bytes} is less than {MIN_MAX_BYTES}, the least that holds a summary and one "
+                                 "exchange", param_hint="'--max-bytes'")
     with open_bank_or_fail(settings) as bank:
         try:
             outcome = resuming(bank, session, target, upto=upto, tools=tools, dry_run=dry_run, cwd=cwd,

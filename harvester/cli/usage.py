@@ -6,6 +6,7 @@ bank is read, never written (the price cache is the user's cache directory's).""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from datetime import date, timedelta
 from typing import Any
@@ -15,6 +16,7 @@ import click
 from harvester import terminal
 from harvester.cli.common import (
     HarnessChoice,
+    check_repo,
     chosen_scope,
     open_reading,
     print_json,
@@ -112,6 +114,11 @@ def usage(settings: Settings, report: str, since: date | None, until: date | Non
     if since and until and since > until:
         raise click.UsageError("--since is after --until")
     scope = chosen_scope(settings, repo, here, bank_filter, old_bank_id)
+    # A path that is not here and where no session was recorded (a typo) is answered as one, not with "No model
+    # responses recorded." (a directory that is here and holds no session's is an empty report, as it always was).
+    if repo is not None and not os.path.isdir(os.path.expanduser(repo)):
+        with open_reading(settings, team, empty={"rows": []}) as bank:
+            check_repo(bank, repo)
     request = Request(report, since, until, harnesses, models, None if scope.everything else scope, by, cost_mode,
                       _zone(zone_name), zone_name or "local")
     quick = None if team else quick_connection(settings.bank)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from harvester.bank import NOT_FOUND_HINT, SEVERAL_HINT
 from harvester.recall.shown import one_line
 from harvester.resume import claude_code, codex, gemini_cli, opencode, placement, qwen_code
 from harvester.resume.conversation import Changes, Conversation, NothingToResume, Source, Turn, read_session
@@ -146,10 +147,10 @@ def resume(bank: Bank, session: str, target: str, *, upto: int | None = None, to
 def _session(bank: Bank, ref: str) -> dict[str, Any]:
     found = bank.find_sessions(ref)
     if not found:
-        raise ResumeError(f"no session matches {ref!r}")
+        raise ResumeError(f"no session matches {ref!r}: {NOT_FOUND_HINT}")
     if len(found) > 1:
         listing = ", ".join(f"{one_line(s['native_id'])} ({s['harness']})" for s in found)
-        raise ResumeError(f"{ref!r} matches several sessions: {listing}")
+        raise ResumeError(f"{ref!r} matches several sessions ({SEVERAL_HINT}): {listing}")
     return found[0]
 
 
