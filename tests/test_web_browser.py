@@ -306,3 +306,63 @@ def test_hostile_transcripts_execute_nothing_and_navigate_nowhere(
             _harmless(page, watch, viewer.base, route)
     finally:
         viewer.stop()
+
+
+# --- many tabs -----------------------------------------------------------------------------------------------------
+
+HIDE = """() => {
+  Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" });
+  Object.defineProperty(document, "hidden", { configurable: true, get: () => true });
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+SHOW = """() => {
+  Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "visible" });
+  Object.defineProperty(document, "hidden", { configurable: true, get: () => false });
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+
+
+def test_twenty_open_tabs_leave_the_viewer_reachable_and_a_tab_brought_back_catches_up_once(
+        browser: Any, tmp_path: Path) -> None:
+    """A browser keeps at most 6 connections to one host over HTTP/1.1, and each live page held one for its stream:
+    the 7th tab of the viewer never loaded. A tab in the background (hidden, as a browser says of a tab not shown)
+    closes its stream; brought back it shows what was written meanwhile, once."""
+    daemon = Daemon(tmp_path)
+    s = ClaudeSession(daemon.home, "/work/live", live=True)
+    s.write(s.user("a session open in many tabs"), s.assistant("first answer"))
+    daemon.start()
+    viewer = None
+    try:
+        wait_for(lambda: len(daemon.texts()) == 2, 20, "the service to capture the session")
+        viewer = Viewer(env_for(daemon.home, daemon.bank, daemon.config, HARVESTER_RUNTIME_DIR=str(daemon.run_dir)))
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        first = context.new_page()
+        first.goto(viewer.url)
+        tabs = []
+        for n in range(20):
+            tab = context.new_page()
+            tab.set_default_timeout(10_000)
+            tab.goto(f"{viewer.base}/session?h=claude-code&id={s.id}" if n % 2 else f"{viewer.base}/sessions")
+            tab.evaluate(HIDE)  # the user opens the next tab: this one goes to the background
+            tabs.append(tab)
+        first.close()
+        back = tabs[-1]  # a transcript, in the background while the session grows
+        s.write(s.user("written while the tab was hidden: axolotl"))
+        wait_for(lambda: len(daemon.texts()) == 3, 20, "the service to capture the line")
+        back.wait_for_timeout(1500)
+        back.evaluate(SHOW)
+        back.locator("article.event", has_text="axolotl").wait_for(timeout=15_000)
+        back.evaluate(HIDE)
+        back.evaluate(SHOW)  # a second return adds nothing already shown
+        s.write(s.user("and one more while it is shown: capybara"))
+        back.locator("article.event", has_text="capybara").wait_for(timeout=30_000)
+        assert [a.get_attribute("id") for a in back.locator("article.event").all()] == ["1", "2", "3", "4"]
+        listing = tabs[-2]
+        listing.evaluate(SHOW)
+        listing.wait_for_function("() => document.querySelector('#session-rows td.num').textContent === '4'",
+                                  timeout=15_000)  # the rows it showed said 2 events
+        context.close()
+    finally:
+        if viewer is not None:
+            viewer.stop()
+        daemon.stop()

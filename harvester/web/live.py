@@ -6,6 +6,11 @@ Every write that changes a session moves the clock and stamps the session with i
 event loop) and says something only when it moved: the sessions list is told to fetch its rows again; a session's
 page is sent the events past the last one it shows, rendered by the same template as the page (escaped). A
 stream reads; it never writes, and ends when the browser goes.
+
+A stream starts from what its page showed, not from when it opened: the list from the clock its rows were read at,
+a transcript from its last event, or, when the browser opens the stream again by itself, from the last message's
+id (Last-Event-ID). So what was written between the page and its stream, or while the stream was closed (a tab in
+the background closes it: harvester/web/static/app.js), is sent at once, and nothing is sent twice.
 """
 
 from __future__ import annotations
@@ -24,17 +29,30 @@ from harvester.web.reading import Unavailable
 POLL_SECONDS = 1.0
 
 
+def _shown(request: Request, name: str) -> int | None:
+    """Where the page's stream starts: the id of the last message it received (the browser's own reconnection), else
+    what the page showed (``name`` in the query); None when neither is given."""
+    for value in (request.headers.get("last-event-id"), request.query_params.get(name)):
+        if value is not None and (n := int_param(value, -1)) >= 0:
+            return n
+    return None
+
+
 def sessions_stream(request: Request) -> Response:
     source = request.app.state.source
+    shown = _shown(request, "clock")
 
     async def changes() -> AsyncIterator[dict[str, Any]]:
-        seen = await anyio.to_thread.run_sync(source.clock)
+        seen = shown if shown is not None else await anyio.to_thread.run_sync(source.clock)
+        first = True
         while True:
-            await anyio.sleep(POLL_SECONDS)
+            if not first:
+                await anyio.sleep(POLL_SECONDS)
+            first = False
             now = await anyio.to_thread.run_sync(source.clock)
             if now != seen:
                 seen = now
-                yield {"event": "changed", "data": str(now)}
+                yield {"event": "changed", "data": str(now), "id": str(now)}
 
     return EventSourceResponse(changes(), ping=15)
 
@@ -42,7 +60,8 @@ def sessions_stream(request: Request) -> Response:
 def session_stream(request: Request) -> Response:
     q = request.query_params
     source = request.app.state.source
-    harness, native_id, after = q.get("h"), q.get("id"), int_param(q.get("after"), 0)
+    harness, native_id = q.get("h"), q.get("id")
+    after = max(_shown(request, "after") or 0, 0)
     templates = request.app.state.templates
 
     def new_events(last: int) -> tuple[str, int, dict[str, Any], bool] | None:
@@ -70,9 +89,12 @@ def session_stream(request: Request) -> Response:
             return
         if s is None:
             return
-        seen = await anyio.to_thread.run_sync(source.session_clock, s["id"])
+        seen: Any = None  # the first look sends what was written past ``after`` since the page was made
+        first = True
         while True:
-            await anyio.sleep(POLL_SECONDS)
+            if not first:
+                await anyio.sleep(POLL_SECONDS)
+            first = False
             now = await anyio.to_thread.run_sync(source.session_clock, s["id"])
             if now == seen or now is None:
                 continue
@@ -87,7 +109,7 @@ def session_stream(request: Request) -> Response:
                     return
                 html, last, row, full = found
                 if html:
-                    yield {"event": "events", "data": html}
+                    yield {"event": "events", "data": html, "id": str(last)}
             if row is not None:
                 yield {"event": "state", "data": f"{row['state']} · {row['event_count']} events"}
 

@@ -117,6 +117,8 @@ def session_rows(request: Request, f: dict[str, Any]) -> tuple[list[dict[str, An
 def sessions(request: Request) -> Response:
     f = _session_filters(request)
     try:
+        # The clock before the rows: its stream sends at once what was written after it (harvester/web/live.py).
+        clock = request.app.state.source.clock()
         rows, more, label = session_rows(request, f)
     except Unavailable as exc:
         return unavailable(request, exc)
@@ -125,7 +127,8 @@ def sessions(request: Request) -> Response:
     context = {"title": f"Sessions of {one_line(label, 80)}", "label": one_line(label, 120), "rows": rows, "f": f,
                "harnesses": request.app.state.harnesses, "states": STATES,
                "rows_href": link("/sessions/rows", **base, offset=f["offset"]),
-               "live_href": link("/live/sessions", **base, offset=f["offset"]),
+               "live_href": link("/live/sessions", **base, offset=f["offset"],
+                                 clock=None if clock is None else str(clock)),
                "next_href": link("/sessions", **base, offset=f["offset"] + SESSIONS_PAGE) if more else None,
                "prev_href": link("/sessions", **base, offset=max(f["offset"] - SESSIONS_PAGE, 0))
                if f["offset"] else None,
