@@ -366,3 +366,40 @@ def test_twenty_open_tabs_leave_the_viewer_reachable_and_a_tab_brought_back_catc
         if viewer is not None:
             viewer.stop()
         daemon.stop()
+
+
+def test_a_session_forgotten_while_its_page_and_the_list_are_open_leaves_both(browser: Any, tmp_path: Path) -> None:
+    """`harvester forget` under open pages: the session's page became a 404 only when reloaded (it went on showing
+    the forgotten text, its stream reconnecting every few seconds), and the list kept its row until some other
+    write: a forget did not move the bank's change clock."""
+    import subprocess
+    import sys
+
+    home, path = tmp_path / "home", tmp_path / "bank.sqlite"
+    gone = ClaudeSession(home, "/work/app")
+    gone.write(gone.user("a secret pasted here: narwhalsecret"), gone.assistant("noted"))
+    kept = ClaudeSession(home, "/work/app")
+    kept.write(kept.user("a session that stays"), kept.assistant("stays"))
+    scan(home, path)
+    env = env_for(home, path, tmp_path / "config.toml")
+    viewer = Viewer(env)
+    try:
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(viewer.url)
+        page.goto(f"{viewer.base}/session?h=claude-code&id={gone.id}")
+        listing = context.new_page()
+        listing.goto(f"{viewer.base}/sessions")
+        listing.wait_for_selector("#live-note:not([hidden])")
+        assert listing.locator("#session-rows a", has_text="narwhalsecret").count() == 1
+        page.wait_for_timeout(1500)  # both streams have read the clock
+
+        subprocess.run([sys.executable, "-m", "harvester", "forget", gone.id, "--yes"], env=env, check=True,
+                       capture_output=True)
+        listing.locator("#session-rows a", has_text="narwhalsecret").wait_for(state="detached", timeout=15_000)
+        assert listing.locator("#session-rows a", has_text="a session that stays").count() == 1
+        page.locator("h1", has_text="No such session").wait_for(timeout=15_000)
+        assert "narwhalsecret" not in page.content()
+        context.close()
+    finally:
+        viewer.stop()

@@ -27,6 +27,10 @@ from harvester.web.pages import EVENTS_PAGE, event_views, find_session, int_para
 from harvester.web.reading import Unavailable
 
 POLL_SECONDS = 1.0
+# Said by a session's stream when its session is no longer in the bank (forgotten, or the bank made again without
+# it): the page is loaded again, and is the 404 a reload gives, not the forgotten text. Ending the stream without
+# it would leave the text shown, the browser opening the stream again every few seconds.
+GONE = {"event": "gone", "data": ""}
 
 
 def _shown(request: Request, name: str) -> int | None:
@@ -88,6 +92,7 @@ def session_stream(request: Request) -> Response:
         except Unavailable:
             return
         if s is None:
+            yield GONE
             return
         seen: Any = None  # the first look sends what was written past ``after`` since the page was made
         first = True
@@ -96,7 +101,16 @@ def session_stream(request: Request) -> Response:
                 await anyio.sleep(POLL_SECONDS)
             first = False
             now = await anyio.to_thread.run_sync(source.session_clock, s["id"])
-            if now == seen or now is None:
+            if now is None:  # its row is gone (forgotten, the bank made again) or the bank cannot be read now
+                try:
+                    again = await anyio.to_thread.run_sync(lookup)
+                except Unavailable:
+                    continue
+                if again is None:
+                    yield GONE
+                    return
+                s, now = again, ("row", again["id"])  # the bank made again: the session under its new row id
+            if now == seen:
                 continue
             seen = now
             full, row = True, None
@@ -106,11 +120,13 @@ def session_stream(request: Request) -> Response:
                 except Unavailable:
                     break
                 if found is None:
+                    yield GONE
                     return
                 html, last, row, full = found
                 if html:
                     yield {"event": "events", "data": html, "id": str(last)}
             if row is not None:
+                s = row  # by its identity, read again: the row id watched is this session's
                 yield {"event": "state", "data": f"{row['state']} · {row['event_count']} events"}
 
     return EventSourceResponse(changes(), ping=15)

@@ -94,6 +94,10 @@ function liveSession() {
       events.appendChild(incoming.content);
       document.body.dataset.updated = String(Date.now());
     });
+    stream.addEventListener("gone", () => {  // forgotten: the page it would be now says so (a 404)
+      stream.close();
+      location.reload();
+    });
     stream.addEventListener("state", (e) => {
       const state = document.getElementById("session-state");
       if (state) state.textContent = e.data;
