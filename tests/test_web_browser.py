@@ -403,3 +403,60 @@ def test_a_session_forgotten_while_its_page_and_the_list_are_open_leaves_both(br
         context.close()
     finally:
         viewer.stop()
+
+
+def test_a_sessions_open_page_follows_it_into_a_bank_made_again_under_run_and_serve(browser: Any,
+                                                                                    tmp_path: Path) -> None:
+    """The bank deleted under `harvester run` is made again and scanned again (issue 23, item 8): the sessions come
+    back under other row ids. An open page watched its session's old row id, now another session's, and never
+    showed the lines written to its own."""
+    import sqlite3
+
+    daemon = Daemon(tmp_path)
+    first = ClaudeSession(daemon.home, "/work/live", live=True)
+    first.write(first.user("the first session"), first.assistant("first answer"))
+    daemon.start()
+    viewer = None
+
+    def row_ids() -> dict[str, int]:
+        conn = sqlite3.connect(f"file:{daemon.bank}?mode=ro", uri=True)
+        try:
+            return {native: pk for pk, native in conn.execute("SELECT id, native_id FROM sessions")}
+        except sqlite3.OperationalError:  # being made: not there yet
+            return {}
+        finally:
+            conn.close()
+
+    try:
+        wait_for(lambda: len(daemon.texts()) == 2, 20, "the service to capture the first session")
+        watched = ClaudeSession(daemon.home, "/work/live", live=True)
+        watched.write(watched.user("the session whose page is open"), watched.assistant("its answer"))
+        wait_for(lambda: len(daemon.texts()) == 4, 20, "the service to capture the second session")
+        before = row_ids()[watched.id]
+        viewer = Viewer(env_for(daemon.home, daemon.bank, daemon.config, HARVESTER_RUNTIME_DIR=str(daemon.run_dir)))
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(viewer.url)
+        page.goto(f"{viewer.base}/session?h=claude-code&id={watched.id}")
+        page.wait_for_timeout(1500)
+
+        # The watched session comes back after another: its old row id becomes that other session's.
+        aside = tmp_path / "aside.jsonl"
+        watched.path.rename(aside)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{daemon.bank}{suffix}").unlink(missing_ok=True)
+        wait_for(lambda: daemon.bank.exists() and len(row_ids()) == 1, 30, "the service to make the bank again")
+        other = ClaudeSession(daemon.home, "/work/live", live=True)
+        other.write(other.user("another session, written meanwhile"))
+        wait_for(lambda: len(row_ids()) == 2, 20, "the service to capture another session")
+        aside.rename(watched.path)
+        wait_for(lambda: len(row_ids()) == 3, 20, "the service to capture the watched session again")
+        assert row_ids()[watched.id] != before and row_ids()[other.id] == before  # what this test is about
+        watched.write(watched.user("written after the bank was made again: pangolin"))
+        page.locator("article.event", has_text="pangolin").wait_for(timeout=20_000)
+        assert [a.get_attribute("id") for a in page.locator("article.event").all()] == ["1", "2", "3"]
+        context.close()
+    finally:
+        if viewer is not None:
+            viewer.stop()
+        daemon.stop()

@@ -80,36 +80,41 @@ def session_stream(request: Request) -> Response:
         html = templates.get_template("_events.html").render(events=views) if views else ""
         return html, (views[-1]["v"].seq if views else last), s, len(events) == EVENTS_PAGE
 
+    def lookup() -> tuple[dict[str, Any] | None, bool]:
+        """The session by its identity (its row id changes when the bank is made again), and whether it is gone for
+        good: not in the bank and kept out of it (forgotten), or under ``--team`` not in the team bank. A session
+        merely not there (the bank made again, not yet scanned again) is waited for."""
+        with source.bank() as bank:
+            s = find_session(bank, harness, native_id)
+            if s is not None or not harness or not native_id:
+                return s, s is None
+            excluded = getattr(bank, "excluded_sessions", None)
+            return None, excluded is None or bool(excluded(harness, [native_id]))
+
     async def changes() -> AsyncIterator[dict[str, Any]]:
         last = after
-
-        def lookup() -> dict[str, Any] | None:
-            with source.bank() as bank:
-                return find_session(bank, harness, native_id)
-
-        try:
-            s = await anyio.to_thread.run_sync(lookup)
-        except Unavailable:
-            return
-        if s is None:
-            yield GONE
-            return
+        s: dict[str, Any] | None = None
         seen: Any = None  # the first look sends what was written past ``after`` since the page was made
         first = True
         while True:
             if not first:
                 await anyio.sleep(POLL_SECONDS)
             first = False
-            now = await anyio.to_thread.run_sync(source.session_clock, s["id"])
-            if now is None:  # its row is gone (forgotten, the bank made again) or the bank cannot be read now
+            if s is None:
                 try:
-                    again = await anyio.to_thread.run_sync(lookup)
+                    s, gone = await anyio.to_thread.run_sync(lookup)
                 except Unavailable:
                     continue
-                if again is None:
+                if gone:
                     yield GONE
                     return
-                s, now = again, ("row", again["id"])  # the bank made again: the session under its new row id
+                if s is None:
+                    continue
+                seen = None
+            now = await anyio.to_thread.run_sync(source.session_clock, s["id"])
+            if now is None:  # its row is gone (forgotten, the bank made again) or the bank cannot be read now
+                s = None
+                continue
             if now == seen:
                 continue
             seen = now
@@ -119,14 +124,13 @@ def session_stream(request: Request) -> Response:
                     found = await anyio.to_thread.run_sync(new_events, last)
                 except Unavailable:
                     break
-                if found is None:
-                    yield GONE
-                    return
+                if found is None:  # not under that row id any more: looked up again by its identity
+                    break
                 html, last, row, full = found
                 if html:
                     yield {"event": "events", "data": html, "id": str(last)}
+            s = row  # by its identity, read again: the row id watched next is this session's (or it is looked up)
             if row is not None:
-                s = row  # by its identity, read again: the row id watched is this session's
                 yield {"event": "state", "data": f"{row['state']} · {row['event_count']} events"}
 
     return EventSourceResponse(changes(), ping=15)
