@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.daemon import Daemon, wait_for
+from tests.daemon import FAST, Daemon, wait_for
 from tests.helpers import ClaudeSession, make_repo, scan
 from tests.web_browser import Viewer, browser, env_for, screenshots, shoot
 
@@ -455,6 +455,34 @@ def test_a_sessions_open_page_follows_it_into_a_bank_made_again_under_run_and_se
         watched.write(watched.user("written after the bank was made again: pangolin"))
         page.locator("article.event", has_text="pangolin").wait_for(timeout=20_000)
         assert [a.get_attribute("id") for a in page.locator("article.event").all()] == ["1", "2", "3"]
+        context.close()
+    finally:
+        if viewer is not None:
+            viewer.stop()
+        daemon.stop()
+
+
+def test_a_session_that_ends_while_its_page_is_open_is_shown_ended(browser: Any, tmp_path: Path) -> None:
+    """The stream said the new state in the badge's text, and left its class (its colour) the live one: "ended" in
+    the colours of "live"."""
+    (tmp_path / "config.toml").write_text(FAST.replace("idle_end_minutes = 30", "idle_end_minutes = 0.25"))
+    daemon = Daemon(tmp_path)
+    s = ClaudeSession(daemon.home, "/work/live", live=True)
+    s.write(s.user("a session about to go idle"), s.assistant("its answer"))
+    daemon.start()
+    viewer = None
+    try:
+        wait_for(lambda: len(daemon.texts()) == 2, 20, "the service to capture the session")
+        viewer = Viewer(env_for(daemon.home, daemon.bank, daemon.config, HARVESTER_RUNTIME_DIR=str(daemon.run_dir)))
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(viewer.url)
+        page.goto(f"{viewer.base}/session?h=claude-code&id={s.id}")
+        badge = page.locator("#session-state")
+        assert badge.get_attribute("class") == "state live"  # idle for 15 s: it ends with the page open
+        page.wait_for_function("() => document.querySelector('#session-state').textContent.startsWith('ended')",
+                               timeout=40_000)
+        assert badge.get_attribute("class") == "state ended"
         context.close()
     finally:
         if viewer is not None:

@@ -100,7 +100,10 @@ function liveSession() {
     });
     stream.addEventListener("state", (e) => {
       const state = document.getElementById("session-state");
-      if (state) state.textContent = e.data;
+      if (!state) return;
+      state.textContent = e.data;
+      const word = e.data.split(" ")[0];  // "ended · 12 events": the badge takes that state's colours too
+      if (["live", "ended", "abandoned", "unknown"].includes(word)) state.className = "state " + word;
     });
     return stream;
   });
