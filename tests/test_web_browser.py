@@ -488,3 +488,41 @@ def test_a_session_that_ends_while_its_page_is_open_is_shown_ended(browser: Any,
         if viewer is not None:
             viewer.stop()
         daemon.stop()
+
+
+def test_an_event_the_agent_rewrites_is_rewritten_on_its_open_page(browser: Any, tmp_path: Path) -> None:
+    """Agents that rewrite a record (Gemini CLI re-appends a message under its id as it completes; Aider, Cline, Amp...)
+    revise the event in place: an open page appended only events past its last one, and went on showing the first
+    version."""
+    daemon = Daemon(tmp_path)
+    chats = daemon.home / ".gemini" / "tmp" / "proj" / "chats"
+    chats.mkdir(parents=True)
+    sid = str(uuid.uuid4())
+    path = chats / f"session-2026-09-20T10-00-{sid[:8]}.jsonl"
+    header = {"sessionId": sid, "projectHash": "0" * 64, "startTime": "2026-09-20T10:00:00.000Z",
+              "lastUpdated": "2026-09-20T10:00:00.000Z", "kind": "main"}
+    ask = {"id": "u1", "timestamp": "2026-09-20T10:00:01.000Z", "type": "user", "content": "explain the budget"}
+    answer = {"id": "g1", "timestamp": "2026-09-20T10:00:02.000Z", "type": "gemini", "content": "The budget",
+              "model": "gemini-3-flash-preview"}
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in (header, ask, answer)))
+    daemon.start()
+    viewer = None
+    try:
+        wait_for(lambda: len(daemon.texts()) == 2, 20, "the service to capture the session")
+        viewer = Viewer(env_for(daemon.home, daemon.bank, daemon.config, HARVESTER_RUNTIME_DIR=str(daemon.run_dir)))
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(viewer.url)
+        page.goto(f"{viewer.base}/session?h=gemini-cli&id={sid}")
+        assert page.locator("article.event").count() == 2
+        page.wait_for_timeout(1500)  # the stream has looked once
+
+        with open(path, "ab") as f:
+            f.write(orjson.dumps({**answer, "content": "The budget is shared across workers: wombat"}) + b"\n")
+        page.locator("article.event", has_text="wombat").wait_for(timeout=20_000)
+        assert [a.get_attribute("id") for a in page.locator("article.event").all()] == ["1", "2"]
+        context.close()
+    finally:
+        if viewer is not None:
+            viewer.stop()
+        daemon.stop()

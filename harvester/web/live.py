@@ -4,7 +4,8 @@ bank's push stamps (harvester/web/reading.py TeamSource.clock).
 Every write that changes a session moves the clock and stamps the session with it, in the write's own transaction
 (harvester/bank/sqlite_events.stamp_changed). A stream reads the clock once a second (one indexed row, off the
 event loop) and says something only when it moved: the sessions list is told to fetch its rows again; a session's
-page is sent the events past the last one it shows, rendered by the same template as the page (escaped). A
+page is sent the events past the last one it shows, and those it shows that the agent rewrote since (by the
+events' own change stamps), rendered by the same template as the page (escaped). A
 stream reads; it never writes, and ends when the browser goes.
 
 A stream starts from what its page showed, not from when it opened: the list from the clock its rows were read at,
@@ -66,7 +67,28 @@ def session_stream(request: Request) -> Response:
     source = request.app.state.source
     harness, native_id = q.get("h"), q.get("id")
     after = max(_shown(request, "after") or 0, 0)
+    first_shown = int_param(q.get("start"), 0)
+    stamp = int_param(q.get("stamp"), -1, low=-1)  # none given: rewrites are not followed
     templates = request.app.state.templates
+
+    def rewritten(last: int, since: int) -> str:
+        """The events the page shows (from ``first_shown`` to ``last``) that the agent rewrote after ``since`` (a change
+        stamp): agents that rewrite a record (Gemini CLI's re-appended message, Aider's growing one) revise the event
+        in place (harvester/bank/sqlite_events.revise_events), under its number. The local bank only: the team bank
+        keeps no stamp per event."""
+        with source.bank() as bank:
+            s = find_session(bank, harness, native_id)
+            if s is None:
+                return ""
+            seqs = {n for (n,) in bank.conn.execute(
+                "SELECT seq FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? AND changed > ?",
+                (s["id"], first_shown, last, since))}
+            if not seqs:
+                return ""
+            events = [e for e in bank.events_page(s["id"], min(seqs), max(seqs) - min(seqs) + 1, include_recall=True)
+                      if e["seq"] in seqs]
+            views = event_views(bank, s, events, source.team)
+        return templates.get_template("_events.html").render(events=views) if views else ""
 
     def new_events(last: int) -> tuple[str, int, dict[str, Any], bool] | None:
         """The events past ``last`` (a page of them), the last one's number, the session, and whether the page was
@@ -92,7 +114,7 @@ def session_stream(request: Request) -> Response:
             return None, excluded is None or bool(excluded(harness, [native_id]))
 
     async def changes() -> AsyncIterator[dict[str, Any]]:
-        last = after
+        last, since = after, stamp  # since: the change stamp of the versions the page shows
         s: dict[str, Any] | None = None
         seen: Any = None  # the first look sends what was written past ``after`` since the page was made
         first = True
@@ -118,6 +140,15 @@ def session_stream(request: Request) -> Response:
             if now == seen:
                 continue
             seen = now
+            if not source.team and since >= 0 and now[0] > since:
+                try:
+                    html = await anyio.to_thread.run_sync(rewritten, last, since)
+                except Unavailable:
+                    seen = None  # looked at again next time
+                    continue
+                since = now[0]
+                if html:
+                    yield {"event": "rewritten", "data": html}
             full, row = True, None
             while full:  # one write may add more than a page: each page is sent, not only the first
                 try:

@@ -185,6 +185,9 @@ def session(request: Request) -> Response:
             s = find_session(bank, q.get("h"), q.get("id"))
             if s is None:
                 return page(request, "missing.html", {"title": "No such session"}, status=404)
+            # The session's change stamp before its events: its stream sends again what is rewritten after it.
+            stamp = None if source.team else bank.conn.execute("SELECT changed FROM sessions WHERE id = ?",
+                                                               (s["id"],)).fetchone()[0]
             events = bank.events_page(s["id"], start, EVENTS_PAGE + 1, include_recall=True)
             views = event_views(bank, s, events[:EVENTS_PAGE], source.team)
             parent = None
@@ -208,7 +211,8 @@ def session(request: Request) -> Response:
                "next_href": session_link(s["harness"], s["native_id"], start=last + 1) if more else None,
                "prev_href": session_link(s["harness"], s["native_id"], start=max(start - EVENTS_PAGE, 0))
                if start else None,
-               "live_href": link("/live/session", h=s["harness"], id=s["native_id"], after=last) if live else None}
+               "live_href": link("/live/session", h=s["harness"], id=s["native_id"], after=last, start=start,
+                                 stamp=None if stamp is None else str(stamp)) if live else None}
     return page(request, "session.html", context)
 
 

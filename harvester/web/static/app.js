@@ -94,6 +94,15 @@ function liveSession() {
       events.appendChild(incoming.content);
       document.body.dataset.updated = String(Date.now());
     });
+    stream.addEventListener("rewritten", (e) => {  // events the agent rewrote: each replaces its older version
+      const incoming = document.createElement("template");
+      incoming.innerHTML = e.data;
+      for (const article of incoming.content.querySelectorAll("article.event")) {
+        const shown = document.getElementById(article.id);
+        if (shown) shown.replaceWith(article);
+      }
+      document.body.dataset.updated = String(Date.now());
+    });
     stream.addEventListener("gone", () => {  // forgotten: the page it would be now says so (a 404)
       stream.close();
       location.reload();
