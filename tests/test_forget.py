@@ -203,3 +203,20 @@ def test_a_copy_already_in_the_bank_loses_the_forgotten_records_too(tmp_path: Pa
     assert harvester_cli(tmp_path, "reparse").returncode == 0  # the fork's file still holds them: kept out
     assert _texts(tmp_path, fork.id) == ["and now the fork's own question", "the fork's own answer"]
     assert _where_found(tmp_path) == []
+
+
+def test_a_forget_moves_the_banks_change_clock(tmp_path: Path) -> None:
+    """What watches the change clock (an open page of `harvester serve` lists sessions again when it moves) must see a
+    forget: it deleted the sessions without moving the clock, so the list kept the forgotten one."""
+    import sqlite3
+
+    forgotten, _ = _forgettable(tmp_path)
+    bank = tmp_path / "bank.sqlite"
+
+    def clock() -> int:
+        with contextlib.closing(sqlite3.connect(f"file:{bank}?mode=ro", uri=True)) as conn:
+            return conn.execute("SELECT n FROM change_clock").fetchone()[0]
+
+    before = clock()
+    assert _forget(tmp_path, forgotten.id).returncode == 0
+    assert clock() > before

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.daemon import Daemon, wait_for
+from tests.daemon import FAST, Daemon, wait_for
 from tests.helpers import ClaudeSession, make_repo, scan
 from tests.web_browser import Viewer, browser, env_for, screenshots, shoot
 
@@ -306,3 +306,223 @@ def test_hostile_transcripts_execute_nothing_and_navigate_nowhere(
             _harmless(page, watch, viewer.base, route)
     finally:
         viewer.stop()
+
+
+# --- many tabs -----------------------------------------------------------------------------------------------------
+
+HIDE = """() => {
+  Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" });
+  Object.defineProperty(document, "hidden", { configurable: true, get: () => true });
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+SHOW = """() => {
+  Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "visible" });
+  Object.defineProperty(document, "hidden", { configurable: true, get: () => false });
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+
+
+def test_twenty_open_tabs_leave_the_viewer_reachable_and_a_tab_brought_back_catches_up_once(
+        browser: Any, tmp_path: Path) -> None:
+    """A browser keeps at most 6 connections to one host over HTTP/1.1, and each live page held one for its stream:
+    the 7th tab of the viewer never loaded. A tab in the background (hidden, as a browser says of a tab not shown)
+    closes its stream; brought back it shows what was written meanwhile, once."""
+    daemon = Daemon(tmp_path)
+    s = ClaudeSession(daemon.home, "/work/live", live=True)
+    s.write(s.user("a session open in many tabs"), s.assistant("first answer"))
+    daemon.start()
+    viewer = None
+    try:
+        wait_for(lambda: len(daemon.texts()) == 2, 20, "the service to capture the session")
+        viewer = Viewer(env_for(daemon.home, daemon.bank, daemon.config, HARVESTER_RUNTIME_DIR=str(daemon.run_dir)))
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        first = context.new_page()
+        first.goto(viewer.url)
+        tabs = []
+        for n in range(20):
+            tab = context.new_page()
+            tab.set_default_timeout(10_000)
+            tab.goto(f"{viewer.base}/session?h=claude-code&id={s.id}" if n % 2 else f"{viewer.base}/sessions")
+            tab.evaluate(HIDE)  # the user opens the next tab: this one goes to the background
+            tabs.append(tab)
+        first.close()
+        back = tabs[-1]  # a transcript, in the background while the session grows
+        s.write(s.user("written while the tab was hidden: axolotl"))
+        wait_for(lambda: len(daemon.texts()) == 3, 20, "the service to capture the line")
+        back.wait_for_timeout(1500)
+        back.evaluate(SHOW)
+        back.locator("article.event", has_text="axolotl").wait_for(timeout=15_000)
+        back.evaluate(HIDE)
+        back.evaluate(SHOW)  # a second return adds nothing already shown
+        s.write(s.user("and one more while it is shown: capybara"))
+        back.locator("article.event", has_text="capybara").wait_for(timeout=30_000)
+        assert [a.get_attribute("id") for a in back.locator("article.event").all()] == ["1", "2", "3", "4"]
+        listing = tabs[-2]
+        listing.evaluate(SHOW)
+        listing.wait_for_function("() => document.querySelector('#session-rows td.num').textContent === '4'",
+                                  timeout=15_000)  # the rows it showed said 2 events
+        context.close()
+    finally:
+        if viewer is not None:
+            viewer.stop()
+        daemon.stop()
+
+
+def test_a_session_forgotten_while_its_page_and_the_list_are_open_leaves_both(browser: Any, tmp_path: Path) -> None:
+    """`harvester forget` under open pages: the session's page became a 404 only when reloaded (it went on showing
+    the forgotten text, its stream reconnecting every few seconds), and the list kept its row until some other
+    write: a forget did not move the bank's change clock."""
+    import subprocess
+    import sys
+
+    home, path = tmp_path / "home", tmp_path / "bank.sqlite"
+    gone = ClaudeSession(home, "/work/app")
+    gone.write(gone.user("a secret pasted here: narwhalsecret"), gone.assistant("noted"))
+    kept = ClaudeSession(home, "/work/app")
+    kept.write(kept.user("a session that stays"), kept.assistant("stays"))
+    scan(home, path)
+    env = env_for(home, path, tmp_path / "config.toml")
+    viewer = Viewer(env)
+    try:
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(viewer.url)
+        page.goto(f"{viewer.base}/session?h=claude-code&id={gone.id}")
+        listing = context.new_page()
+        listing.goto(f"{viewer.base}/sessions")
+        listing.wait_for_selector("#live-note:not([hidden])")
+        assert listing.locator("#session-rows a", has_text="narwhalsecret").count() == 1
+        page.wait_for_timeout(1500)  # both streams have read the clock
+
+        subprocess.run([sys.executable, "-m", "harvester", "forget", gone.id, "--yes"], env=env, check=True,
+                       capture_output=True)
+        listing.locator("#session-rows a", has_text="narwhalsecret").wait_for(state="detached", timeout=15_000)
+        assert listing.locator("#session-rows a", has_text="a session that stays").count() == 1
+        page.locator("h1", has_text="No such session").wait_for(timeout=15_000)
+        assert "narwhalsecret" not in page.content()
+        context.close()
+    finally:
+        viewer.stop()
+
+
+def test_a_sessions_open_page_follows_it_into_a_bank_made_again_under_run_and_serve(browser: Any,
+                                                                                    tmp_path: Path) -> None:
+    """The bank deleted under `harvester run` is made again and scanned again (issue 23, item 8): the sessions come
+    back under other row ids. An open page watched its session's old row id, now another session's, and never
+    showed the lines written to its own."""
+    import sqlite3
+
+    daemon = Daemon(tmp_path)
+    first = ClaudeSession(daemon.home, "/work/live", live=True)
+    first.write(first.user("the first session"), first.assistant("first answer"))
+    daemon.start()
+    viewer = None
+
+    def row_ids() -> dict[str, int]:
+        conn = sqlite3.connect(f"file:{daemon.bank}?mode=ro", uri=True)
+        try:
+            return {native: pk for pk, native in conn.execute("SELECT id, native_id FROM sessions")}
+        except sqlite3.OperationalError:  # being made: not there yet
+            return {}
+        finally:
+            conn.close()
+
+    try:
+        wait_for(lambda: len(daemon.texts()) == 2, 20, "the service to capture the first session")
+        watched = ClaudeSession(daemon.home, "/work/live", live=True)
+        watched.write(watched.user("the session whose page is open"), watched.assistant("its answer"))
+        wait_for(lambda: len(daemon.texts()) == 4, 20, "the service to capture the second session")
+        before = row_ids()[watched.id]
+        viewer = Viewer(env_for(daemon.home, daemon.bank, daemon.config, HARVESTER_RUNTIME_DIR=str(daemon.run_dir)))
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(viewer.url)
+        page.goto(f"{viewer.base}/session?h=claude-code&id={watched.id}")
+        page.wait_for_timeout(1500)
+
+        # The watched session comes back after another: its old row id becomes that other session's.
+        aside = tmp_path / "aside.jsonl"
+        watched.path.rename(aside)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{daemon.bank}{suffix}").unlink(missing_ok=True)
+        wait_for(lambda: daemon.bank.exists() and len(row_ids()) == 1, 30, "the service to make the bank again")
+        other = ClaudeSession(daemon.home, "/work/live", live=True)
+        other.write(other.user("another session, written meanwhile"))
+        wait_for(lambda: len(row_ids()) == 2, 20, "the service to capture another session")
+        aside.rename(watched.path)
+        wait_for(lambda: len(row_ids()) == 3, 20, "the service to capture the watched session again")
+        assert row_ids()[watched.id] != before and row_ids()[other.id] == before  # what this test is about
+        watched.write(watched.user("written after the bank was made again: pangolin"))
+        page.locator("article.event", has_text="pangolin").wait_for(timeout=20_000)
+        assert [a.get_attribute("id") for a in page.locator("article.event").all()] == ["1", "2", "3"]
+        context.close()
+    finally:
+        if viewer is not None:
+            viewer.stop()
+        daemon.stop()
+
+
+def test_a_session_that_ends_while_its_page_is_open_is_shown_ended(browser: Any, tmp_path: Path) -> None:
+    """The stream said the new state in the badge's text, and left its class (its colour) the live one: "ended" in
+    the colours of "live"."""
+    (tmp_path / "config.toml").write_text(FAST.replace("idle_end_minutes = 30", "idle_end_minutes = 0.25"))
+    daemon = Daemon(tmp_path)
+    s = ClaudeSession(daemon.home, "/work/live", live=True)
+    s.write(s.user("a session about to go idle"), s.assistant("its answer"))
+    daemon.start()
+    viewer = None
+    try:
+        wait_for(lambda: len(daemon.texts()) == 2, 20, "the service to capture the session")
+        viewer = Viewer(env_for(daemon.home, daemon.bank, daemon.config, HARVESTER_RUNTIME_DIR=str(daemon.run_dir)))
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(viewer.url)
+        page.goto(f"{viewer.base}/session?h=claude-code&id={s.id}")
+        badge = page.locator("#session-state")
+        assert badge.get_attribute("class") == "state live"  # idle for 15 s: it ends with the page open
+        page.wait_for_function("() => document.querySelector('#session-state').textContent.startsWith('ended')",
+                               timeout=40_000)
+        assert badge.get_attribute("class") == "state ended"
+        context.close()
+    finally:
+        if viewer is not None:
+            viewer.stop()
+        daemon.stop()
+
+
+def test_an_event_the_agent_rewrites_is_rewritten_on_its_open_page(browser: Any, tmp_path: Path) -> None:
+    """Agents that rewrite a record (Gemini CLI re-appends a message under its id as it completes; Aider, Cline, Amp...)
+    revise the event in place: an open page appended only events past its last one, and went on showing the first
+    version."""
+    daemon = Daemon(tmp_path)
+    chats = daemon.home / ".gemini" / "tmp" / "proj" / "chats"
+    chats.mkdir(parents=True)
+    sid = str(uuid.uuid4())
+    path = chats / f"session-2026-09-20T10-00-{sid[:8]}.jsonl"
+    header = {"sessionId": sid, "projectHash": "0" * 64, "startTime": "2026-09-20T10:00:00.000Z",
+              "lastUpdated": "2026-09-20T10:00:00.000Z", "kind": "main"}
+    ask = {"id": "u1", "timestamp": "2026-09-20T10:00:01.000Z", "type": "user", "content": "explain the budget"}
+    answer = {"id": "g1", "timestamp": "2026-09-20T10:00:02.000Z", "type": "gemini", "content": "The budget",
+              "model": "gemini-3-flash-preview"}
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in (header, ask, answer)))
+    daemon.start()
+    viewer = None
+    try:
+        wait_for(lambda: len(daemon.texts()) == 2, 20, "the service to capture the session")
+        viewer = Viewer(env_for(daemon.home, daemon.bank, daemon.config, HARVESTER_RUNTIME_DIR=str(daemon.run_dir)))
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(viewer.url)
+        page.goto(f"{viewer.base}/session?h=gemini-cli&id={sid}")
+        assert page.locator("article.event").count() == 2
+        page.wait_for_timeout(1500)  # the stream has looked once
+
+        with open(path, "ab") as f:
+            f.write(orjson.dumps({**answer, "content": "The budget is shared across workers: wombat"}) + b"\n")
+        page.locator("article.event", has_text="wombat").wait_for(timeout=20_000)
+        assert [a.get_attribute("id") for a in page.locator("article.event").all()] == ["1", "2"]
+        context.close()
+    finally:
+        if viewer is not None:
+            viewer.stop()
+        daemon.stop()

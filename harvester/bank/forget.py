@@ -116,6 +116,7 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
     """Take ``sessions`` out of the bank and the archive, and tombstone them (see the module). One transaction
     does it in the bank and records what is left to do outside it; then that is done
     (:meth:`SqliteBank.finish_purges`), by this process or, if it is killed first, by the next to open the bank."""
+    from harvester.bank.sqlite_events import next_clock
     from harvester.bank.sqlite_forget import PurgeWork
     from harvester.capture.archive.purge import purge_sessions
     from harvester.parsers import HARNESSES
@@ -151,6 +152,9 @@ def forget(bank: SqliteBank, sessions: list[dict[str, Any]]) -> Forgotten:
             c.execute(f"UPDATE sink_documents SET state = 'pending', next_try_at = NULL WHERE (harness, native_id) IN "
                       f"(SELECT harness, native_id FROM sessions WHERE id IN ({marks}))", pks)
             c.execute(f"DELETE FROM sessions WHERE id IN ({marks})", pks)
+            # The change clock moves, though no session is left to stamp: a reader watching it (an open page of
+            # `harvester serve`) lists the sessions again, without these.
+            next_clock(c)
             # A writer that read these sources before this commit finds its cursor moved, and reads again:
             # the tombstones then keep what it read out.
             c.executemany("UPDATE sources SET generation = generation + 1 WHERE id = ?", [(i,) for i in source_ids])

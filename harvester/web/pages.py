@@ -117,6 +117,8 @@ def session_rows(request: Request, f: dict[str, Any]) -> tuple[list[dict[str, An
 def sessions(request: Request) -> Response:
     f = _session_filters(request)
     try:
+        # The clock before the rows: its stream sends at once what was written after it (harvester/web/live.py).
+        clock = request.app.state.source.clock()
         rows, more, label = session_rows(request, f)
     except Unavailable as exc:
         return unavailable(request, exc)
@@ -125,7 +127,8 @@ def sessions(request: Request) -> Response:
     context = {"title": f"Sessions of {one_line(label, 80)}", "label": one_line(label, 120), "rows": rows, "f": f,
                "harnesses": request.app.state.harnesses, "states": STATES,
                "rows_href": link("/sessions/rows", **base, offset=f["offset"]),
-               "live_href": link("/live/sessions", **base, offset=f["offset"]),
+               "live_href": link("/live/sessions", **base, offset=f["offset"],
+                                 clock=None if clock is None else str(clock)),
                "next_href": link("/sessions", **base, offset=f["offset"] + SESSIONS_PAGE) if more else None,
                "prev_href": link("/sessions", **base, offset=max(f["offset"] - SESSIONS_PAGE, 0))
                if f["offset"] else None,
@@ -182,6 +185,9 @@ def session(request: Request) -> Response:
             s = find_session(bank, q.get("h"), q.get("id"))
             if s is None:
                 return page(request, "missing.html", {"title": "No such session"}, status=404)
+            # The session's change stamp before its events: its stream sends again what is rewritten after it.
+            stamp = None if source.team else bank.conn.execute("SELECT changed FROM sessions WHERE id = ?",
+                                                               (s["id"],)).fetchone()[0]
             events = bank.events_page(s["id"], start, EVENTS_PAGE + 1, include_recall=True)
             views = event_views(bank, s, events[:EVENTS_PAGE], source.team)
             parent = None
@@ -205,7 +211,8 @@ def session(request: Request) -> Response:
                "next_href": session_link(s["harness"], s["native_id"], start=last + 1) if more else None,
                "prev_href": session_link(s["harness"], s["native_id"], start=max(start - EVENTS_PAGE, 0))
                if start else None,
-               "live_href": link("/live/session", h=s["harness"], id=s["native_id"], after=last) if live else None}
+               "live_href": link("/live/session", h=s["harness"], id=s["native_id"], after=last, start=start,
+                                 stamp=None if stamp is None else str(stamp)) if live else None}
     return page(request, "session.html", context)
 
 
