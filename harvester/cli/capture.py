@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harvester import config, terminal
-from harvester.bank import NOT_FOUND_HINT, SEVERAL_HINT
 from harvester.cli.common import HarnessChoice, check_repo, enabled_harnesses, open_bank_or_fail, print_json
 from harvester.config import Settings
 
@@ -88,6 +87,7 @@ def reparse(settings: Settings, names: tuple[str, ...], session_ref: str | None)
     lacks them). Idempotent; a run that was stopped goes on where it stood. Exit status 3: the archive of some
     sources is damaged (and their agents' files cannot mend it): their sessions were left as they were, and
     `harvester status` lists the damage."""
+    from harvester.bank import NOT_FOUND_HINT, SEVERAL_HINT
     from harvester.bank import reparse as reparsing
     from harvester.capture.ingest import Ingestor
     from harvester.cli.render import ProgressLine

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harvester import terminal
-from harvester.bank import NOT_FOUND_HINT, SEVERAL_HINT
 from harvester.cli.common import (
     KIND_NAMES,
     ROLE_NAMES,
@@ -96,6 +95,7 @@ def sessions(settings: Settings, repo: str | None, here: bool, bank_filter: str 
 def show(settings: Settings, session: str, full: bool, around: int | None, context_events: int, start: int | None,
          kinds: tuple[str, ...], roles: tuple[str, ...], no_pager: bool, team: bool, as_json: bool) -> None:
     """Show one session's transcript (SESSION: its id, or an unambiguous prefix), its events numbered #N."""
+    from harvester.bank import NOT_FOUND_HINT, SEVERAL_HINT
     from harvester.cli import render_transcript
     from harvester.recall.tools import children_of_calls
 
