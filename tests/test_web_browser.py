@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,25 @@ from tests.web_browser import Viewer, browser, env_for, screenshots, shoot
 __all__ = ["browser"]  # the fixture, used by name
 
 TASK = "survey the retry budget module and report its callers"
+
+
+@contextmanager
+def _served_under_run(browser: Any, daemon: Daemon) -> Iterator[tuple[Viewer, Any, Any]]:
+    """`harvester serve` beside the started ``daemon`` once the service holds its session's two texts, and a browser
+    context whose first page has taken the viewer's token; the viewer and the daemon are stopped after, whatever
+    happened."""
+    viewer = None
+    try:
+        wait_for(lambda: len(daemon.texts()) == 2, 20, "the service to capture the session")
+        viewer = Viewer(env_for(daemon.home, daemon.bank, daemon.config, HARVESTER_RUNTIME_DIR=str(daemon.run_dir)))
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(viewer.url)
+        yield viewer, context, page
+    finally:
+        if viewer is not None:
+            viewer.stop()
+        daemon.stop()
 
 
 def _subagent(parent: ClaudeSession, agent: str) -> ClaudeSession:
@@ -173,13 +193,7 @@ def test_a_session_being_written_and_the_sessions_list_update_live_under_harvest
     s = ClaudeSession(daemon.home, "/work/live", live=True)
     s.write(s.user("watch this session grow"), s.assistant("first answer"))
     daemon.start()
-    viewer = None
-    try:
-        wait_for(lambda: len(daemon.texts()) == 2, 20, "the service to capture the session")
-        viewer = Viewer(env_for(daemon.home, daemon.bank, daemon.config, HARVESTER_RUNTIME_DIR=str(daemon.run_dir)))
-        context = browser.new_context(viewport={"width": 1280, "height": 800})
-        page = context.new_page()
-        page.goto(viewer.url)
+    with _served_under_run(browser, daemon) as (viewer, context, page):
         page.goto(f"{viewer.base}/session?h=claude-code&id={s.id}")
         assert page.locator("article.event").count() == 2
         listing = context.new_page()
@@ -199,10 +213,6 @@ def test_a_session_being_written_and_the_sessions_list_update_live_under_harvest
         new.write(new.user("a brand new session: ocelotsession"))
         listing.locator("#session-rows a", has_text="ocelotsession").wait_for(timeout=30_000)
         assert page.locator("article.event").count() == 3  # nothing reloaded or doubled
-    finally:
-        if viewer is not None:
-            viewer.stop()
-        daemon.stop()
 
 
 # --- hostile transcripts -------------------------------------------------------------------------------------------
@@ -331,13 +341,7 @@ def test_twenty_open_tabs_leave_the_viewer_reachable_and_a_tab_brought_back_catc
     s = ClaudeSession(daemon.home, "/work/live", live=True)
     s.write(s.user("a session open in many tabs"), s.assistant("first answer"))
     daemon.start()
-    viewer = None
-    try:
-        wait_for(lambda: len(daemon.texts()) == 2, 20, "the service to capture the session")
-        viewer = Viewer(env_for(daemon.home, daemon.bank, daemon.config, HARVESTER_RUNTIME_DIR=str(daemon.run_dir)))
-        context = browser.new_context(viewport={"width": 1280, "height": 800})
-        first = context.new_page()
-        first.goto(viewer.url)
+    with _served_under_run(browser, daemon) as (viewer, context, first):
         tabs = []
         for n in range(20):
             tab = context.new_page()
@@ -362,10 +366,6 @@ def test_twenty_open_tabs_leave_the_viewer_reachable_and_a_tab_brought_back_catc
         listing.wait_for_function("() => document.querySelector('#session-rows td.num').textContent === '4'",
                                   timeout=15_000)  # the rows it showed said 2 events
         context.close()
-    finally:
-        if viewer is not None:
-            viewer.stop()
-        daemon.stop()
 
 
 def test_a_session_forgotten_while_its_page_and_the_list_are_open_leaves_both(browser: Any, tmp_path: Path) -> None:
@@ -470,13 +470,7 @@ def test_a_session_that_ends_while_its_page_is_open_is_shown_ended(browser: Any,
     s = ClaudeSession(daemon.home, "/work/live", live=True)
     s.write(s.user("a session about to go idle"), s.assistant("its answer"))
     daemon.start()
-    viewer = None
-    try:
-        wait_for(lambda: len(daemon.texts()) == 2, 20, "the service to capture the session")
-        viewer = Viewer(env_for(daemon.home, daemon.bank, daemon.config, HARVESTER_RUNTIME_DIR=str(daemon.run_dir)))
-        context = browser.new_context(viewport={"width": 1280, "height": 800})
-        page = context.new_page()
-        page.goto(viewer.url)
+    with _served_under_run(browser, daemon) as (viewer, context, page):
         page.goto(f"{viewer.base}/session?h=claude-code&id={s.id}")
         badge = page.locator("#session-state")
         assert badge.get_attribute("class") == "state live"  # idle for 15 s: it ends with the page open
@@ -484,10 +478,6 @@ def test_a_session_that_ends_while_its_page_is_open_is_shown_ended(browser: Any,
                                timeout=40_000)
         assert badge.get_attribute("class") == "state ended"
         context.close()
-    finally:
-        if viewer is not None:
-            viewer.stop()
-        daemon.stop()
 
 
 def test_an_event_the_agent_rewrites_is_rewritten_on_its_open_page(browser: Any, tmp_path: Path) -> None:
@@ -506,13 +496,7 @@ def test_an_event_the_agent_rewrites_is_rewritten_on_its_open_page(browser: Any,
               "model": "gemini-3-flash-preview"}
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in (header, ask, answer)))
     daemon.start()
-    viewer = None
-    try:
-        wait_for(lambda: len(daemon.texts()) == 2, 20, "the service to capture the session")
-        viewer = Viewer(env_for(daemon.home, daemon.bank, daemon.config, HARVESTER_RUNTIME_DIR=str(daemon.run_dir)))
-        context = browser.new_context(viewport={"width": 1280, "height": 800})
-        page = context.new_page()
-        page.goto(viewer.url)
+    with _served_under_run(browser, daemon) as (viewer, context, page):
         page.goto(f"{viewer.base}/session?h=gemini-cli&id={sid}")
         assert page.locator("article.event").count() == 2
         page.wait_for_timeout(1500)  # the stream has looked once
@@ -522,7 +506,3 @@ def test_an_event_the_agent_rewrites_is_rewritten_on_its_open_page(browser: Any,
         page.locator("article.event", has_text="wombat").wait_for(timeout=20_000)
         assert [a.get_attribute("id") for a in page.locator("article.event").all()] == ["1", "2"]
         context.close()
-    finally:
-        if viewer is not None:
-            viewer.stop()
-        daemon.stop()

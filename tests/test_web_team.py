@@ -28,6 +28,16 @@ PHRASE = "the flaky checkout retry budget"
 PORT = 8765
 
 
+def _client(settings: Any) -> tuple[TestClient, TeamSource]:
+    """The viewer over the team bank ``settings`` name (this machine's bank beside it), as a test client holding
+    the token's cookie; and the team source, for the test to close."""
+    source = TeamSource(settings)
+    app = create_app(Served(source, LocalSource(str(settings.bank)), settings, "127.0.0.1", PORT, "tok"))
+    client = TestClient(app, base_url=f"http://127.0.0.1:{PORT}")
+    client.cookies.set(cookie_name(PORT), "tok")
+    return client, source
+
+
 @pytest.fixture(scope="module")
 def team(postgres_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("web-team")
@@ -57,10 +67,8 @@ def _harvester() -> list[str]:
 def test_the_team_banks_repositories_sessions_transcript_and_search(team: dict[str, Any]) -> None:
     settings = settings_for({"HOME": str(team["alpha"]), "HARVESTER_TEAM_BANK": team["url"],
                             "HARVESTER_HOST_NAME": "alpha-host"}, bank=str(team["alpha"] / "bank.sqlite"))
-    source, local = TeamSource(settings), LocalSource(str(settings.bank))
-    with TestClient(create_app(Served(source, local, settings, "127.0.0.1", PORT, "tok")),
-                    base_url=f"http://127.0.0.1:{PORT}") as c:
-        c.cookies.set(cookie_name(PORT), "tok")
+    client, source = _client(settings)
+    with client as c:
         home = c.get("/")
         assert home.status_code == 200 and "team bank" in home.text
         assert "coding-agent::shop" in home.text and "beta-host" in home.text
@@ -104,16 +112,14 @@ def test_the_usage_page_under_team_is_the_team_banks_usage(team: dict[str, Any])
 
     settings = settings_for({"HOME": str(team["alpha"]), "HARVESTER_TEAM_BANK": team["url"],
                             "HARVESTER_HOST_NAME": "alpha-host"}, bank=str(team["alpha"] / "bank.sqlite"))
-    source, local = TeamSource(settings), LocalSource(str(settings.bank))
+    client, source = _client(settings)
     since = (date.today() - timedelta(days=89)).isoformat()
     cli = subprocess.run([*_harvester(), "usage", "--team", "--json", "--since", since], env=team["env"],
                          capture_output=True, text=True, timeout=120)
     assert cli.returncode == 0, cli.stderr
     totals = json.loads(cli.stdout)["totals"]
     assert totals["responses"] >= 1 and totals["cost_usd"] > 0
-    with TestClient(create_app(Served(source, local, settings, "127.0.0.1", PORT, "tok")),
-                    base_url=f"http://127.0.0.1:{PORT}") as c:
-        c.cookies.set(cookie_name(PORT), "tok")
+    with client as c:
         shown = c.get("/usage", params={"days": "90"})
         assert shown.status_code == 200 and "of the team bank" in shown.text
         assert re.search(r'id="usage-total">([^<]+)<', shown.text)[1] == f"${totals['cost_usd']:,.2f}"
@@ -130,10 +136,8 @@ def test_the_status_page_under_team_reports_the_team_bank_and_labels_this_machin
     monkeypatch.setenv("HARVESTER_HOST_NAME", "alpha-host")  # read when asked (TeamSettings.host_name)
     settings = settings_for({"HOME": str(team["alpha"]), "HARVESTER_TEAM_BANK": team["url"],
                             "HARVESTER_HOST_NAME": "alpha-host"}, bank=str(team["alpha"] / "bank.sqlite"))
-    source, local = TeamSource(settings), LocalSource(str(settings.bank))
-    with TestClient(create_app(Served(source, local, settings, "127.0.0.1", PORT, "tok")),
-                    base_url=f"http://127.0.0.1:{PORT}") as c:
-        c.cookies.set(cookie_name(PORT), "tok")
+    client, source = _client(settings)
+    with client as c:
         shown = c.get("/status")
         assert shown.status_code == 200 and "team bank" in shown.text
         machines = shown.text.split('id="team-machines"', 1)[1].split("</table>", 1)[0]
@@ -167,10 +171,8 @@ def test_unrelated_repositories_of_one_name_are_two_rows_each_with_its_own_sessi
         assert pushed.returncode == 0, pushed.stderr
         ids[host] = s.id
     settings = settings_for({"HOME": str(tmp_path), "HARVESTER_TEAM_BANK": url}, bank=str(tmp_path / "bank.sqlite"))
-    source, local = TeamSource(settings), LocalSource(str(settings.bank))
-    with TestClient(create_app(Served(source, local, settings, "127.0.0.1", PORT, "tok")),
-                    base_url=f"http://127.0.0.1:{PORT}") as c:
-        c.cookies.set(cookie_name(PORT), "tok")
+    client, source = _client(settings)
+    with client as c:
         rows = re.findall(r'<a class="repo" href="([^"]+)">([^<]+)</a>', c.get("/").text)
         assert [label for _, label in rows] == ["coding-agent::shop", "coding-agent::shop"], rows
         listed = []
@@ -217,10 +219,8 @@ def test_the_team_sessions_list_gives_each_session_the_tokens_and_cost_usage_tea
 
     tokens, cost = short(row)
     settings = settings_for({"HOME": str(tmp_path), "HARVESTER_TEAM_BANK": url}, bank=str(tmp_path / "bank.sqlite"))
-    source, local = TeamSource(settings), LocalSource(str(settings.bank))
-    with TestClient(create_app(Served(source, local, settings, "127.0.0.1", PORT, "tok")),
-                    base_url=f"http://127.0.0.1:{PORT}") as c:
-        c.cookies.set(cookie_name(PORT), "tok")
+    client, source = _client(settings)
+    with client as c:
         listing = c.get("/sessions").text
     source.close()
     found = re.search(r"<tr[^>]*>\s*<td class=\"title[^>]*>.*?price this session on the team bank.*?</tr>", listing, re.S)
